@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // dynalite and the sandbox are per-file servers on ephemeral ports; files run in parallel.
+    pool: 'forks',
+  },
+});
