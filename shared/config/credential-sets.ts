@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { ConfigurationError } from '../errors.js';
+import { VENDOR_ENVIRONMENTS } from '../vendor/types.js';
+
+/** One limit of the vendor's quota: at most `limit` requests in any span of `windowSeconds`. */
+export const rateLimitSchema = z.object({
+  limit: z.number().int().positive(),
+  windowSeconds: z.number().positive(),
+});
+export type RateLimit = z.infer<typeof rateLimitSchema>;
+
+/** The vendor's documented quota per access token (vendor-api.md §8). */
+export const VENDOR_DEFAULT_LIMITS: RateLimit[] = [
+  { limit: 50, windowSeconds: 60 },
+  { limit: 1000, windowSeconds: 3600 },
+];
+
+const isLoopbackHost = (hostname: string): boolean =>
+  hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
+
+/** HTTPS only; plain HTTP only for loopback (the sandbox). */
+export const vendorBaseUrlSchema = z
+  .string()
+  .url()
+  .refine(
+    (value) => {
+      const url = new URL(value);
+      return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+    },
+    { message: 'must be https:// (plain http:// is accepted only for loopback addresses)' },
+  );
+
+export const refreshSettingsSchema = z
+  .object({
+    /** Re-login when the token has less than this left (before jitter). */
+    softThresholdSeconds: z.number().positive().default(1800),
+    /** Up to this much more, chosen per set from its id, so sets that logged in together part ways. */
+    softThresholdJitterSeconds: z.number().nonnegative().default(600),
+    /** No token is handed out or kept as usable past `exp` minus this (the vendor's 5-minute rule). */
+    hardFloorSeconds: z.number().positive().default(300),
+    /** After INVALID_CREDENTIALS, no new attempt with the same secret version for this long. */
+    credentialsCooldownSeconds: z.number().positive().default(900),
+    /** A token whose `exp` is further away than this is refused as absurd. */
+    maxTokenLifetimeSeconds: z
+      .number()
+      .positive()
+      .default(24 * 3600),
+  })
+  .refine((s) => s.softThresholdSeconds > s.hardFloorSeconds, {
+    message: 'softThresholdSeconds must be greater than hardFloorSeconds',
+    path: ['softThresholdSeconds'],
+  });
+export type RefreshSettings = z.infer<typeof refreshSettingsSchema>;
+
+export const rateLimitSettingsSchema = z.object({
+  general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
+  /** Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). */
+  classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
+  /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
+  marginSeconds: z.number().nonnegative().default(5),
+  /** How long a granted permit may be used for sending. Must fit inside the margin. */
+  permitValiditySeconds: z.number().positive().default(3),
+});
+export type RateLimitSettings = z.infer<typeof rateLimitSettingsSchema>;
+
+export const credentialSetSchema = z.object({
+  /** For example `prod-advisor`. */
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
+  environment: z.enum(VENDOR_ENVIRONMENTS),
+  /** The company role the credentials belong to, for example `advisor` or `execution-platform`. */
+  companyRole: z.string().regex(/^[a-z][a-z0-9-]*$/),
+  vendorBaseUrl: vendorBaseUrlSchema,
+  /** Secrets Manager secret id (name or ARN) holding {"username": ..., "password": ...}. */
+  secretId: z.string().min(1),
+  refresh: refreshSettingsSchema.default(refreshSettingsSchema.parse({})),
+  rateLimits: rateLimitSettingsSchema.default(rateLimitSettingsSchema.parse({})),
+});
+export type CredentialSetConfig = z.infer<typeof credentialSetSchema>;
+export type CredentialSetInput = z.input<typeof credentialSetSchema>;
+
+export const credentialSetsSchema = z
+  .array(credentialSetSchema)
+  .min(1)
+  .superRefine((sets, ctx) => {
+    const seen = new Set<string>();
+    sets.forEach((set, index) => {
+      if (seen.has(set.id)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [index, 'id'],
+          message: `duplicate credential set id "${set.id}"`,
+        });
+      }
+      seen.add(set.id);
+    });
+  });
+
+/** Turns zod issues into one message that names every wrong field, e.g. `credentialSets[1].environment`. */
+export function describeIssues(error: z.ZodError, root: string): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.reduce<string>(
+        (acc, part) => (typeof part === 'number' ? `${acc}[${part}]` : `${acc}.${String(part)}`),
+        root,
+      );
+      return `${path}: ${issue.message}`;
+    })
+    .join('; ');
+}
+
+/** Parses credential sets (from JSON text or a value) once, at cold start; a wrong value names itself. */
+export function parseCredentialSets(input: unknown, source = 'credentialSets'): CredentialSetConfig[] {
+  let value = input;
+  if (typeof input === 'string') {
+    try {
+      value = JSON.parse(input);
+    } catch (cause) {
+      throw new ConfigurationError(`${source}: not valid JSON`, { cause });
+    }
+  }
+  const result = credentialSetsSchema.safeParse(value);
+  if (!result.success)
+    throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, source)}`);
+  return result.data;
+}

@@ -1,0 +1,35 @@
+/**
+ * Every CloudWatch metric the broker emits (namespace TokenBroker). The functions emit them, the CDK
+ * stack alarms on them and draws them on the dashboard: one list, so they cannot drift apart.
+ * Per-set metrics carry the dimension `CredentialSet`.
+ */
+export const DIMENSION_CREDENTIAL_SET = 'CredentialSet';
+
+export const Metric = {
+  // Refresher
+  LoginSuccess: 'LoginSuccess',
+  /** Any failed login attempt (all causes). */
+  LoginFailure: 'LoginFailure',
+  /** The vendor answered INVALID_CREDENTIALS: the password is wrong or was rotated. */
+  CredentialsRejected: 'CredentialsRejected',
+  /** 5xx, 429, timeout or network failure on login: the vendor, not the credentials. */
+  VendorUnavailable: 'VendorUnavailable',
+  /** A new token's `env` claim named the other environment; the token was discarded. */
+  EnvMismatch: 'EnvMismatch',
+  /** Seconds of validity left on the current token (0 when none), at each run. */
+  TokenValiditySeconds: 'TokenValiditySeconds',
+  /** 1 when the set has no usable token at a run, else 0. */
+  NoUsableToken: 'NoUsableToken',
+  /** Another process held the refresh lease. */
+  LeaseContention: 'LeaseContention',
+  /** The vendor's clock minus ours, from the login response `Date` header. */
+  VendorClockSkewSeconds: 'VendorClockSkewSeconds',
+  // Vend
+  TokensVended: 'TokensVended',
+  PermitsGranted: 'PermitsGranted',
+  PermitsDenied: 'PermitsDenied',
+  TokenRejectionsReported: 'TokenRejectionsReported',
+  VendorRateLimitReported: 'VendorRateLimitReported',
+  VendLatency: 'VendLatency',
+} as const;
+export type MetricName = (typeof Metric)[keyof typeof Metric];
