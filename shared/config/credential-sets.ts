@@ -32,10 +32,13 @@ export const vendorBaseUrlSchema = z
 
 export const refreshSettingsSchema = z
   .object({
-    /** Re-login when the token has less than this left (before jitter). */
-    softThresholdSeconds: z.number().positive().default(1800),
+    /**
+     * Re-login when the token has less than this left (before jitter). An hour leaves room for a dozen
+     * 5-minute scheduled runs, their retries, and a vendor outage of 40 minutes before the hard floor.
+     */
+    softThresholdSeconds: z.number().positive().default(3600),
     /** Up to this much more, chosen per set from its id, so sets that logged in together part ways. */
-    softThresholdJitterSeconds: z.number().nonnegative().default(600),
+    softThresholdJitterSeconds: z.number().nonnegative().default(900),
     /** No token is handed out or kept as usable past `exp` minus this (the vendor's 5-minute rule). */
     hardFloorSeconds: z.number().positive().default(300),
     /** After INVALID_CREDENTIALS, no new attempt with the same secret version for this long. */
