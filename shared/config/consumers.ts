@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { ConfigurationError } from '../errors.js';
+import { describeIssues } from './credential-sets.js';
+
+/**
+ * Who may have which credential set's token. A rule names an IAM role or user ARN; a caller that arrives
+ * as an assumed-role session (`arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION`) matches the rule written for
+ * `arn:aws:iam::ACCOUNT:role/ROLE`.
+ */
+export const principalArnSchema = z
+  .string()
+  .regex(
+    /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/[\w+=,.@/-]+$/,
+    'an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/portfolio-service',
+  );
+
+export const consumerSchema = z.object({
+  /** A human name for logs, e.g. `portfolio-service`. */
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+  principalArn: principalArnSchema,
+  credentialSets: z.array(z.string().min(1)).min(1),
+});
+export type ConsumerConfig = z.infer<typeof consumerSchema>;
+
+export const consumersSchema = z.array(consumerSchema);
+
+/** Parses the consumers once, at cold start; every set a consumer names must exist. */
+export function parseConsumers(
+  input: unknown,
+  knownSetIds: readonly string[],
+  source = 'consumers',
+): ConsumerConfig[] {
+  let value = input;
+  if (typeof input === 'string') {
+    try {
+      value = JSON.parse(input);
+    } catch (cause) {
+      throw new ConfigurationError(`${source}: not valid JSON`, { cause });
+    }
+  }
+  const result = consumersSchema.safeParse(value);
+  if (!result.success)
+    throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, source)}`);
+  const known = new Set(knownSetIds);
+  result.data.forEach((consumer, index) => {
+    consumer.credentialSets.forEach((setId, setIndex) => {
+      if (!known.has(setId)) {
+        throw new ConfigurationError(
+          `invalid configuration: ${source}[${index}].credentialSets[${setIndex}]: unknown credential set "${setId}"`,
+        );
+      }
+    });
+  });
+  return result.data;
+}
