@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { FunctionUrlSigner } from '../client/sigv4.js';
+import { type IncomingSignedRequest, type LocalCaller, SigV4Verifier } from '../local/sigv4-verifier.js';
+import { ManualClock } from '../shared/clock.js';
+
+const caller: LocalCaller = {
+  accessKeyId: 'AKIALOCALTESTCALLER1',
+  secretAccessKey: 'local-test-secret-key-1',
+  principalArn: 'arn:aws:iam::000000000000:role/portfolio-service',
+};
+const clock = new ManualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
+const verifier = new SigV4Verifier({ callers: [caller], clock, region: 'local' });
+
+async function signedIncoming(
+  init: { method: string; url: string; body?: string; headers?: Record<string, string> },
+  credentials: { accessKeyId: string; secretAccessKey: string } = caller,
+  region = 'local',
+): Promise<IncomingSignedRequest> {
+  const signer = new FunctionUrlSigner({ region, credentials });
+  const signed = await signer.sign(init, new Date(clock.now()));
+  const url = new URL(init.url);
+  const headers: Record<string, string> = { host: url.host };
+  for (const [k, v] of Object.entries(signed.headers)) headers[k.toLowerCase()] = v;
+  return {
+    method: init.method,
+    pathWithQuery: `${url.pathname}${url.search}`,
+    headers,
+    body: init.body ?? '',
+  };
+}
+
+describe('SigV4 between the consumer signer and the local verifier', () => {
+  it('accepts a request signed by a known caller, with query and body', async () => {
+    const request = await signedIncoming({
+      method: 'POST',
+      url: 'http://127.0.0.1:8787/v1/credential-sets/uat-advisor/permits?b=2&a=1',
+      body: '{"tokenId":"abc","count":2}',
+      headers: { 'content-type': 'application/json' },
+    });
+    const result = await verifier.verify(request);
+    expect(result).toEqual({ ok: true, caller });
+  });
+
+  it('refuses a body changed after signing', async () => {
+    const request = await signedIncoming({
+      method: 'POST',
+      url: 'http://127.0.0.1:8787/v1/x',
+      body: '{"count":1}',
+    });
+    expect(await verifier.verify({ ...request, body: '{"count":50}' })).toEqual({
+      ok: false,
+      reason: 'BAD_SIGNATURE',
+    });
+  });
+
+  it('refuses a path changed after signing', async () => {
+    const request = await signedIncoming({
+      method: 'GET',
+      url: 'http://127.0.0.1:8787/v1/credential-sets/a/token',
+    });
+    expect(await verifier.verify({ ...request, pathWithQuery: '/v1/credential-sets/b/token' })).toEqual({
+      ok: false,
+      reason: 'BAD_SIGNATURE',
+    });
+  });
+
+  it('refuses the wrong secret key, an unknown key, another region, and no signature', async () => {
+    const url = 'http://127.0.0.1:8787/v1/credential-sets';
+    const wrongSecret = await signedIncoming({ method: 'GET', url }, { ...caller, secretAccessKey: 'guess' });
+    expect(await verifier.verify(wrongSecret)).toEqual({ ok: false, reason: 'BAD_SIGNATURE' });
+    const unknown = await signedIncoming(
+      { method: 'GET', url },
+      { accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' },
+    );
+    expect(await verifier.verify(unknown)).toEqual({ ok: false, reason: 'UNKNOWN_ACCESS_KEY' });
+    const otherRegion = await signedIncoming({ method: 'GET', url }, caller, 'eu-west-1');
+    expect(await verifier.verify(otherRegion)).toEqual({ ok: false, reason: 'MALFORMED_SIGNATURE' });
+    expect(
+      await verifier.verify({
+        method: 'GET',
+        pathWithQuery: '/v1/credential-sets',
+        headers: { host: 'h' },
+        body: '',
+      }),
+    ).toEqual({ ok: false, reason: 'MISSING_SIGNATURE' });
+  });
+
+  it('refuses a signature older than five minutes', async () => {
+    const request = await signedIncoming({ method: 'GET', url: 'http://127.0.0.1:8787/v1/credential-sets' });
+    const later = new SigV4Verifier({
+      callers: [caller],
+      clock: new ManualClock(clock.now() + 5 * 60 * 1000 + 1000),
+      region: 'local',
+    });
+    expect(await later.verify(request)).toEqual({ ok: false, reason: 'STALE_REQUEST' });
+  });
+});
