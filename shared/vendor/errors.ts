@@ -104,10 +104,18 @@ export class VendorRateLimitError extends VendorApiError {
 export class UnexpectedVendorResponseError extends VendorError {
   readonly code = 'UNEXPECTED_VENDOR_RESPONSE';
   readonly retryable: boolean;
+  /** A `Retry-After` header that came with it (e.g. a proxy's 429 or 503 page). */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(status: number, reason: string, options?: { cause?: unknown }) {
-    super(`unexpected vendor response (HTTP ${status}): ${reason}`, status, options);
-    this.retryable = [500, 502, 503, 504].includes(status);
+  constructor(status: number, reason: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+    super(
+      `unexpected vendor response (HTTP ${status}): ${reason}`,
+      status,
+      options && 'cause' in options ? { cause: options.cause } : undefined,
+    );
+    // 429 too: the vendor asks for a retry on 429 whatever the body looks like (§7 diagnostic rules).
+    this.retryable = [429, 500, 502, 503, 504].includes(status);
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 }
 
@@ -139,4 +147,14 @@ export class VendorTokenUnusableError extends VendorError {
 export class InsecureVendorUrlError extends VendorError {
   readonly code = 'INSECURE_VENDOR_URL';
   readonly retryable = false;
+}
+
+/** A resource path that is not of the documented shape `/users/<number>/<tenant>/serviceKey/<key>`. Nothing was sent. */
+export class InvalidResourcePathError extends BrokerError {
+  readonly code = 'INVALID_RESOURCE_PATH';
+}
+
+/** A call the client refuses before sending anything: empty credentials, a bad token, a body it cannot send. */
+export class InvalidVendorRequestError extends BrokerError {
+  readonly code = 'INVALID_VENDOR_REQUEST';
 }

@@ -1,4 +1,5 @@
 /** Types of the vendor's Portfolio Management Service API (../shared/vendor-api.md). */
+import type { RetrySettings } from './retry.js';
 
 export const VENDOR_ENVIRONMENTS = ['uat', 'prod'] as const;
 export type VendorEnvironment = (typeof VENDOR_ENVIRONMENTS)[number];
@@ -48,4 +49,17 @@ export interface ResourceResponse<T = unknown> {
   body: T;
   rateLimit: RateLimitHeaders;
   requestId?: string;
+}
+
+/** One resource call (vendor-api.md §4). `path` must be `/users/<number>/<tenant>/serviceKey/<key>`. */
+export interface ResourceRequest {
+  method: HttpMethod;
+  path: string;
+  /** The access token, sent as `Authorization: Bearer <token>`. */
+  token: string;
+  /** Serialised as JSON. Not allowed on GET. */
+  body?: unknown;
+  signal?: AbortSignal;
+  /** `false`: one attempt only (for callers that retry themselves, token-aware); or overrides. */
+  retry?: false | Partial<RetrySettings>;
 }
