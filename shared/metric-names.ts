@@ -4,6 +4,8 @@
  * Per-set metrics carry the dimension `CredentialSet`.
  */
 export const DIMENSION_CREDENTIAL_SET = 'CredentialSet';
+/** Added to LoginFailure beside CredentialSet: the vendor's errorCode or the broker's own. */
+export const DIMENSION_ERROR_CODE = 'ErrorCode';
 
 export const Metric = {
   // Refresher

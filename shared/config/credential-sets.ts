@@ -24,6 +24,7 @@ export const vendorBaseUrlSchema = z
   .url()
   .refine(
     (value) => {
+      if (!URL.canParse(value)) return false;
       const url = new URL(value);
       return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
     },
@@ -48,10 +49,24 @@ export const refreshSettingsSchema = z
       .number()
       .positive()
       .default(24 * 3600),
+    /** Across all processes, at most one login attempt per set in this span (the storm guard). */
+    minAttemptIntervalSeconds: z.number().positive().default(60),
+    /**
+     * After a vendor failure (5xx, 429, timeout), wait base·2^(n-1) seconds, at most the cap. The cap stays
+     * below the 5-minute schedule period, so the first scheduled run after an outage logs in.
+     */
+    retryBackoffBaseSeconds: z.number().positive().default(60),
+    retryBackoffMaxSeconds: z.number().positive().default(240),
+    /** How long a refresh lease holds when its holder dies: about twice the vendor client's retry budget. */
+    leaseSeconds: z.number().positive().default(60),
   })
   .refine((s) => s.softThresholdSeconds > s.hardFloorSeconds, {
     message: 'softThresholdSeconds must be greater than hardFloorSeconds',
     path: ['softThresholdSeconds'],
+  })
+  .refine((s) => s.retryBackoffMaxSeconds >= s.retryBackoffBaseSeconds, {
+    message: 'retryBackoffMaxSeconds must be at least retryBackoffBaseSeconds',
+    path: ['retryBackoffMaxSeconds'],
   });
 export type RefreshSettings = z.infer<typeof refreshSettingsSchema>;
 

@@ -1,0 +1,36 @@
+/**
+ * The refresher function: run by a schedule (every set), and invoked synchronously by the vend function
+ * (one set, on demand). Built once per container, at module scope: configuration (a wrong value fails the
+ * cold start with a message naming it), the AWS clients, the vendor clients per base URL.
+ */
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
+import { systemClock } from '../shared/clock.js';
+import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
+import { SecretsManagerCredentialsSource } from '../shared/credentials/secrets-manager-credentials-source.js';
+import { createPowertoolsTelemetry } from '../shared/observability.js';
+import { DynamoTokenStore } from '../shared/tokens/dynamo-token-store.js';
+import { Refresher } from '../shared/tokens/refresher.js';
+import { loadRefresherConfig } from '../shared/tokens/refresher-config.js';
+import { VendorClient } from '../shared/vendor/client.js';
+import { createRefresherHandler } from './refresher-handler.js';
+
+const config = loadRefresherConfig(process.env);
+const telemetry = createPowertoolsTelemetry();
+const vendorClients = new Map(
+  config.sets.map((set) => [set.vendorBaseUrl, new VendorClient({ baseUrl: set.vendorBaseUrl, telemetry })]),
+);
+
+const refresher = new Refresher({
+  sets: config.sets,
+  store: new DynamoTokenStore({ client: createDynamoDbClient(), tableName: config.tokensTableName }),
+  credentials: new SecretsManagerCredentialsSource({
+    client: new SecretsManagerClient({ region: process.env.AWS_REGION, maxAttempts: 3 }),
+  }),
+  vendorFor: (set: CredentialSetConfig) => vendorClients.get(set.vendorBaseUrl) as VendorClient,
+  clock: systemClock,
+  telemetry,
+  concurrency: config.concurrency,
+});
+
+export const handler = createRefresherHandler({ refresher, logger: telemetry.logger });

@@ -1,0 +1,78 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { z } from 'zod';
+import type { CredentialSetState, StoredToken, TokenView } from './token-state.js';
+
+/** Item layout of the tokens table: one item per set, key `pk = "set#<id>"`. */
+export const setKey = (credentialSetId: string): string => `set#${credentialSetId}`;
+
+/** Items nobody wrote for this long are deleted by TTL. Any token is rewritten within its (≤ 24 h) lifetime. */
+export const PURGE_AFTER_SECONDS = 2 * 24 * 3600;
+export const purgeAtFor = (now: number): number => Math.ceil(now / 1000) + PURGE_AFTER_SECONDS;
+
+const tokenSchema = z.object({
+  tokenId: z.string(),
+  accessToken: z.string(),
+  exp: z.number(),
+  issuedAt: z.number().optional(),
+  env: z.string(),
+  obtainedAt: z.number(),
+  usableUntil: z.number(),
+  tenant: z.string(),
+  companyKey: z.string(),
+  executionPlatformKey: z.string(),
+  userKey: z.string(),
+  username: z.string(),
+  roles: z.array(z.string()),
+  groups: z.array(z.number()),
+  defaultCompanyInventorySource: z.string(),
+});
+
+const itemSchema = z.object({
+  credentialSetId: z.string(),
+  current: tokenSchema.optional(),
+  previous: tokenSchema.optional(),
+  lease: z.object({ holder: z.string(), leaseId: z.string(), expiresAt: z.number() }).optional(),
+  lastAttemptAt: z.number().optional(),
+  failure: z
+    .object({
+      errorCode: z.string(),
+      requestId: z.string().optional(),
+      kind: z.enum(['TRANSIENT', 'REJECTED']),
+      at: z.number(),
+      consecutive: z.number(),
+      cooldownUntil: z.number(),
+      secretVersion: z.string().optional(),
+    })
+    .optional(),
+  version: z.number().default(0),
+  purgeAt: z.number().optional(),
+});
+
+const view = (token: StoredToken | undefined, now: number): TokenView | undefined =>
+  token && token.exp * 1000 > now ? { ...token, usable: now < token.usableUntil } : undefined;
+
+/**
+ * The state a reader may rely on at `now`: TTL deletes lazily (and dynalite never does), so expiry is
+ * checked here. A malformed item gives the names of its wrong fields (the caller decides what to do).
+ */
+export function itemToState(
+  item: Record<string, AttributeValue>,
+  now: number,
+): { ok: true; state: CredentialSetState | undefined } | { ok: false; fields: string } {
+  const parsed = itemSchema.safeParse(unmarshall(item));
+  // Issue paths only: zod messages never quote values, and a value here could be a token.
+  if (!parsed.success)
+    return { ok: false, fields: parsed.error.issues.map((i) => i.path.join('.')).join(', ') };
+  const data = parsed.data;
+  if (data.purgeAt !== undefined && data.purgeAt * 1000 <= now) return { ok: true, state: undefined };
+  const state: CredentialSetState = { credentialSetId: data.credentialSetId, version: data.version };
+  const current = view(data.current, now);
+  const previous = view(data.previous, now);
+  if (current) state.current = current;
+  if (previous) state.previous = previous;
+  if (data.lease && data.lease.expiresAt > now) state.lease = data.lease;
+  if (data.lastAttemptAt !== undefined) state.lastAttemptAt = data.lastAttemptAt;
+  if (data.failure) state.failure = data.failure;
+  return { ok: true, state };
+}

@@ -1,0 +1,213 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+  type UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { PARTITION_KEY } from '../aws/tables.js';
+import { itemToState, purgeAtFor, setKey } from './dynamo-token-item.js';
+import { TokenStoreUnavailableError } from './errors.js';
+import type { CredentialSetState } from './token-state.js';
+import type {
+  PromoteRequest,
+  RecordFailureRequest,
+  TakeLeaseRequest,
+  TakeLeaseResult,
+  TokenStore,
+} from './token-store.js';
+
+// dynalite (like DynamoDB) rejects reserved words such as `current`: every name goes through a placeholder.
+const NAMES = {
+  '#setId': 'credentialSetId',
+  '#current': 'current',
+  '#previous': 'previous',
+  '#lease': 'lease',
+  '#leaseId': 'leaseId',
+  '#expiresAt': 'expiresAt',
+  '#lastAttemptAt': 'lastAttemptAt',
+  '#failure': 'failure',
+  '#kind': 'kind',
+  '#cooldownUntil': 'cooldownUntil',
+  '#secretVersion': 'secretVersion',
+  '#tokenId': 'tokenId',
+  '#exp': 'exp',
+  '#version': 'version',
+  '#purgeAt': 'purgeAt',
+} as const;
+type Name = keyof typeof NAMES;
+
+const used = (placeholder: string, text: string): boolean =>
+  // `#lease` must not match inside `#leaseId`, nor `#exp` inside `#expiresAt`.
+  new RegExp(`${placeholder}(?![\\w])`).test(text);
+
+/** Names and values for the placeholders the expressions use, and only those: DynamoDB refuses unused ones. */
+function placeholders(expressions: string[], input: Record<string, unknown>) {
+  const text = expressions.join(' ');
+  const names = Object.fromEntries(Object.entries(NAMES).filter(([placeholder]) => used(placeholder, text)));
+  const values = Object.fromEntries(Object.entries(input).filter(([placeholder]) => used(placeholder, text)));
+  return {
+    ExpressionAttributeNames: names as Record<Name, string>,
+    ExpressionAttributeValues: marshall(values, { removeUndefinedValues: true }) as Record<
+      string,
+      AttributeValue
+    >,
+  };
+}
+
+/** The tokens table on DynamoDB. Conditional writes only; a lost condition is an answer, not an error. */
+export class DynamoTokenStore implements TokenStore {
+  readonly #client: DynamoDBClient;
+  readonly #tableName: string;
+
+  constructor(options: { client: DynamoDBClient; tableName: string }) {
+    this.#client = options.client;
+    this.#tableName = options.tableName;
+  }
+
+  async read(credentialSetId: string, now: number): Promise<CredentialSetState | undefined> {
+    let item: Record<string, AttributeValue> | undefined;
+    try {
+      const output = await this.#client.send(
+        new GetItemCommand({
+          TableName: this.#tableName,
+          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
+          ConsistentRead: true,
+        }),
+      );
+      item = output.Item;
+    } catch (error) {
+      throw this.#unavailable('read', credentialSetId, error);
+    }
+    return item ? this.#state(item, now, credentialSetId) : undefined;
+  }
+
+  async takeLease(request: TakeLeaseRequest): Promise<TakeLeaseResult> {
+    const conditions = [
+      '(attribute_not_exists(#lease) OR #lease.#expiresAt <= :now)',
+      '(attribute_not_exists(#lastAttemptAt) OR #lastAttemptAt <= :attemptCutoff)',
+      request.secretVersion === undefined
+        ? '(attribute_not_exists(#failure) OR #failure.#cooldownUntil <= :now)'
+        : '(attribute_not_exists(#failure) OR #failure.#cooldownUntil <= :now OR (#failure.#kind = :rejected AND #failure.#secretVersion <> :secretVersion))',
+      request.expectedTokenId === null
+        ? '(attribute_not_exists(#current) OR #current.#exp <= :nowSeconds)'
+        : '#current.#tokenId = :expectedTokenId',
+    ];
+    const update =
+      'SET #setId = :setId, #lease = :lease, #lastAttemptAt = :now, #purgeAt = :purgeAt ADD #version :one';
+    const condition = conditions.join(' AND ');
+    const output = await this.#conditionalUpdate(request.credentialSetId, 'takeLease', {
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ...placeholders([update, condition], {
+        ':setId': request.credentialSetId,
+        ':lease': { holder: request.holder, leaseId: request.leaseId, expiresAt: request.leaseExpiresAt },
+        ':now': request.now,
+        ':nowSeconds': Math.floor(request.now / 1000),
+        ':attemptCutoff': request.lastAttemptNoLaterThan,
+        ':purgeAt': purgeAtFor(request.now),
+        ':one': 1,
+        ':rejected': request.secretVersion === undefined ? undefined : 'REJECTED',
+        ':secretVersion': request.secretVersion,
+        ':expectedTokenId': request.expectedTokenId ?? undefined,
+      }),
+      ReturnValues: 'ALL_NEW',
+    });
+    if (!output) return { taken: false };
+    const state = this.#state(output, request.now, request.credentialSetId);
+    if (!state)
+      throw new TokenStoreUnavailableError(`set ${request.credentialSetId}: lease taken on a purged item`);
+    return { taken: true, state };
+  }
+
+  async promote(request: PromoteRequest): Promise<boolean> {
+    const update = request.previous
+      ? 'SET #current = :token, #previous = :previous, #purgeAt = :purgeAt REMOVE #lease, #failure ADD #version :one'
+      : 'SET #current = :token, #purgeAt = :purgeAt REMOVE #lease, #failure, #previous ADD #version :one';
+    return this.#holderWrite(request.credentialSetId, 'promote', update, {
+      ':token': request.token,
+      ':previous': request.previous,
+      ':purgeAt': purgeAtFor(request.now),
+      ':leaseId': request.leaseId,
+      ':one': 1,
+    });
+  }
+
+  async recordFailure(request: RecordFailureRequest): Promise<boolean> {
+    return this.#holderWrite(
+      request.credentialSetId,
+      'recordFailure',
+      'SET #failure = :failure, #purgeAt = :purgeAt REMOVE #lease ADD #version :one',
+      {
+        ':failure': request.failure,
+        ':purgeAt': purgeAtFor(request.now),
+        ':leaseId': request.leaseId,
+        ':one': 1,
+      },
+    );
+  }
+
+  /** A write only the lease holder may make: conditional on the lease id of its take. */
+  async #holderWrite(
+    credentialSetId: string,
+    operation: string,
+    update: string,
+    input: Record<string, unknown>,
+  ): Promise<boolean> {
+    const condition = '#lease.#leaseId = :leaseId';
+    const output = await this.#conditionalUpdate(credentialSetId, operation, {
+      UpdateExpression: update,
+      ConditionExpression: condition,
+      ...placeholders([update, condition], input),
+      ReturnValues: 'NONE',
+    });
+    return output !== undefined;
+  }
+
+  /** The item after the write ({} when not asked for), or undefined when the condition failed. */
+  async #conditionalUpdate(
+    credentialSetId: string,
+    operation: string,
+    input: Omit<UpdateItemCommandInput, 'TableName' | 'Key'>,
+  ): Promise<Record<string, AttributeValue> | undefined> {
+    try {
+      const output = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
+          ...input,
+        }),
+      );
+      return output.Attributes ?? {};
+    } catch (error) {
+      if (
+        error instanceof ConditionalCheckFailedException ||
+        (error as Error)?.name === 'ConditionalCheckFailedException'
+      )
+        return undefined;
+      throw this.#unavailable(operation, credentialSetId, error);
+    }
+  }
+
+  #state(item: Record<string, AttributeValue>, now: number, credentialSetId: string) {
+    const result = itemToState(item, now);
+    if (!result.ok) {
+      throw new TokenStoreUnavailableError(
+        `set ${credentialSetId}: stored item is malformed (${result.fields})`,
+      );
+    }
+    return result.state;
+  }
+
+  #unavailable(operation: string, credentialSetId: string, error: unknown): TokenStoreUnavailableError {
+    const reason = error instanceof Error ? error.name : 'unknown error';
+    return new TokenStoreUnavailableError(
+      `tokens table ${operation} for set ${credentialSetId} failed: ${reason}`,
+      {
+        cause: error,
+      },
+    );
+  }
+}

@@ -1,0 +1,21 @@
+export { DynamoTokenStore } from './dynamo-token-store.js';
+export * from './errors.js';
+export { type HealthState, health, type SetHealth } from './health.js';
+export type { AttemptResult, VendorLogin } from './refresh-attempt.js';
+export {
+  parseRefreshRequest,
+  type RefreshOutcome,
+  type RefreshRequest,
+  refreshRequestSchema,
+} from './refresh-request.js';
+export {
+  Refresher,
+  type RefresherOptions,
+  type RunSummary,
+  type SetRunAction,
+  type SetRunSummary,
+} from './refresher.js';
+export { refreshDue, softThresholdSeconds } from './thresholds.js';
+export type * from './token-state.js';
+export { storedTokenOf, tokenIdOf, validitySeconds } from './token-state.js';
+export type * from './token-store.js';

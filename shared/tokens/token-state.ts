@@ -1,0 +1,89 @@
+import { tokenId } from '../vendor/token-id.js';
+
+/**
+ * What the tokens table holds per credential set. Times are epoch milliseconds, except `exp` and `issuedAt`,
+ * which keep the vendor's Unix seconds (the JWT claims), as in LoginResult.
+ */
+export interface StoredToken {
+  /** First 16 hex of sha256(accessToken): what logs, keys and reports use instead of the token. */
+  tokenId: string;
+  accessToken: string;
+  /** Unix seconds. */
+  exp: number;
+  /** Unix seconds (the JWT's `iat`), when the vendor sent it. */
+  issuedAt?: number;
+  env: string;
+  /** When the broker received it. */
+  obtainedAt: number;
+  /** After this, the token is no longer handed out: `exp` minus the hard floor of its set. */
+  usableUntil: number;
+  tenant: string;
+  companyKey: string;
+  executionPlatformKey: string;
+  userKey: string;
+  username: string;
+  roles: string[];
+  groups: number[];
+  defaultCompanyInventorySource: string;
+}
+
+/** A token as a read sees it: `usable` is false from the hard floor on (kept as information for health). */
+export interface TokenView extends StoredToken {
+  usable: boolean;
+}
+
+export type FailureKind =
+  /** 5xx, 429, timeout, network, secret unreadable: the vendor or AWS, not the credentials. Backoff. */
+  | 'TRANSIENT'
+  /** INVALID_CREDENTIALS, env mismatch, other 4xx: only a new secret version or the cooldown allows a retry. */
+  | 'REJECTED';
+
+export interface FailureState {
+  /** The vendor's errorCode, or the broker's own (ENV_MISMATCH, VENDOR_TIMEOUT, CREDENTIALS_UNAVAILABLE …). */
+  errorCode: string;
+  /** The vendor's requestId, to quote to its support. */
+  requestId?: string;
+  kind: FailureKind;
+  at: number;
+  consecutive: number;
+  /** No attempt before this (backoff or cooldown), unless a REJECTED failure's secret version changed. */
+  cooldownUntil: number;
+  /** The secret version the failed attempt used, when it was read. */
+  secretVersion?: string;
+}
+
+export interface Lease {
+  /** The process that holds it (a Lambda container, a local process). */
+  holder: string;
+  /** Unique per take: promote and release are conditional on it. */
+  leaseId: string;
+  expiresAt: number;
+}
+
+export interface CredentialSetState {
+  credentialSetId: string;
+  /** Absent when there is none or it is past `exp`. */
+  current?: TokenView;
+  /** The token `current` replaced, until its own `exp`: consumers may still hold it. */
+  previous?: TokenView;
+  /** Absent when nobody holds it or it expired. */
+  lease?: Lease;
+  lastAttemptAt?: number;
+  failure?: FailureState;
+  /** Grows with every write: a cheap "has anything changed" for caches. */
+  version: number;
+}
+
+/** The token id of the vendor client (first 16 hex of sha256): one definition for logs, keys and reports. */
+export const tokenIdOf = tokenId;
+
+/** Whole seconds the token has left before `exp` (0 when none). */
+export function validitySeconds(token: Pick<StoredToken, 'exp'> | undefined, nowMs: number): number {
+  return token ? Math.max(0, Math.floor(token.exp - nowMs / 1000)) : 0;
+}
+
+/** Strips the read-time `usable` flag: it is derived, never stored. */
+export function storedTokenOf(token: StoredToken | TokenView): StoredToken {
+  const { usable: _usable, ...stored } = token as TokenView;
+  return stored;
+}

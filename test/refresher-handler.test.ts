@@ -1,0 +1,181 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import type { Context, ScheduledEvent } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createRefresherHandler } from '../functions/refresher-handler.js';
+import { type Sandbox, startSandbox } from '../sandbox/index.js';
+import { ManualClock } from '../shared/clock.js';
+import { InvalidRefreshRequestError, type RunSummary } from '../shared/tokens/index.js';
+import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import { credentialSet, expectNoSecrets, sandboxPasswords, startWorld } from './support/refresher-harness.js';
+
+// As AWS documents the event of an EventBridge rule with a schedule expression.
+const scheduledEvent: ScheduledEvent = {
+  version: '0',
+  id: '53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa',
+  'detail-type': 'Scheduled Event',
+  source: 'aws.events',
+  account: '123456789012',
+  time: '2026-01-05T09:00:00Z',
+  region: 'eu-west-1',
+  resources: ['arn:aws:events:eu-west-1:123456789012:rule/token-broker-uat-Schedule'],
+  detail: {},
+};
+
+const context = {
+  callbackWaitsForEmptyEventLoop: true,
+  functionName: 'token-broker-uat-refresher',
+  functionVersion: '$LATEST',
+  invokedFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:token-broker-uat-refresher',
+  memoryLimitInMB: '256',
+  awsRequestId: 'c6af9ac6-7b61-11e6-9a41-93e812345678',
+  logGroupName: '/aws/lambda/token-broker-uat-refresher',
+  logStreamName: '2026/01/05/[$LATEST]abcdef',
+  getRemainingTimeInMillis: () => 60_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+} as Context;
+
+const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
+let dynamo: LocalDynamo;
+let uat: Sandbox;
+let clock: ManualClock;
+
+beforeAll(async () => {
+  clock = new ManualClock(T0);
+  dynamo = await startDynalite();
+  uat = await startSandbox({ environment: 'uat', clock, quiet: true });
+});
+afterAll(async () => {
+  await uat.close();
+  await dynamo.close();
+});
+
+describe('the refresher handler', () => {
+  it('runs every set on a scheduled event and one set on a refresh action, answering with no token', async () => {
+    const world = await startWorld(clock, dynamo);
+    const set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
+    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    const handler = createRefresherHandler({
+      refresher: world.refresher('lambda-1', [set]),
+      logger: new Logger({ serviceName: 'token-broker', logLevel: 'SILENT' }),
+    });
+
+    const summary = (await handler(scheduledEvent, context)) as RunSummary;
+    expect(summary).toMatchObject({
+      at: T0,
+      sets: [{ credentialSetId: 'uat-advisor', action: 'LOGGED_IN' }],
+    });
+    const current = (await world.store.read(set.id, T0))?.current;
+
+    const onDemand = await handler(
+      {
+        action: 'refresh',
+        credentialSetId: set.id,
+        reason: 'TOKEN_REJECTED',
+        rejectedTokenId: 'f'.repeat(16),
+      },
+      context,
+    );
+    expect(onDemand).toEqual({
+      status: 'CURRENT',
+      tokenId: current?.tokenId,
+      exp: current?.exp,
+      loggedIn: false,
+    });
+    expectNoSecrets(JSON.stringify([summary, onDemand]), [...sandboxPasswords(), current?.accessToken ?? '']);
+  });
+
+  it.each([
+    ['an unknown event', { hello: 'world' }],
+    ['a refresh without a reason', { action: 'refresh', credentialSetId: 'uat-advisor' }],
+    [
+      'a refresh with a minimum validity of text',
+      {
+        action: 'refresh',
+        credentialSetId: 'uat-advisor',
+        reason: 'NO_USABLE_TOKEN',
+        minValiditySeconds: '300',
+      },
+    ],
+    ['nothing', null],
+  ])('refuses %s, touching nothing', async (_case, event) => {
+    const world = await startWorld(clock, dynamo);
+    const set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
+    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    const handler = createRefresherHandler({ refresher: world.refresher('lambda-1', [set]) });
+    const loginsBefore = uat.stats().loginRequests;
+    await expect(handler(event, context)).rejects.toBeInstanceOf(InvalidRefreshRequestError);
+    expect((await dynamo.client.send(new ScanCommand({ TableName: world.table }))).Count).toBe(0);
+    expect(uat.stats().loginRequests).toBe(loginsBefore);
+  });
+});
+
+describe('the refresher function module', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.resetModules();
+  });
+  const goodSets = JSON.stringify([
+    {
+      id: 'prod-advisor',
+      environment: 'prod',
+      companyRole: 'advisor',
+      vendorBaseUrl: 'https://api.vendor.example',
+      secretId: 'token-broker/prod-advisor',
+    },
+  ]);
+
+  it.each([
+    [
+      'CREDENTIAL_SETS missing',
+      { TOKENS_TABLE_NAME: 'tokens' },
+      'environment variable CREDENTIAL_SETS is not set',
+    ],
+    [
+      'TOKENS_TABLE_NAME missing',
+      { CREDENTIAL_SETS: goodSets },
+      'environment variable TOKENS_TABLE_NAME is not set',
+    ],
+    [
+      'CREDENTIAL_SETS not JSON',
+      { CREDENTIAL_SETS: '[{', TOKENS_TABLE_NAME: 't' },
+      'CREDENTIAL_SETS: not valid JSON',
+    ],
+    [
+      'a plain-http vendor URL',
+      { CREDENTIAL_SETS: goodSets.replace('https://api', 'http://api'), TOKENS_TABLE_NAME: 't' },
+      'CREDENTIAL_SETS[0].vendorBaseUrl: must be https://',
+    ],
+    [
+      'a backoff cap below its base',
+      {
+        CREDENTIAL_SETS: goodSets.replace(
+          '"secretId"',
+          '"refresh":{"retryBackoffBaseSeconds":120,"retryBackoffMaxSeconds":60},"secretId"',
+        ),
+        TOKENS_TABLE_NAME: 't',
+      },
+      'CREDENTIAL_SETS[0].refresh.retryBackoffMaxSeconds: retryBackoffMaxSeconds must be at least retryBackoffBaseSeconds',
+    ],
+    [
+      'a bad concurrency',
+      { CREDENTIAL_SETS: goodSets, TOKENS_TABLE_NAME: 't', REFRESH_CONCURRENCY: '0' },
+      'REFRESH_CONCURRENCY',
+    ],
+  ])('fails its cold start on %s, naming it', async (_case, env, message) => {
+    vi.stubEnv('CREDENTIAL_SETS', '');
+    vi.stubEnv('TOKENS_TABLE_NAME', '');
+    for (const [key, value] of Object.entries(env)) vi.stubEnv(key, value);
+    await expect(import('../functions/refresher.js')).rejects.toThrow(message);
+  });
+
+  it('builds its handler from a good environment without calling anything', async () => {
+    vi.stubEnv('CREDENTIAL_SETS', goodSets);
+    vi.stubEnv('TOKENS_TABLE_NAME', 'token-broker-prod-tokens');
+    vi.stubEnv('AWS_REGION', 'eu-west-1');
+    const module = await import('../functions/refresher.js');
+    expect(typeof module.handler).toBe('function');
+  });
+});

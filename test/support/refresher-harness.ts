@@ -1,0 +1,177 @@
+import {
+  GetSecretValueCommand,
+  ResourceNotFoundException,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
+import { mockClient } from 'aws-sdk-client-mock';
+import { defaultSandboxUsers, type Sandbox } from '../../sandbox/index.js';
+import type { Clock, ManualClock } from '../../shared/clock.js';
+import {
+  type CredentialSetConfig,
+  type CredentialSetInput,
+  credentialSetSchema,
+} from '../../shared/config/credential-sets.js';
+import { SecretsManagerCredentialsSource } from '../../shared/credentials/index.js';
+import { MemoryTelemetry } from '../../shared/observability.js';
+import { DynamoTokenStore, Refresher, type RefresherOptions } from '../../shared/tokens/index.js';
+import { VendorClient } from '../../shared/vendor/client.js';
+import type { VendorCredentials } from '../../shared/vendor/types.js';
+import type { LocalDynamo } from './dynalite.js';
+
+/** A credential set as configuration would give it (every default filled in by the real schema). */
+export function credentialSet(
+  input: Partial<CredentialSetInput> & { id: string; vendorBaseUrl: string },
+): CredentialSetConfig {
+  return credentialSetSchema.parse({
+    environment: 'uat',
+    companyRole: 'advisor',
+    secretId: `token-broker/${input.id}`,
+    ...input,
+  });
+}
+
+/**
+ * Secrets Manager through aws-sdk-client-mock (there is no local Secrets Manager): `put` stores a new
+ * version, as `PutSecretValue` would, and every GetSecretValue answers the latest one.
+ */
+export function fakeSecretsManager() {
+  const client = new SecretsManagerClient({
+    region: 'eu-west-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  });
+  const mock = mockClient(client);
+  const secrets = new Map<string, { text: string; versionId: string }>();
+  let versions = 0;
+  mock.on(GetSecretValueCommand).callsFake((input: { SecretId?: string }) => {
+    const secret = secrets.get(input.SecretId ?? '');
+    if (!secret) {
+      throw new ResourceNotFoundException({
+        message: "Secrets Manager can't find the specified secret.",
+        $metadata: {},
+      });
+    }
+    return { Name: input.SecretId, SecretString: secret.text, VersionId: secret.versionId };
+  });
+  return {
+    client,
+    mock,
+    source: new SecretsManagerCredentialsSource({ client }),
+    put(secretId: string, credentials: VendorCredentials | string): string {
+      const versionId = `version-${++versions}`;
+      secrets.set(secretId, {
+        text: typeof credentials === 'string' ? credentials : JSON.stringify(credentials),
+        versionId,
+      });
+      return versionId;
+    },
+    reads: () => mock.commandCalls(GetSecretValueCommand).length,
+  };
+}
+
+/**
+ * For the vendor client: the test's time, but retry waits pass at once. Within one scheduled tick time
+ * stands still (a few seconds of client retries against 5-minute ticks); the client's attempts stay bounded
+ * by its maxAttempts.
+ */
+export const instantSleeps = (clock: Clock): Clock => ({
+  now: () => clock.now(),
+  sleep: () => Promise.resolve(),
+});
+
+/**
+ * Settles `work` while moving a ManualClock forward in steps, letting real I/O (dynalite, the sandbox) run
+ * between steps: for code that polls on the clock (an on-demand refresh waiting for another process).
+ */
+export async function whileAdvancing<T>(
+  clock: ManualClock,
+  work: Promise<T>,
+  stepMs = 250,
+  realPauseMs = 10,
+): Promise<T> {
+  let settled = false;
+  const done = work.finally(() => {
+    settled = true;
+  });
+  while (!settled) {
+    await new Promise((resolve) => setTimeout(resolve, realPauseMs));
+    if (!settled && clock.pendingSleepers > 0) await clock.advance(stepMs);
+  }
+  return done;
+}
+
+/** Everything a leak check greps for: the sandbox passwords and JWTs. */
+export function expectNoSecrets(text: string, secrets: readonly string[]): void {
+  for (const secret of secrets) {
+    if (text.includes(secret)) throw new Error(`a secret value leaked into: ${text.slice(0, 200)}…`);
+  }
+  if (/eyJ[\w-]+\.[\w-]+/.test(text)) throw new Error('a JWT leaked');
+}
+
+/** Tries per login the test vendor clients make (their retries pass at once: see instantSleeps). */
+export const VENDOR_CLIENT_ATTEMPTS = 2;
+
+export interface World {
+  clock: ManualClock;
+  dynamo: LocalDynamo;
+  table: string;
+  store: DynamoTokenStore;
+  secrets: ReturnType<typeof fakeSecretsManager>;
+  telemetry: MemoryTelemetry;
+  /** One Refresher = one process (a Lambda container): its own holder id and vendor clients. */
+  refresher(
+    holderId: string,
+    sets: readonly CredentialSetConfig[],
+    options?: Partial<RefresherOptions>,
+  ): Refresher;
+  /** Puts the sandbox user's real credentials into the set's secret; returns the version id. */
+  storeCredentialsOf(set: CredentialSetConfig, username: string, sandbox: Sandbox): string;
+}
+
+/** dynalite with a fresh tokens table, Secrets Manager through the mock, and a ManualClock everyone shares. */
+export async function startWorld(clock: ManualClock, dynamo: LocalDynamo): Promise<World> {
+  const table = await dynamo.createTable('tokens');
+  const store = new DynamoTokenStore({ client: dynamo.client, tableName: table });
+  const secrets = fakeSecretsManager();
+  const telemetry = new MemoryTelemetry();
+  return {
+    clock,
+    dynamo,
+    table,
+    store,
+    secrets,
+    telemetry,
+    refresher(holderId, sets, options = {}) {
+      const clients = new Map<string, VendorClient>();
+      return new Refresher({
+        sets,
+        store,
+        credentials: secrets.source,
+        clock,
+        telemetry,
+        holderId,
+        vendorFor(set) {
+          let client = clients.get(set.vendorBaseUrl);
+          if (!client) {
+            client = new VendorClient({
+              baseUrl: set.vendorBaseUrl,
+              clock: instantSleeps(clock),
+              retry: { maxAttempts: VENDOR_CLIENT_ATTEMPTS },
+            });
+            clients.set(set.vendorBaseUrl, client);
+          }
+          return client;
+        },
+        ...options,
+      });
+    },
+    storeCredentialsOf(set, username, sandbox) {
+      const user = defaultSandboxUsers(sandbox.environment).find((u) => u.username === username);
+      if (!user) throw new Error(`no sandbox user ${username}`);
+      return secrets.put(set.secretId, { username: user.username, password: user.password });
+    },
+  };
+}
+
+/** Every sandbox password: what must never appear in telemetry, summaries or errors. */
+export const sandboxPasswords = (): string[] =>
+  (['uat', 'prod'] as const).flatMap((env) => defaultSandboxUsers(env).map((u) => u.password));
