@@ -40,8 +40,8 @@ export function createPowertoolsTelemetry(
       const single = metrics.singleMetric();
       for (const [key, dimensionValue] of Object.entries(dimensions))
         single.addDimension(key, dimensionValue);
+      // A single metric publishes itself on addMetric.
       single.addMetric(name, unit, value);
-      single.publishStoredMetrics();
     },
   };
 }

@@ -1,0 +1,138 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import { ArnPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { ConfigurationError } from '../shared/errors.js';
+import { AlarmTopic } from './constructs/alarm-topic.js';
+import { BrokerAlarms } from './constructs/broker-alarms.js';
+import { BrokerDashboard } from './constructs/broker-dashboard.js';
+import { BrokerFunction } from './constructs/broker-function.js';
+import { BrokerTables } from './constructs/broker-tables.js';
+import { RefreshSchedule } from './constructs/refresh-schedule.js';
+import { REFRESHER_MEMORY_MB, REFRESHER_TIMEOUT, VEND_MEMORY_MB, VEND_TIMEOUT } from './function-sizing.js';
+import { refresherSecretAccess } from './least-privilege.js';
+import { functionCredentialSets, type StageConfig } from './stage-config.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Lambda allows 4 KB of environment variables per function, names and values together. */
+const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
+/** Room for the other variables (table names, function name, Node and Powertools settings). */
+const ENVIRONMENT_RESERVE_BYTES = 700;
+
+export interface BrokerStackProps extends StackProps {
+  stage: StageConfig;
+  /** The function entry points; the project's functions/ by default. */
+  entries?: { refresher: string; vend: string };
+}
+
+export const DEFAULT_ENTRIES = {
+  refresher: path.join(ROOT, 'functions/refresher.ts'),
+  vend: path.join(ROOT, 'functions/vend-token.ts'),
+};
+
+export const stackName = (stage: StageConfig): string => `TokenBroker-${stage.name}`;
+
+/**
+ * Everything one stage of the broker runs on: the tables and their key, the refresher on a schedule, the vend
+ * function behind an IAM-authenticated Function URL, the alarms, their topic and a dashboard.
+ */
+export class BrokerStack extends Stack {
+  constructor(scope: Construct, id: string, props: BrokerStackProps) {
+    super(scope, id, {
+      ...props,
+      env: { account: props.stage.account, region: props.stage.region },
+      terminationProtection: props.stage.production,
+      description: `token-broker (${props.stage.name}): vendor access tokens for internal services`,
+    });
+    const { stage } = props;
+    const entries = props.entries ?? DEFAULT_ENTRIES;
+    Tags.of(this).add('service', 'token-broker');
+    Tags.of(this).add('stage', stage.name);
+
+    const credentialSets = JSON.stringify(functionCredentialSets(stage));
+    const consumers = JSON.stringify(stage.consumers);
+    const configBytes = Buffer.byteLength(credentialSets) + Buffer.byteLength(consumers);
+    if (configBytes + ENVIRONMENT_RESERVE_BYTES > LAMBDA_ENVIRONMENT_LIMIT_BYTES) {
+      throw new ConfigurationError(
+        `invalid stage "${stage.name}": credentialSets and consumers take ${configBytes} bytes of the functions' environment; ` +
+          `Lambda allows ${LAMBDA_ENVIRONMENT_LIMIT_BYTES} bytes in all`,
+      );
+    }
+
+    const tables = new BrokerTables(this, 'Tables', { production: stage.production });
+    const logRetention = stage.logRetentionDays as RetentionDays;
+
+    const refresher = new BrokerFunction(this, 'Refresher', {
+      entry: entries.refresher,
+      description: `token-broker ${stage.name}: re-logs in to the vendor ahead of each token's expiry`,
+      timeout: REFRESHER_TIMEOUT,
+      memorySize: REFRESHER_MEMORY_MB,
+      environment: { CREDENTIAL_SETS: credentialSets },
+      logRetention,
+      retainLogs: stage.production,
+      // A failed run is not retried by Lambda: the next scheduled run is the retry.
+      retryAttempts: 0,
+    });
+    refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', 'readWrite');
+    refresherSecretAccess(this, refresher, stage);
+
+    const vend = new BrokerFunction(this, 'Vend', {
+      entry: entries.vend,
+      description: `token-broker ${stage.name}: vends tokens and rate permits to authorised consumers`,
+      timeout: VEND_TIMEOUT,
+      memorySize: VEND_MEMORY_MB,
+      environment: {
+        CREDENTIAL_SETS: credentialSets,
+        CONSUMERS: consumers,
+        REFRESHER_FUNCTION_NAME: refresher.functionName,
+      },
+      logRetention,
+      retainLogs: stage.production,
+    });
+    vend.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', 'read');
+    vend.bindTable(tables.ledger, 'LEDGER_TABLE_NAME', 'readWrite');
+    // On-demand re-logins go through the refresher; the vend function itself never sees credentials.
+    vend.addToRolePolicy(
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [refresher.functionArn] }),
+    );
+
+    const url = vend.addFunctionUrl({
+      authType: FunctionUrlAuthType.AWS_IAM,
+      invokeMode: InvokeMode.BUFFERED,
+    });
+    for (const consumer of stage.consumers) url.grantInvokeUrl(new ArnPrincipal(consumer.principalArn));
+
+    new RefreshSchedule(this, 'Schedule', { target: refresher, minutes: stage.refreshScheduleMinutes });
+
+    const topic = new AlarmTopic(this, 'Alarms', { key: tables.key, alarms: stage.alarms }).topic;
+    const tableMap = { tokens: tables.tokens, ledger: tables.ledger };
+    const alarms = new BrokerAlarms(this, 'AlarmSet', {
+      stage,
+      namePrefix: stackName(stage),
+      topic,
+      refresher: { fn: refresher, timeout: REFRESHER_TIMEOUT },
+      vend: { fn: vend, timeout: VEND_TIMEOUT },
+      tables: tableMap,
+    });
+    new BrokerDashboard(this, 'Dashboard', {
+      stage,
+      dashboardName: stackName(stage),
+      functions: { refresher, vend },
+      tables: tableMap,
+      alarms: alarms.alarms,
+    });
+
+    new CfnOutput(this, 'VendUrl', {
+      value: url.url,
+      description: 'Function URL of the vend API (IAM auth)',
+    });
+    new CfnOutput(this, 'TokensTableName', { value: tables.tokens.tableName });
+    new CfnOutput(this, 'LedgerTableName', { value: tables.ledger.tableName });
+    new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn });
+    new CfnOutput(this, 'RefresherFunctionName', { value: refresher.functionName });
+  }
+}

@@ -1,0 +1,251 @@
+import { Duration } from 'aws-cdk-lib';
+import {
+  Alarm,
+  ComparisonOperator,
+  type IMetric,
+  MathExpression,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { Operation, type Table } from 'aws-cdk-lib/aws-dynamodb';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Construct } from 'constructs';
+import { Metric as BrokerMetric } from '../../shared/metric-names.js';
+import { setMetric } from '../broker-metrics.js';
+import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
+import type { StageConfig } from '../stage-config.js';
+
+export interface BrokerAlarmsProps {
+  stage: StageConfig;
+  /** Prefix of every alarm name, e.g. the stack name. */
+  namePrefix: string;
+  topic: ITopic;
+  refresher: { fn: IFunction; timeout: Duration };
+  vend: { fn: IFunction; timeout: Duration };
+  tables: Record<string, Table>;
+}
+
+interface AlarmSpec {
+  metric: IMetric;
+  threshold: number;
+  comparison: ComparisonOperator;
+  /** Consecutive periods that must breach (all of them). */
+  periods?: number;
+  missing?: TreatMissingData;
+  meaning: string;
+  runbook: RunbookAnchor;
+}
+
+const FIVE_MINUTES = Duration.minutes(5);
+const AT_LEAST = ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD;
+const BELOW = ComparisonOperator.LESS_THAN_THRESHOLD;
+
+/**
+ * Every alarm the on-call person can be paged by. Each one says what it means and which runbook section to
+ * open, and notifies the alarm topic both when it fires and when it clears.
+ */
+export class BrokerAlarms extends Construct {
+  readonly alarms: Alarm[] = [];
+
+  constructor(
+    scope: Construct,
+    id: string,
+    private readonly props: BrokerAlarmsProps,
+  ) {
+    super(scope, id);
+    for (const set of props.stage.credentialSets) this.credentialSetAlarms(set.id);
+    this.functionAlarms('refresher', props.refresher.fn, props.refresher.timeout);
+    this.functionAlarms('vend', props.vend.fn, props.vend.timeout);
+    this.refresherNotRunning();
+    for (const [name, table] of Object.entries(props.tables)) this.tableAlarms(name, table);
+  }
+
+  private credentialSetAlarms(setId: string): void {
+    const { alarms, refreshScheduleMinutes } = this.props.stage;
+    const run = Duration.minutes(refreshScheduleMinutes);
+    const specs: [suffix: string, spec: AlarmSpec][] = [
+      [
+        'no-usable-token',
+        {
+          metric: setMetric(BrokerMetric.NoUsableToken, setId, 'Maximum', run),
+          threshold: 1,
+          comparison: AT_LEAST,
+          meaning: `Credential set ${setId} has no usable token: consumers get 503 TOKEN_UNAVAILABLE.`,
+          runbook: RunbookSection.NoUsableToken,
+        },
+      ],
+      [
+        'token-validity-low',
+        {
+          metric: setMetric(BrokerMetric.TokenValiditySeconds, setId, 'Minimum', run),
+          threshold: alarms.tokenValiditySeconds,
+          comparison: BELOW,
+          meaning: `Credential set ${setId}'s token has less than ${alarms.tokenValiditySeconds} s of validity left: re-logins have been failing since the soft threshold.`,
+          runbook: RunbookSection.TokenValidityLow,
+        },
+      ],
+      [
+        'credentials-rejected',
+        {
+          metric: setMetric(BrokerMetric.CredentialsRejected, setId, 'Sum', run),
+          threshold: 1,
+          comparison: AT_LEAST,
+          meaning: `The vendor rejected credential set ${setId}'s username or password (INVALID_CREDENTIALS); the broker waits out a cooldown per secret version.`,
+          runbook: RunbookSection.CredentialsRejected,
+        },
+      ],
+      [
+        'vendor-unavailable',
+        {
+          metric: setMetric(BrokerMetric.VendorUnavailable, setId, 'Sum', run),
+          threshold: 1,
+          comparison: AT_LEAST,
+          periods: alarms.vendorUnavailablePeriods,
+          meaning: `Logins for credential set ${setId} have failed on vendor unavailability (5xx, 429, timeout, network) for ${alarms.vendorUnavailablePeriods} scheduled runs in a row; the current token stays in use until its floor.`,
+          runbook: RunbookSection.VendorUnavailable,
+        },
+      ],
+      [
+        'env-mismatch',
+        {
+          metric: setMetric(BrokerMetric.EnvMismatch, setId, 'Sum', run),
+          threshold: 1,
+          comparison: AT_LEAST,
+          meaning: `A login for credential set ${setId} returned a token of the other vendor environment; it was discarded.`,
+          runbook: RunbookSection.EnvMismatch,
+        },
+      ],
+      [
+        'vendor-429-reported',
+        {
+          metric: setMetric(BrokerMetric.VendorRateLimitReported, setId, 'Sum', FIVE_MINUTES),
+          threshold: 1,
+          comparison: AT_LEAST,
+          meaning: `Consumers of credential set ${setId} report vendor 429 answers: the rate ledger did not keep them inside the quota.`,
+          runbook: RunbookSection.VendorRateLimited,
+        },
+      ],
+      [
+        'permit-denials-sustained',
+        {
+          metric: setMetric(BrokerMetric.PermitsDenied, setId, 'Sum', FIVE_MINUTES),
+          threshold: alarms.permitDenialsPerPeriod,
+          comparison: AT_LEAST,
+          periods: alarms.permitDenialsPeriods,
+          meaning: `Credential set ${setId} has denied at least ${alarms.permitDenialsPerPeriod} permits per 5 minutes for ${alarms.permitDenialsPeriods * 5} minutes: consumers want more than the vendor's quota.`,
+          runbook: RunbookSection.PermitDenials,
+        },
+      ],
+    ];
+    for (const [suffix, spec] of specs) this.add(`${setId}-${suffix}`, spec);
+  }
+
+  private functionAlarms(name: string, fn: IFunction, timeout: Duration): void {
+    const share = this.props.stage.alarms.durationShareOfTimeout;
+    const limitMs = Math.round(timeout.toMilliseconds() * share);
+    this.add(`${name}-errors`, {
+      metric: fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+      threshold: 1,
+      comparison: AT_LEAST,
+      meaning: `The ${name} function failed (an unhandled error or a timeout).`,
+      runbook: RunbookSection.FunctionErrors,
+    });
+    this.add(`${name}-throttles`, {
+      metric: fn.metricThrottles({ period: FIVE_MINUTES, statistic: 'Sum' }),
+      threshold: 1,
+      comparison: AT_LEAST,
+      meaning: `Lambda throttled invocations of the ${name} function: the account or function concurrency is exhausted.`,
+      runbook: RunbookSection.FunctionThrottles,
+    });
+    this.add(`${name}-duration-near-timeout`, {
+      metric: fn.metricDuration({ period: FIVE_MINUTES, statistic: 'Maximum' }),
+      threshold: limitMs,
+      comparison: AT_LEAST,
+      meaning: `An invocation of the ${name} function took at least ${Math.round(share * 100)} % of its ${timeout.toSeconds()} s timeout.`,
+      runbook: RunbookSection.FunctionDuration,
+    });
+  }
+
+  private refresherNotRunning(): void {
+    const minutes = this.props.stage.refreshScheduleMinutes;
+    this.add('refresher-not-running', {
+      metric: this.props.refresher.fn.metricInvocations({
+        period: Duration.minutes(minutes),
+        statistic: 'Sum',
+      }),
+      threshold: 1,
+      comparison: BELOW,
+      periods: 2,
+      // No data at all is exactly what this alarm is about.
+      missing: TreatMissingData.BREACHING,
+      meaning: `The refresher has not run for two schedule periods (${2 * minutes} min): tokens are not being renewed.`,
+      runbook: RunbookSection.RefresherNotRunning,
+    });
+  }
+
+  private tableAlarms(name: string, table: Table): void {
+    // FILL: a series with no data point in a period would otherwise make the whole sum missing.
+    const sumOf = (label: string, metrics: Record<string, IMetric>) =>
+      new MathExpression({
+        expression: Object.keys(metrics)
+          .map((id) => `FILL(${id}, 0)`)
+          .join(' + '),
+        usingMetrics: metrics,
+        label,
+        period: FIVE_MINUTES,
+      });
+    const metric = (metricName: string, operation?: Operation) =>
+      table.metric(metricName, {
+        statistic: 'Sum',
+        period: FIVE_MINUTES,
+        // Passing dimensionsMap replaces the table's own TableName dimension, so name it again.
+        ...(operation ? { dimensionsMap: { TableName: table.tableName, Operation: operation } } : {}),
+      });
+    this.add(`${name}-table-throttles`, {
+      metric: sumOf(`${name} throttle events`, {
+        reads: metric('ReadThrottleEvents'),
+        writes: metric('WriteThrottleEvents'),
+      }),
+      threshold: 1,
+      comparison: AT_LEAST,
+      meaning: `DynamoDB throttled requests on the ${name} table.`,
+      runbook: RunbookSection.DynamoDbErrors,
+    });
+    const operations = [
+      Operation.GET_ITEM,
+      Operation.PUT_ITEM,
+      Operation.UPDATE_ITEM,
+      Operation.DELETE_ITEM,
+      Operation.QUERY,
+    ];
+    this.add(`${name}-table-system-errors`, {
+      metric: sumOf(
+        `${name} system errors`,
+        Object.fromEntries(operations.map((op) => [op.toLowerCase(), metric('SystemErrors', op)])),
+      ),
+      threshold: 1,
+      comparison: AT_LEAST,
+      meaning: `DynamoDB answered requests on the ${name} table with internal server errors (HTTP 500).`,
+      runbook: RunbookSection.DynamoDbErrors,
+    });
+  }
+
+  private add(id: string, spec: AlarmSpec): void {
+    const periods = spec.periods ?? 1;
+    const alarm = new Alarm(this, id, {
+      alarmName: `${this.props.namePrefix}-${id}`,
+      alarmDescription: alarmDescription(spec.meaning, this.props.stage.runbookUrl, spec.runbook),
+      metric: spec.metric,
+      threshold: spec.threshold,
+      comparisonOperator: spec.comparison,
+      evaluationPeriods: periods,
+      datapointsToAlarm: periods,
+      treatMissingData: spec.missing ?? TreatMissingData.NOT_BREACHING,
+    });
+    const action = new SnsAction(this.props.topic);
+    alarm.addAlarmAction(action);
+    alarm.addOkAction(action);
+    this.alarms.push(alarm);
+  }
+}

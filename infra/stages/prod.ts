@@ -1,0 +1,52 @@
+import type { StageInput } from '../stage-config.js';
+
+/**
+ * Production: the vendor's Production environment, a placeholder account, example consumers. Replace the
+ * account, the consumers and the alarm targets with the real ones before the first deploy (docs/deploying.md).
+ */
+export const prod = {
+  name: 'prod',
+  account: '222222222222',
+  region: 'eu-west-1',
+  vendorEnvironment: 'prod',
+  production: true,
+  credentialSets: [
+    {
+      id: 'prod-advisor',
+      environment: 'prod',
+      companyRole: 'advisor',
+      vendorBaseUrl: 'https://api.pms-vendor.example.com',
+      secretName: 'token-broker/prod/advisor',
+    },
+    {
+      id: 'prod-execution-platform',
+      environment: 'prod',
+      companyRole: 'execution-platform',
+      vendorBaseUrl: 'https://api.pms-vendor.example.com',
+      secretName: 'token-broker/prod/execution-platform',
+    },
+  ],
+  consumers: [
+    {
+      name: 'portfolio-service',
+      principalArn: 'arn:aws:iam::222222222222:role/portfolio-service',
+      credentialSets: ['prod-advisor', 'prod-execution-platform'],
+    },
+    {
+      name: 'reporting-service',
+      principalArn: 'arn:aws:iam::222222222222:role/reporting-service',
+      credentialSets: ['prod-advisor'],
+    },
+    {
+      // A consumer in another account: its own account must also allow it to call the URL (docs/deploying.md).
+      name: 'trading-gateway',
+      principalArn: 'arn:aws:iam::333333333333:role/trading-gateway',
+      credentialSets: ['prod-execution-platform'],
+    },
+  ],
+  alarms: {
+    emails: ['token-broker-oncall@example.com'],
+    httpsEndpoints: ['https://events.incidents.example.com/integration/token-broker-prod/sns'],
+  },
+  logRetentionDays: 365,
+} satisfies StageInput;

@@ -1,0 +1,45 @@
+import type { StageInput } from '../stage-config.js';
+
+/**
+ * UAT: the vendor's UAT environment, a placeholder account, example consumers. Replace the account, the
+ * consumers and the alarm targets with the real ones before the first deploy (docs/deploying.md).
+ */
+export const uat = {
+  name: 'uat',
+  account: '111111111111',
+  region: 'eu-west-1',
+  vendorEnvironment: 'uat',
+  production: false,
+  credentialSets: [
+    {
+      id: 'uat-advisor',
+      environment: 'uat',
+      companyRole: 'advisor',
+      vendorBaseUrl: 'https://uat.pms-vendor.example.com',
+      secretName: 'token-broker/uat/advisor',
+    },
+    {
+      id: 'uat-execution-platform',
+      environment: 'uat',
+      companyRole: 'execution-platform',
+      vendorBaseUrl: 'https://uat.pms-vendor.example.com',
+      secretName: 'token-broker/uat/execution-platform',
+    },
+  ],
+  consumers: [
+    {
+      name: 'portfolio-service',
+      principalArn: 'arn:aws:iam::111111111111:role/portfolio-service-uat',
+      credentialSets: ['uat-advisor', 'uat-execution-platform'],
+    },
+    {
+      name: 'reporting-service',
+      principalArn: 'arn:aws:iam::111111111111:role/reporting-service-uat',
+      credentialSets: ['uat-advisor'],
+    },
+  ],
+  alarms: {
+    emails: ['token-broker-uat-alerts@example.com'],
+  },
+  logRetentionDays: 30,
+} satisfies StageInput;

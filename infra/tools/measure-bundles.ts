@@ -1,0 +1,90 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+/**
+ * Measures each function's bundle after a real `cdk synth`: the size of the bundle and its source map, and
+ * the cold module-init time, i.e. a fresh Node process (with the functions' NODE_OPTIONS) importing the
+ * bundle and finding its handler, with the environment the stack gives the function (resource names
+ * replaced by placeholders). Nothing reaches AWS: module init only parses configuration and builds clients.
+ *
+ *   npx cdk synth -c stage=uat --quiet && npx tsx infra/tools/measure-bundles.ts cdk.out TokenBroker-uat 15
+ */
+const [outdir = 'cdk.out', stack = 'TokenBroker-uat', runsArg = '15'] = process.argv.slice(2);
+const runs = Number(runsArg);
+
+interface LambdaResource {
+  Type: string;
+  Metadata?: Record<string, unknown>;
+  Properties: { Description?: string; Environment?: { Variables?: Record<string, unknown> } };
+}
+const template = JSON.parse(readFileSync(path.join(outdir, `${stack}.template.json`), 'utf8')) as {
+  Resources: Record<string, LambdaResource>;
+};
+
+const INIT_PROBE = `
+const started = performance.now();
+const module = await import(process.env.PROBE_BUNDLE);
+if (typeof module.handler !== 'function') throw new Error('no handler export');
+process.stdout.write(String(performance.now() - started));
+`;
+
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN;
+
+for (const [id, resource] of Object.entries(template.Resources)) {
+  if (resource.Type !== 'AWS::Lambda::Function') continue;
+  const asset = resource.Metadata?.['aws:asset:path'];
+  if (typeof asset !== 'string') continue;
+  const bundle = path.resolve(outdir, asset, 'index.mjs');
+  const code = readFileSync(bundle);
+  const mapBytes = statSync(`${bundle}.map`).size;
+  const environment: Record<string, string> = {};
+  for (const [name, value] of Object.entries(resource.Properties.Environment?.Variables ?? {})) {
+    environment[name] = typeof value === 'string' ? value : `placeholder-${name.toLowerCase()}`;
+  }
+  const env = {
+    PATH: process.env.PATH ?? '',
+    ...environment,
+    AWS_REGION: 'eu-west-1',
+    AWS_LAMBDA_FUNCTION_NAME: id,
+    PROBE_BUNDLE: pathToFileURL(bundle).href,
+  };
+  const nodeOptions = (environment.NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+  const measure = (options: string[]): number[] =>
+    Array.from({ length: runs }, () => {
+      const args = [...options, '--input-type=module', '-e', INIT_PROBE];
+      return Number(
+        execFileSync(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] }).toString(),
+      );
+    }).sort((a, b) => a - b);
+  let samples: number[];
+  let withoutSourceMaps: number[];
+  try {
+    samples = measure(nodeOptions);
+    // The price of --enable-source-maps at init, for comparison.
+    withoutSourceMaps = measure(nodeOptions.filter((option) => option !== '--enable-source-maps'));
+  } catch (error) {
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? error);
+    const firstLines = stderr.trim().split('\n').slice(0, 6);
+    console.log(JSON.stringify({ function: id, bundle: kib(code.length), initFailed: firstLines }));
+    continue;
+  }
+  console.log(
+    JSON.stringify({
+      function: id,
+      bundle: kib(code.length),
+      bundleGzip: kib(gzipSync(code).length),
+      sourceMap: kib(mapBytes),
+      nodeOptions: nodeOptions.join(' '),
+      runs,
+      initMsMedian: Number(percentile(samples, 0.5).toFixed(1)),
+      initMsP90: Number(percentile(samples, 0.9).toFixed(1)),
+      initMsMin: Number((samples[0] ?? Number.NaN).toFixed(1)),
+      initMsMedianWithoutSourceMaps: Number(percentile(withoutSourceMaps, 0.5).toFixed(1)),
+    }),
+  );
+}

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { createBrokerApp } from '../infra/broker-app.js';
+import { functionCredentialSets, parseStageConfig, type StageInput } from '../infra/stage-config.js';
+import { prod } from '../infra/stages/prod.js';
+import { uat } from '../infra/stages/uat.js';
+import { parseCredentialSets } from '../shared/config/credential-sets.js';
+import { ConfigurationError } from '../shared/errors.js';
+
+const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+
+/** A deep copy of a stage with one change, so every case starts from a valid stage. */
+function variant(
+  base: StageInput,
+  change: (stage: StageInput & Record<string, unknown>) => void,
+): StageInput {
+  const copy = structuredClone(base) as StageInput & Record<string, unknown>;
+  change(copy);
+  return copy;
+}
+
+function failureOf(input: StageInput): ConfigurationError {
+  try {
+    parseStageConfig(input);
+  } catch (error) {
+    if (error instanceof ConfigurationError) return error;
+    throw error;
+  }
+  throw new Error('the stage was accepted');
+}
+
+describe('stage configuration', () => {
+  it('accepts the uat and prod stages, with defaults filled in', () => {
+    const parsed = [uat, prod].map(parseStageConfig);
+    expect(parsed.map((s) => [s.name, s.account, s.region, s.production])).toEqual([
+      ['uat', '111111111111', 'eu-west-1', false],
+      ['prod', '222222222222', 'eu-west-1', true],
+    ]);
+    for (const stage of parsed) {
+      expect(stage.refreshScheduleMinutes).toBe(5);
+      for (const set of stage.credentialSets) expect(set.environment).toBe(stage.vendorEnvironment);
+    }
+  });
+
+  const cases: [string, StageInput, string][] = [
+    ['a short account id', variant(prod, (s) => Object.assign(s, { account: '12345' })), 'prod.account'],
+    ['a made-up Region', variant(uat, (s) => Object.assign(s, { region: 'Europe' })), 'uat.region'],
+    [
+      'a vendor URL over plain HTTP',
+      variant(uat, (s) =>
+        Object.assign(s.credentialSets[0] ?? {}, { vendorBaseUrl: 'http://uat.example.com' }),
+      ),
+      'uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage',
+    ],
+    [
+      'a set of the other vendor environment',
+      variant(uat, (s) => Object.assign(s.credentialSets[1] ?? {}, { environment: 'prod' })),
+      'uat.credentialSets[1].environment: "prod" in a stage for the vendor\'s "uat" environment',
+    ],
+    [
+      'a duplicate set id',
+      variant(uat, (s) => Object.assign(s.credentialSets[1] ?? {}, { id: 'uat-advisor' })),
+      'uat.credentialSets[1].id: duplicate credential set id "uat-advisor"',
+    ],
+    [
+      'a secret given by ARN',
+      variant(prod, (s) =>
+        Object.assign(s.credentialSets[0] ?? {}, {
+          secretName: 'arn:aws:secretsmanager:eu-west-1:222222222222:secret:x-AbCdEf',
+        }),
+      ),
+      'prod.credentialSets[0].secretName',
+    ],
+    [
+      'a missing secret name',
+      variant(prod, (s) => {
+        delete (s.credentialSets[1] as { secretName?: string }).secretName;
+      }),
+      'prod.credentialSets[1].secretName',
+    ],
+    [
+      'a consumer naming a set the stage does not have',
+      variant(uat, (s) => s.consumers[1]?.credentialSets.push('prod-advisor')),
+      'uat.consumers[1].credentialSets[1]: unknown credential set "prod-advisor"',
+    ],
+    [
+      'a consumer principal that is not an IAM ARN',
+      variant(prod, (s) => Object.assign(s.consumers[0] ?? {}, { principalArn: 'portfolio-service' })),
+      'prod.consumers[0].principalArn',
+    ],
+    [
+      'two consumers with one principal',
+      variant(prod, (s) =>
+        Object.assign(s.consumers[1] ?? {}, { principalArn: s.consumers[0]?.principalArn }),
+      ),
+      'prod.consumers[1].principalArn: duplicate principal',
+    ],
+    [
+      'nobody to notify',
+      variant(uat, (s) => Object.assign(s, { alarms: { emails: [] } })),
+      'uat.alarms: needs at least one notification target',
+    ],
+    [
+      'a notification e-mail that is not one',
+      variant(uat, (s) => Object.assign(s, { alarms: { emails: ['on-call'] } })),
+      'uat.alarms.emails[0]',
+    ],
+    [
+      'a log retention CloudWatch does not offer',
+      variant(uat, (s) => Object.assign(s, { logRetentionDays: 10 })),
+      'uat.logRetentionDays',
+    ],
+    [
+      'a validity alarm threshold above the soft threshold',
+      variant(prod, (s) => Object.assign(s.alarms, { tokenValiditySeconds: 7200 })),
+      'prod.alarms.tokenValiditySeconds: must be below set "prod-advisor"\'s softThresholdSeconds',
+    ],
+    [
+      'a soft threshold too close to the hard floor for the schedule',
+      variant(prod, (s) =>
+        Object.assign(s.credentialSets[0] ?? {}, {
+          refresh: { softThresholdSeconds: 900, hardFloorSeconds: 300 },
+        }),
+      ),
+      'prod.credentialSets[0].refresh.softThresholdSeconds: leaves fewer than 3 scheduled runs',
+    ],
+  ];
+
+  it.each(cases)('refuses %s, naming the stage and the field', (_, input, expected) => {
+    const error = failureOf(input);
+    expect(error.code).toBe('CONFIGURATION_INVALID');
+    expect(error.message).toContain(`invalid stage "${input.name}"`);
+    expect(error.message).toContain(expected);
+  });
+
+  it('fails the synth of the whole app on one wrong stage, naming it', () => {
+    const broken = variant(prod, (s) => Object.assign(s, { account: 'prod-account' }));
+    expect(() => createBrokerApp({ stages: [uat, broken], context: SKIP_BUNDLING })).toThrow(
+      /invalid stage "prod": prod\.account: a 12-digit AWS account id/,
+    );
+  });
+
+  it('refuses a stage whose configuration would not fit in the functions environment (4 KB)', () => {
+    const crowded = (sets: number, consumers: number): StageInput => ({
+      ...uat,
+      credentialSets: Array.from({ length: sets }, (_, i) => ({
+        id: `uat-set-${i}`,
+        environment: 'uat' as const,
+        companyRole: 'advisor',
+        vendorBaseUrl: 'https://uat.pms-vendor.example.com',
+        secretName: `token-broker/uat/set-${i}`,
+      })),
+      consumers: Array.from({ length: consumers }, (_, i) => ({
+        name: `consumer-${i}`,
+        principalArn: `arn:aws:iam::111111111111:role/consumer-${i}`,
+        credentialSets: ['uat-set-0', 'uat-set-1'],
+      })),
+    });
+    // What docs/deploying.md promises: a dozen sets and a few consumers fit.
+    expect(createBrokerApp({ stages: [crowded(12, 3)], context: SKIP_BUNDLING }).stacks).toHaveLength(1);
+    expect(() => createBrokerApp({ stages: [crowded(20, 3)], context: SKIP_BUNDLING })).toThrow(
+      /invalid stage "uat": credentialSets and consumers take \d+ bytes of the functions' environment/,
+    );
+  });
+});
+
+describe('configuration handed to the functions', () => {
+  it('round-trips through the functions own parser: defaults left out, custom settings kept', () => {
+    const custom = variant(prod, (s) => {
+      Object.assign(s.credentialSets[1] ?? {}, {
+        refresh: { softThresholdSeconds: 5400 },
+        rateLimits: { classes: { reports: [{ limit: 10, windowSeconds: 60 }] } },
+      });
+    });
+    const stage = parseStageConfig(custom);
+    const handed = functionCredentialSets(stage);
+    expect(handed[0]).not.toHaveProperty('refresh');
+    expect(handed[0]).not.toHaveProperty('rateLimits');
+    expect(handed[1]?.refresh?.softThresholdSeconds).toBe(5400);
+    expect(parseCredentialSets(JSON.stringify(handed))).toEqual(
+      stage.credentialSets.map(({ secretName, ...set }) => ({ ...set, secretId: secretName })),
+    );
+  });
+});
+
+describe('stage selection', () => {
+  it('builds every stage by default, each in its own account and Region', () => {
+    const { stacks } = createBrokerApp({ context: SKIP_BUNDLING });
+    expect(stacks.map((s) => [s.stackName, s.account, s.region])).toEqual([
+      ['TokenBroker-uat', '111111111111', 'eu-west-1'],
+      ['TokenBroker-prod', '222222222222', 'eu-west-1'],
+    ]);
+    expect(stacks.map((s) => s.terminationProtection)).toEqual([false, true]);
+  });
+
+  it('builds only the stage named by -c stage=<name>', () => {
+    const { stacks } = createBrokerApp({ context: { ...SKIP_BUNDLING, stage: 'prod' } });
+    expect(stacks.map((s) => s.stackName)).toEqual(['TokenBroker-prod']);
+  });
+
+  it('refuses an unknown stage name, listing the known ones', () => {
+    expect(() => createBrokerApp({ context: { ...SKIP_BUNDLING, stage: 'staging' } })).toThrow(
+      'unknown stage "staging"; known: uat, prod',
+    );
+  });
+});
