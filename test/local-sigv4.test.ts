@@ -1,3 +1,5 @@
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
 import { FunctionUrlSigner } from '../client/sigv4.js';
 import { type IncomingSignedRequest, type LocalCaller, SigV4Verifier } from '../local/sigv4-verifier.js';
@@ -83,6 +85,39 @@ describe('SigV4 between the consumer signer and the local verifier', () => {
         body: '',
       }),
     ).toEqual({ ok: false, reason: 'MISSING_SIGNATURE' });
+  });
+
+  it('accepts a signature over host and x-amz-date only, as curl --aws-sigv4 makes it', async () => {
+    const signer = new SignatureV4({
+      service: 'lambda',
+      region: 'local',
+      credentials: caller,
+      sha256: Sha256,
+      applyChecksum: false,
+    });
+    const signed = await signer.sign(
+      {
+        method: 'GET',
+        protocol: 'http:',
+        hostname: '127.0.0.1',
+        port: 8787,
+        path: '/v1/credential-sets/uat-advisor/token',
+        query: {},
+        headers: { host: '127.0.0.1:8787' },
+      },
+      { signingDate: new Date(clock.now()) },
+    );
+    const headers = Object.fromEntries(
+      Object.entries(signed.headers).map(([k, v]) => [k.toLowerCase(), String(v)]),
+    );
+    expect(headers.authorization).toContain('SignedHeaders=host;x-amz-date,');
+    const result = await verifier.verify({
+      method: 'GET',
+      pathWithQuery: '/v1/credential-sets/uat-advisor/token',
+      headers,
+      body: '',
+    });
+    expect(result).toEqual({ ok: true, caller });
   });
 
   it('refuses a signature older than five minutes', async () => {
