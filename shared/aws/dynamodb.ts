@@ -1,4 +1,4 @@
-import { CreateTableCommand, DynamoDBClient, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from './tables.js';
 
 export interface DynamoDbClientOptions {
@@ -23,5 +23,11 @@ export function createDynamoDbClient(options: DynamoDbClientOptions = {}): Dynam
 /** Creates a broker table (local mode and tests; in AWS the CDK stack owns the tables). */
 export async function createTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(new CreateTableCommand(tableDefinition(tableName)));
-  await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: tableName });
+  // Poll briefly rather than use the SDK waiter: its first wait is a whole second, and dynalite is ready at once.
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.TableStatus === 'ACTIVE') return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`table ${tableName} did not become ACTIVE`);
 }
