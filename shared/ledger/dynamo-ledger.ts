@@ -1,0 +1,248 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type Clock, systemClock } from '../clock.js';
+import type { RateLimitSettings } from '../config/credential-sets.js';
+import { MemoryTelemetry, type Telemetry } from '../observability.js';
+import { BatchQueue } from './batch-queue.js';
+import { LedgerUnavailableError } from './errors.js';
+import { headAdditions } from './fast-grant.js';
+import { ALL_CLASSES, acquire, giveBack, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
+import { LedgerTable, type Snapshot } from './ledger-table.js';
+import { type LimitPlan, planFor } from './limit-plan.js';
+import type {
+  GiveBackRequest,
+  PermitDecision,
+  PermitRequest,
+  RateLedger,
+  VendorFeedbackReport,
+  WindowRemaining,
+} from './types.js';
+import { type LedgerUsage, usageAt } from './usage.js';
+import { checkFeedback, checkGiveBack, checkPermit, checkTokenId } from './validation.js';
+import { applyVendorFeedback } from './vendor-feedback.js';
+
+export interface DynamoRateLedgerOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  clock?: Clock;
+  telemetry?: Telemetry;
+  /** Conditional-write conflicts (other processes wrote first) retried before failing closed. Default 12. */
+  maxConflictRetries?: number;
+  /** Upper bound of the random real-time pause before conflict retry 1, doubled for each further one. */
+  conflictJitterMs?: number;
+  /** For the spread of retry hints and conflict pauses; default Math.random. */
+  random?: () => number;
+  /**
+   * How long (clock ms) what this process last learned of an item is good enough to build a write on. Older, it
+   * reads first: another process has probably written since, and a refused write costs more than a read.
+   * Default 1000.
+   */
+  cacheFreshMs?: number;
+}
+
+/** An operation of a batch, applied to the working state at ledger time g. */
+interface Op {
+  plan: LimitPlan;
+  apply(state: LedgerState, g: number, now: number): { change: 'none' | 'grant' | 'other'; result: unknown };
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+}
+
+const MAX_CACHED_TOKENS = 1000;
+/**
+ * Retry hints are spread over up to 1 % of the shortest window (at most 1 s), so that the consumers told to
+ * wait do not all come back in the same millisecond and race for the same write: the first of them still
+ * comes back close to the earliest moment.
+ */
+const HINT_SPREAD = 0.01;
+const MAX_HINT_SPREAD_MS = 1000;
+
+/**
+ * The rate ledger on DynamoDB: one item per access token; each batch of changes is ONE conditional UpdateItem
+ * built on what this process learned of the item within the last second (else on a consistent read), retried
+ * on fresh state on conflict.
+ * Concurrent grants in the same slot add to it instead of conflicting (fast-grant.ts). A denial writes
+ * nothing and is always decided on a fresh read. No answer from DynamoDB, no permit.
+ */
+export class DynamoRateLedger implements RateLedger {
+  readonly #table: LedgerTable;
+  readonly #clock: Clock;
+  readonly #telemetry: Telemetry;
+  readonly #maxConflictRetries: number;
+  readonly #jitterMs: number;
+  readonly #random: () => number;
+  readonly #cacheFreshMs: number;
+  readonly #cache = new Map<string, Snapshot>();
+  readonly #queue = new BatchQueue<Op>((tokenId, ops) => this.#runBatch(tokenId, ops));
+
+  constructor(options: DynamoRateLedgerOptions) {
+    this.#clock = options.clock ?? systemClock;
+    this.#table = new LedgerTable(options.client, options.tableName, this.#clock);
+    this.#telemetry = options.telemetry ?? new MemoryTelemetry();
+    this.#maxConflictRetries = options.maxConflictRetries ?? 12;
+    this.#jitterMs = options.conflictJitterMs ?? 10;
+    this.#random = options.random ?? Math.random;
+    this.#cacheFreshMs = options.cacheFreshMs ?? 1000;
+  }
+
+  async acquire(request: PermitRequest): Promise<PermitDecision> {
+    const { tokenId, plan, count, cls } = checkPermit(request);
+    const spreadMs = Math.min(
+      MAX_HINT_SPREAD_MS,
+      HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
+    );
+    const decision = await this.#enqueue<PermitDecision>(tokenId, plan, (state, g, now) => {
+      const outcome = acquire(state, plan, g, count, cls);
+      if (outcome.granted) return { change: 'grant', result: outcome };
+      const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
+      const denial: PermitDecision = {
+        granted: false,
+        retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
+        retryAfterMs,
+        reason: outcome.reason,
+        remaining: outcome.remaining,
+      };
+      return { change: 'none', result: denial };
+    });
+    this.#telemetry.debug('rate ledger: permit decision', {
+      tokenId,
+      count,
+      class: cls,
+      granted: decision.granted,
+      reason: decision.granted ? undefined : decision.reason,
+    });
+    return decision;
+  }
+
+  async giveBack(request: GiveBackRequest): Promise<void> {
+    const { tokenId, plan, count, cls, grantedAt } = checkGiveBack(request);
+    await this.#enqueue(tokenId, plan, (state) => ({
+      change: giveBack(state, plan, count, grantedAt, cls) ? 'other' : 'none',
+      result: undefined,
+    }));
+  }
+
+  async reportVendorFeedback(report: VendorFeedbackReport): Promise<void> {
+    const { tokenId, plan, feedback } = checkFeedback(report);
+    const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g) => {
+      const changed = applyVendorFeedback(state, plan, g, feedback);
+      return { change: changed ? 'other' : 'none', result: changed };
+    });
+    this.#telemetry.info('rate ledger: vendor feedback', { tokenId, ...feedback, tightened });
+  }
+
+  async remaining(tokenId: string, limits: RateLimitSettings): Promise<WindowRemaining[]> {
+    checkTokenId(tokenId);
+    const plan = planFor(limits);
+    const { state, g } = await this.#readAt(tokenId, plan);
+    return remainingAt(state, plan, g, ALL_CLASSES);
+  }
+
+  /** A read, no write: granted and left per limit, and the vendor cooldown (the operator's status). */
+  async usage(tokenId: string, limits: RateLimitSettings): Promise<LedgerUsage> {
+    checkTokenId(tokenId);
+    const plan = planFor(limits);
+    const { state, g } = await this.#readAt(tokenId, plan);
+    return usageAt(state, plan, g);
+  }
+
+  /** A fresh read moved to the ledger time; DynamoDB failing is the ledger being unavailable. */
+  async #readAt(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }> {
+    let read: Snapshot;
+    try {
+      read = await this.#table.read(tokenId);
+    } catch (error) {
+      throw error instanceof LedgerUnavailableError
+        ? error
+        : new LedgerUnavailableError('rate ledger unavailable', { cause: error });
+    }
+    const g = Math.max(this.#clock.now(), read.state.time);
+    return { state: stateAt(read.state, g, plan.marginMs), g };
+  }
+
+  #enqueue<T>(tokenId: string, plan: LimitPlan, apply: Op['apply']): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(tokenId, { plan, apply, resolve: resolve as (result: unknown) => void, reject });
+    });
+  }
+
+  async #runBatch(tokenId: string, ops: Op[]): Promise<void> {
+    try {
+      const results = await this.#decide(tokenId, ops);
+      ops.forEach((op, index) => {
+        op.resolve(results[index]);
+      });
+    } catch (error) {
+      this.#cache.delete(tokenId);
+      const failure =
+        error instanceof LedgerUnavailableError
+          ? error
+          : new LedgerUnavailableError('rate ledger unavailable', { cause: error });
+      this.#telemetry.warn('rate ledger unavailable: no permit', {
+        tokenId,
+        reason: failure.message,
+        cause: (failure.cause as Error | undefined)?.name,
+      });
+      for (const op of ops) op.reject(failure);
+    }
+  }
+
+  /** Computes the batch on the newest state it can get and writes it once; on conflict, again on fresh state. */
+  async #decide(tokenId: string, ops: Op[]): Promise<unknown[]> {
+    const plans = [...new Set(ops.map((op) => op.plan))];
+    const marginMs = Math.max(...plans.map((plan) => plan.marginMs));
+    const retainMs = Math.max(...plans.map((plan) => plan.retainMs));
+    const cached = this.#cache.get(tokenId);
+    const usable = cached && this.#clock.now() - cached.at <= this.#cacheFreshMs ? cached : undefined;
+    let fresh = usable === undefined;
+    let snapshot: Snapshot = usable ?? (await this.#table.read(tokenId));
+    for (let conflicts = 0; ; ) {
+      const read = snapshot.state;
+      const now = this.#clock.now();
+      const g = Math.max(now, read.time);
+      const work = stateAt(read, g, marginMs);
+      const outcomes = ops.map((op) => op.apply(work, g, now));
+      const results = outcomes.map((outcome) => outcome.result);
+      if (outcomes.every((outcome) => outcome.change === 'none')) {
+        if (fresh) {
+          this.#remember(tokenId, snapshot);
+          return results;
+        }
+        // Nothing to write, but the cached state may be behind a give-back elsewhere: decide on a fresh read.
+        snapshot = await this.#table.read(tokenId);
+        fresh = true;
+        continue;
+      }
+      const additions = outcomes.every((outcome) => outcome.change !== 'other')
+        ? headAdditions(read, work, plans, g)
+        : undefined;
+      work.version = read.version + 1;
+      const written = additions
+        ? await this.#table.addToHeads(tokenId, additions, snapshot)
+        : await this.#table.writeFull(tokenId, work, retainMs, snapshot);
+      if (written.ok) {
+        this.#remember(tokenId, written.snapshot);
+        return results;
+      }
+      if (++conflicts > this.#maxConflictRetries)
+        throw new LedgerUnavailableError(`rate ledger busy: ${conflicts} conflicting writes in a row`);
+      this.#telemetry.debug('rate ledger: write conflict, retrying', { tokenId, conflicts });
+      await this.#pause(conflicts);
+      snapshot = written.current ?? (await this.#table.read(tokenId));
+      fresh = true;
+    }
+  }
+
+  #remember(tokenId: string, snapshot: Snapshot): void {
+    this.#cache.delete(tokenId);
+    this.#cache.set(tokenId, snapshot);
+    if (this.#cache.size > MAX_CACHED_TOKENS) {
+      const oldest = this.#cache.keys().next();
+      if (!oldest.done) this.#cache.delete(oldest.value);
+    }
+  }
+
+  #pause(conflicts: number): Promise<void> {
+    const ms = this.#random() * this.#jitterMs * 2 ** Math.min(conflicts - 1, 5);
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}

@@ -1,0 +1,27 @@
+import { BrokerError } from '../errors.js';
+
+/**
+ * The ledger gave no answer (DynamoDB error, unreachable, or too many concurrent writers): no permit.
+ * Callers answer 503; the cause is kept for the logs.
+ */
+export class LedgerUnavailableError extends BrokerError {
+  readonly code = 'LEDGER_UNAVAILABLE';
+}
+
+/** Bad input to the ledger: the vend API answers 400 with the code. Messages never echo a token id. */
+export abstract class LedgerRequestError extends BrokerError {}
+
+/** `count` is not an integer from 1 to the smallest limit that applies. */
+export class InvalidPermitCountError extends LedgerRequestError {
+  readonly code = 'INVALID_PERMIT_COUNT';
+}
+
+/** The request names a class that the credential set's rate limits do not define. */
+export class UnknownPermitClassError extends LedgerRequestError {
+  readonly code = 'UNKNOWN_PERMIT_CLASS';
+}
+
+/** Any other malformed field: token id, grantedAt, vendor feedback values. */
+export class InvalidLedgerRequestError extends LedgerRequestError {
+  readonly code = 'INVALID_LEDGER_REQUEST';
+}

@@ -1,0 +1,162 @@
+import { GENERAL_SCOPE, type LimitPlan, type RingSpec, ringLength, ringsFor } from './limit-plan.js';
+import {
+  earliestFit,
+  emptyRing,
+  isEmptyRing,
+  type Ring,
+  recordGrant,
+  returnGrant,
+  shiftRing,
+  slotIndex,
+  usedAt,
+} from './ring.js';
+import type { DenialReason, WindowRemaining } from './types.js';
+
+/**
+ * The pure core of the rate ledger: the state of one access token and what a grant, a give-back or a question
+ * about what remains does to it. No I/O and no clock: the adapter passes the ledger time `g` and persists.
+ */
+
+/** "From now until `until`, at most `remaining` more grants (of `scope`)": from the vendor's headers. */
+export interface VendorCap {
+  scope: string;
+  remaining: number;
+  until: number;
+}
+
+export interface LedgerState {
+  /** 0 while no item exists. Every write is conditional on it; a full write increments it. */
+  version: number;
+  /** Ledger time of the last full write (epoch ms); each ring's head slot is the slot of this time. */
+  time: number;
+  /** By ring key (see RingSpec.key). */
+  rings: Map<string, Ring>;
+  /** No grant before this (epoch ms): a vendor 429's Retry-After. */
+  cooldownUntil: number;
+  caps: VendorCap[];
+}
+
+/** For remainingAt: every limit of the settings, general and of every class. */
+export const ALL_CLASSES = Symbol('all classes');
+
+export const emptyState = (version = 0): LedgerState => ({
+  version,
+  time: 0,
+  rings: new Map(),
+  cooldownUntil: 0,
+  caps: [],
+});
+
+/** Parses `<scope>/<window ms base 36>`. */
+export function parseRingKey(key: string): { scope: string; windowMs: number } {
+  const at = key.lastIndexOf('/');
+  return { scope: key.slice(0, at), windowMs: Number.parseInt(key.slice(at + 1), 36) };
+}
+
+/**
+ * A working copy of the state at ledger time g ≥ state.time: rings moved to g's slots (keeping what a span with
+ * margin `marginMs` can still reach), expired caps dropped. Mutated by the operations below.
+ */
+export function stateAt(state: LedgerState, g: number, marginMs: number): LedgerState {
+  const rings = new Map<string, Ring>();
+  for (const [key, ring] of state.rings) {
+    const { windowMs } = parseRingKey(key);
+    const moved = shiftRing(ring, windowMs, state.time, g, ringLength(windowMs, marginMs));
+    if (!isEmptyRing(moved)) rings.set(key, moved);
+  }
+  return {
+    version: state.version,
+    time: g,
+    rings,
+    cooldownUntil: state.cooldownUntil > g ? state.cooldownUntil : 0,
+    caps: state.caps.filter((cap) => cap.until > g).map((cap) => ({ ...cap })),
+  };
+}
+
+const ringOf = (state: LedgerState, spec: RingSpec): Ring => state.rings.get(spec.key) ?? emptyRing();
+
+const capApplies = (cap: VendorCap, cls: string | undefined): boolean =>
+  cap.scope === GENERAL_SCOPE || cap.scope === cls;
+
+export type AcquireOutcome =
+  | { granted: true; count: number; grantedAt: number; validUntil: number; remaining: WindowRemaining[] }
+  | { granted: false; retryAt: number; reason: DenialReason; remaining: WindowRemaining[] };
+
+/** Grants `k` at time g (recording them) or says when enough room will exist, and why not now. */
+export function acquire(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  k: number,
+  cls: string | undefined,
+): AcquireOutcome {
+  const specs = ringsFor(plan, cls);
+  const cooldownAt = Math.max(state.cooldownUntil, g);
+  const quotaAt = Math.max(g, ...specs.map((spec) => earliestFit(spec, ringOf(state, spec), g, k)));
+  const capAt = Math.max(
+    g,
+    ...state.caps.filter((cap) => capApplies(cap, cls) && k > cap.remaining).map((cap) => cap.until),
+  );
+  const retryAt = Math.max(cooldownAt, quotaAt, capAt);
+  if (retryAt > g) {
+    const reason: DenialReason = cooldownAt > g ? 'COOLDOWN' : quotaAt > g ? 'QUOTA' : 'VENDOR_CAP';
+    return { granted: false, retryAt, reason, remaining: remainingAt(state, plan, g, cls) };
+  }
+  for (const spec of specs) {
+    const ring = ringOf(state, spec);
+    recordGrant(ring, spec.slotMs, g, k);
+    state.rings.set(spec.key, ring);
+  }
+  for (const cap of state.caps) if (capApplies(cap, cls)) cap.remaining -= k;
+  return {
+    granted: true,
+    count: k,
+    grantedAt: g,
+    validUntil: g + plan.validityMs,
+    remaining: remainingAt(state, plan, g, cls),
+  };
+}
+
+/** Takes unused permits back out of the slots they were recorded in; false when nothing changed. */
+export function giveBack(
+  state: LedgerState,
+  plan: LimitPlan,
+  k: number,
+  grantedAt: number,
+  cls: string | undefined,
+): boolean {
+  if (grantedAt > state.time) return false;
+  let changed = false;
+  for (const spec of ringsFor(plan, cls)) {
+    const ring = state.rings.get(spec.key);
+    if (ring && returnGrant(ring, spec.slotMs, slotIndex(state.time, spec.slotMs), grantedAt, k))
+      changed = true;
+  }
+  // Vendor caps are not refilled: the vendor may have counted the request anyway (more careful).
+  return changed;
+}
+
+/**
+ * What could be granted at g, per limit: the general limits (and the class's, when `cls` is given; every class's
+ * for ALL_CLASSES), lowered by the vendor caps that apply, and 0 during a cooldown.
+ */
+export function remainingAt(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  cls: string | undefined | typeof ALL_CLASSES,
+): WindowRemaining[] {
+  const specs =
+    cls === ALL_CLASSES ? [...plan.general, ...[...plan.classes.values()].flat()] : ringsFor(plan, cls);
+  return specs.map((spec) => {
+    const scope = spec.scope === GENERAL_SCOPE ? undefined : spec.scope;
+    let remaining = Math.max(0, spec.limit - usedAt(spec, ringOf(state, spec), g));
+    for (const cap of state.caps)
+      if (cap.until > g && capApplies(cap, scope))
+        remaining = Math.min(remaining, Math.max(0, cap.remaining));
+    if (state.cooldownUntil > g) remaining = 0;
+    const entry: WindowRemaining = { limit: spec.limit, windowSeconds: spec.windowSeconds, remaining };
+    if (scope !== undefined) entry.class = scope;
+    return entry;
+  });
+}

@@ -1,0 +1,133 @@
+import { LedgerUnavailableError } from './errors.js';
+import { emptyState, type LedgerState, parseRingKey, type VendorCap } from './ledger-state.js';
+import type { Ring } from './ring.js';
+
+/**
+ * The ledger item, compactly, so that both default limits and two classes stay well under 1 KB (1 WCU).
+ * The head slot of each ring (the slot of `time`) is kept apart, as a number per ring, so that concurrent grants
+ * in the same slot can add to it without rewriting the rest (see fast-grant.ts). The older slots of a ring are
+ * one string of base-36 counters: each non-empty slot is `<sub-slot digit><count>`, an empty one is empty,
+ * newest first, separated by commas; a ring is `<scope>/<window ms>=<slots>`, e.g. `reports/1aao=z1e,,31`
+ * (window 60 000 ms; 50 permits one slot before the head, 1 three slots before it).
+ */
+export interface StoredLedger {
+  /** 0 while no item exists; +1 on every full write. */
+  version: number;
+  /** Head-slot additions since the last full write (they leave `version` alone). */
+  fastWrites: number;
+  time: number;
+  rings?: string;
+  /** By ring key: the head slot's count and the sub-slot of its latest grant. */
+  heads: Record<string, number>;
+  headSubs: Record<string, number>;
+  cooldownUntil?: number;
+  caps?: string;
+  /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
+  purgeAt: number;
+}
+
+/** Kept this long after the state stops mattering, so that a quiet token does not lose its version at once. */
+export const PURGE_SLACK_SECONDS = 3600;
+
+const RING = /^([a-z*][a-z0-9-]*\/[0-9a-z]+)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
+const CAP = /^([a-z*][a-z0-9-]*):([0-9a-z]+):([0-9a-z]+)$/;
+const RING_KEY = /^[a-z*][a-z0-9-]*\/[0-9a-z]+$/;
+
+const encodeSlots = (ring: Ring, from: number): string =>
+  ring.counts
+    .slice(from)
+    .map((count, j) => (count > 0 ? `${(ring.subs[j + from] ?? 0).toString(36)}${count.toString(36)}` : ''))
+    .join(',')
+    .replace(/,+$/, '');
+
+/** `retainMs`: how long after `time` the rings still matter (the longest span of the settings). */
+export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0): StoredLedger {
+  const heads: Record<string, number> = {};
+  const headSubs: Record<string, number> = {};
+  const rings: string[] = [];
+  for (const [key, ring] of state.rings) {
+    if ((ring.counts[0] ?? 0) > 0) {
+      heads[key] = ring.counts[0] ?? 0;
+      headSubs[key] = ring.subs[0] ?? 0;
+    }
+    const older = encodeSlots(ring, 1);
+    if (older !== '') rings.push(`${key}=${older}`);
+  }
+  const caps = state.caps
+    .map((c) => `${c.scope}:${c.remaining.toString(36)}:${c.until.toString(36)}`)
+    .join(';');
+  const lastRelevant = Math.max(
+    state.time + retainMs,
+    state.cooldownUntil,
+    ...state.caps.map((c) => c.until),
+  );
+  const stored: StoredLedger = {
+    version: state.version,
+    fastWrites,
+    time: state.time,
+    heads,
+    headSubs,
+    purgeAt: Math.ceil(lastRelevant / 1000) + PURGE_SLACK_SECONDS,
+  };
+  if (rings.length > 0) stored.rings = rings.join(';');
+  if (state.cooldownUntil > 0) stored.cooldownUntil = state.cooldownUntil;
+  if (caps) stored.caps = caps;
+  return stored;
+}
+
+const unreadable = (what: string): never => {
+  throw new LedgerUnavailableError(`ledger item unreadable: ${what}`);
+};
+
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+function decodeSlots(text: string, ring: Ring): void {
+  for (const slot of text.split(',')) {
+    ring.counts.push(slot === '' ? 0 : Number.parseInt(slot.slice(1), 36));
+    ring.subs.push(slot === '' ? 0 : Number.parseInt(slot.slice(0, 1), 36));
+  }
+}
+
+/** The state an item holds; an item past its purge time (TTL deletes lazily) holds nothing but its version. */
+export function decodeState(stored: StoredLedger, now: number): LedgerState {
+  if (!Number.isSafeInteger(stored.version) || stored.version < 1) unreadable('version');
+  if (!isCount(stored.fastWrites)) unreadable('fastWrites');
+  if (!isCount(stored.time)) unreadable('time');
+  if (!Number.isFinite(stored.purgeAt)) unreadable('purgeAt');
+  const state = emptyState(stored.version);
+  if (stored.purgeAt * 1000 <= now) return state;
+  state.time = stored.time;
+  const ringOf = (key: string): Ring => {
+    if (!RING_KEY.test(key) || !(parseRingKey(key).windowMs > 0)) unreadable('ring key');
+    let ring = state.rings.get(key);
+    if (!ring) {
+      ring = { counts: [0], subs: [0] };
+      state.rings.set(key, ring);
+    }
+    return ring;
+  };
+  for (const [key, count] of Object.entries(stored.heads)) {
+    const sub = stored.headSubs[key] ?? 0;
+    if (!isCount(count) || !isCount(sub) || sub > 35) unreadable('head slot');
+    const ring = ringOf(key);
+    ring.counts[0] = count;
+    ring.subs[0] = sub;
+  }
+  for (const part of stored.rings ? stored.rings.split(';') : []) {
+    const match = RING.exec(part);
+    if (!match?.[1] || match[2] === undefined) return unreadable('rings');
+    decodeSlots(match[2], ringOf(match[1]));
+  }
+  state.cooldownUntil = stored.cooldownUntil ?? 0;
+  for (const part of stored.caps ? stored.caps.split(';') : []) {
+    const match = CAP.exec(part);
+    if (!match?.[1] || !match[2] || !match[3]) return unreadable('caps');
+    const cap: VendorCap = {
+      scope: match[1],
+      remaining: Number.parseInt(match[2], 36),
+      until: Number.parseInt(match[3], 36),
+    };
+    state.caps.push(cap);
+  }
+  return state;
+}

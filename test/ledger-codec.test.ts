@@ -1,0 +1,139 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
+import { LedgerUnavailableError } from '../shared/ledger/errors.js';
+import { headAdditions } from '../shared/ledger/fast-grant.js';
+import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
+import { planFor } from '../shared/ledger/limit-plan.js';
+import { trimRing } from '../shared/ledger/ring.js';
+import { decodeState, encodeState, PURGE_SLACK_SECONDS } from '../shared/ledger/state-codec.js';
+
+const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
+const limits = rateLimitSettingsSchema.parse({ classes: { reports: [{ limit: 10, windowSeconds: 60 }] } });
+const plan = planFor(limits);
+
+const ringArb = fc
+  .array(fc.record({ count: fc.nat({ max: 1500 }), sub: fc.integer({ min: 0, max: 35 }) }), { maxLength: 66 })
+  .map((slots) =>
+    trimRing({ counts: slots.map((s) => s.count), subs: slots.map((s) => (s.count ? s.sub : 0)) }),
+  )
+  .filter((ring) => ring.counts.length > 0);
+const stateArb = fc
+  .record({
+    version: fc.integer({ min: 1, max: 1e9 }),
+    time: fc.integer({ min: T0, max: T0 + 1e9 }),
+    rings: fc.dictionary(fc.constantFrom('*/1aao', '*/255s0', 'reports/1aao', 'rebalancing/255s0'), ringArb),
+    cooldown: fc.option(fc.integer({ min: 1, max: 1e7 }), { nil: undefined }),
+    caps: fc.array(
+      fc.record({
+        scope: fc.constantFrom('*', 'reports'),
+        remaining: fc.nat({ max: 1000 }),
+        until: fc.integer({ min: 1, max: 1e7 }),
+      }),
+      { maxLength: 6 },
+    ),
+  })
+  .map(
+    (s): LedgerState => ({
+      version: s.version,
+      time: s.time,
+      rings: new Map(Object.entries(s.rings)),
+      cooldownUntil: s.cooldown === undefined ? 0 : s.time + s.cooldown,
+      caps: s.caps.map((cap) => ({ ...cap, until: s.time + cap.until })),
+    }),
+  );
+const normalise = (state: LedgerState) => ({
+  ...state,
+  rings: [...state.rings]
+    .map(([key, ring]) => [key, ring.counts.map((count, j) => (count ? [count, ring.subs[j]] : 0))] as const)
+    .filter(([, slots]) => slots.some((slot) => slot !== 0))
+    .sort(([a], [b]) => a.localeCompare(b)),
+});
+
+describe('ledger item codec', () => {
+  it('reads back exactly what it wrote', () => {
+    fc.assert(
+      fc.property(stateArb, (state) => {
+        const stored = encodeState(state, plan.maxSpanMs);
+        expect(normalise(decodeState(stored, state.time))).toEqual(normalise(state));
+      }),
+    );
+  });
+
+  it('sets the purge time past everything that still matters, plus slack', () => {
+    const state = { ...emptyState(3), time: T0, cooldownUntil: T0 + 7200_000 };
+    expect(encodeState(state, plan.maxSpanMs).purgeAt).toBe((T0 + 7200_000) / 1000 + PURGE_SLACK_SECONDS);
+    expect(encodeState({ ...state, cooldownUntil: 0 }, plan.maxSpanMs).purgeAt).toBe(
+      (T0 + 3_605_000) / 1000 + PURGE_SLACK_SECONDS,
+    );
+  });
+
+  it('ignores an item past its purge time but keeps its version (writes stay conditional on it)', () => {
+    const stored = encodeState(
+      { ...emptyState(9), time: T0, rings: new Map([['*/1aao', { counts: [5], subs: [3] }]]) },
+      plan.maxSpanMs,
+    );
+    expect(decodeState(stored, stored.purgeAt * 1000)).toEqual(emptyState(9));
+    expect(decodeState(stored, stored.purgeAt * 1000 - 1).rings.get('*/1aao')).toEqual({
+      counts: [5],
+      subs: [3],
+    });
+  });
+
+  it.each([
+    ['a ring', { rings: '*/1aao=z1e,,x' }],
+    ['a ring key', { heads: { 'no-slash': 3 } }],
+    ['a head', { heads: { '*/1aao': -1 } }],
+    ['a cap', { caps: '*:1:' }],
+    ['the version', { version: 0 }],
+  ])('fails closed on an unreadable item (%s)', (_, broken) => {
+    const stored = { ...encodeState({ ...emptyState(2), time: T0 }, plan.maxSpanMs), ...broken };
+    expect(() => decodeState(stored, T0)).toThrow(LedgerUnavailableError);
+  });
+});
+
+describe('head additions (concurrent grants in one slot)', () => {
+  const base = (): LedgerState => {
+    const state = stateAt(emptyState(4), T0, plan.marginMs);
+    acquire(state, plan, T0, 30, undefined);
+    return state;
+  };
+  const grantAt = (read: LedgerState, g: number, k: number, cls?: string) => {
+    const work = stateAt(read, g, plan.marginMs);
+    expect(acquire(work, plan, g, k, cls).granted).toBe(true);
+    return work;
+  };
+
+  it('turns grants in the same slots into guarded additions', () => {
+    const read = base();
+    const work = grantAt(read, T0 + 500, 5, 'reports');
+    expect(headAdditions(read, work, [plan], T0 + 500)).toEqual([
+      { key: '*/1aao', add: 5, max: 50 - 5, sub: 18 },
+      { key: '*/255s0', add: 5, max: 1000 - 5, sub: 0 },
+      { key: 'reports/1aao', add: 5, max: 10 - 5, sub: 18 },
+    ]);
+  });
+
+  it('leaves room only beside the older slots that still count', () => {
+    const older = stateAt(emptyState(4), T0, plan.marginMs);
+    acquire(older, plan, T0, 20, undefined);
+    const read = stateAt(older, T0 + 2000, plan.marginMs);
+    acquire(read, plan, T0 + 2000, 1, undefined);
+    const work = grantAt(read, T0 + 2100, 4);
+    expect(headAdditions(read, work, [plan], T0 + 2100)?.[0]).toEqual({
+      key: '*/1aao',
+      add: 4,
+      max: 50 - 20 - 4,
+      sub: 3,
+    });
+  });
+
+  it('needs a full write when a slot changes, a cap is in force, or the item does not exist yet', () => {
+    const read = base();
+    expect(headAdditions(read, grantAt(read, T0 + 1000, 1), [plan], T0 + 1000)).toBeUndefined();
+    const capped = { ...read, caps: [{ scope: '*', remaining: 9, until: T0 + 9000 }] };
+    expect(headAdditions(capped, grantAt(capped, T0 + 10, 1), [plan], T0 + 10)).toBeUndefined();
+    const fresh = stateAt(emptyState(), T0, plan.marginMs);
+    expect(headAdditions(fresh, grantAt(fresh, T0, 1), [plan], T0)).toBeUndefined();
+  });
+});

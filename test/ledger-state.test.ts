@@ -1,0 +1,382 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
+import { ConfigurationError } from '../shared/errors.js';
+import {
+  InvalidLedgerRequestError,
+  InvalidPermitCountError,
+  UnknownPermitClassError,
+} from '../shared/ledger/errors.js';
+import {
+  type AcquireOutcome,
+  acquire,
+  emptyState,
+  giveBack,
+  type LedgerState,
+  remainingAt,
+  stateAt,
+} from '../shared/ledger/ledger-state.js';
+import { planFor } from '../shared/ledger/limit-plan.js';
+import { checkFeedback, checkGiveBack, checkPermit } from '../shared/ledger/validation.js';
+import { applyVendorFeedback } from '../shared/ledger/vendor-feedback.js';
+import { maxInAnySpan, type TimedCount } from './support/ledger-harness.js';
+
+const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
+const settings = (input: Partial<RateLimitSettings> = {}): RateLimitSettings =>
+  rateLimitSettingsSchema.parse(input);
+
+/** The pure core driven the way the adapter drives it: move the state to g, then act on it. */
+class Core {
+  state: LedgerState = emptyState();
+  constructor(readonly limits: RateLimitSettings) {}
+  get plan() {
+    return planFor(this.limits);
+  }
+  #at(g: number): number {
+    const time = Math.max(g, this.state.time);
+    this.state = stateAt(this.state, time, this.plan.marginMs);
+    return time;
+  }
+  acquire(g: number, k: number, cls?: string): AcquireOutcome {
+    const time = this.#at(g);
+    return acquire(this.state, this.plan, time, k, cls);
+  }
+  /** Asks without keeping a grant (the state is restored). */
+  probe(g: number, k: number, cls?: string): AcquireOutcome {
+    const saved = this.state;
+    const copy = stateAt(saved, Math.max(g, saved.time), this.plan.marginMs);
+    const outcome = acquire(copy, this.plan, Math.max(g, saved.time), k, cls);
+    this.state = saved;
+    return outcome;
+  }
+  giveBack(g: number, k: number, grantedAt: number, cls?: string): boolean {
+    this.#at(g);
+    return giveBack(this.state, this.plan, k, grantedAt, cls);
+  }
+  feedback(g: number, report: Parameters<typeof applyVendorFeedback>[3]): boolean {
+    const time = this.#at(g);
+    return applyVendorFeedback(this.state, this.plan, time, report);
+  }
+  remaining(g: number, cls?: string) {
+    return remainingAt(
+      stateAt(this.state, Math.max(g, this.state.time), this.plan.marginMs),
+      this.plan,
+      g,
+      cls,
+    );
+  }
+}
+
+describe('rate ledger core: limits and windows', () => {
+  it('grants up to the limit in one go, then denies for quota with a wait > 0', () => {
+    const core = new Core(settings());
+    const first = core.acquire(T0, 50);
+    expect(first).toMatchObject({ granted: true, count: 50, grantedAt: T0, validUntil: T0 + 3000 });
+    const denied = core.acquire(T0 + 10_000, 1);
+    expect(denied.granted).toBe(false);
+    if (denied.granted) return;
+    expect(denied.reason).toBe('QUOTA');
+    expect(denied.retryAt).toBeGreaterThan(T0 + 10_000);
+    expect(denied.remaining).toContainEqual({ limit: 50, windowSeconds: 60, remaining: 0 });
+  });
+
+  it('keeps a grant counted for the window plus the margin, and frees it right after', () => {
+    const core = new Core(settings({ marginSeconds: 5 }));
+    core.acquire(T0, 50);
+    const denied = core.acquire(T0 + 65_000, 1);
+    expect(denied.granted).toBe(false);
+    if (denied.granted) return;
+    // Freed once the slot's last grant (in its first 1/36 of a second) is 65 s old: within 28 ms of the ideal.
+    expect(denied.retryAt).toBeGreaterThan(T0 + 65_000);
+    expect(denied.retryAt).toBeLessThanOrEqual(T0 + 65_000 + 28);
+    expect(core.probe(denied.retryAt - 1, 1).granted).toBe(false);
+    expect(core.probe(denied.retryAt, 50).granted).toBe(true);
+  });
+
+  it('counts the hour too: 1000 per 3600 s holds even when the minute has room', () => {
+    const core = new Core(settings({ marginSeconds: 5 }));
+    let granted = 0;
+    let g = T0;
+    while (granted < 1000) {
+      const outcome = core.acquire(g, 50);
+      if (!outcome.granted) throw new Error('expected the minute to have room');
+      granted += 50;
+      g += 66_000;
+    }
+    const denied = core.acquire(g, 1);
+    expect(denied).toMatchObject({ granted: false, reason: 'QUOTA' });
+    if (denied.granted) return;
+    expect(denied.retryAt).toBeGreaterThan(T0 + 3_605_000);
+    expect(denied.retryAt).toBeLessThanOrEqual(T0 + 3_605_000 + 1_667);
+    expect(core.remaining(g)).toEqual([
+      { limit: 50, windowSeconds: 60, remaining: 50 },
+      { limit: 1000, windowSeconds: 3600, remaining: 0 },
+    ]);
+  });
+
+  it('scales its slots with compressed windows (50 per 6 s: slots of 100 ms)', () => {
+    const limits = settings({
+      general: [
+        { limit: 50, windowSeconds: 6 },
+        { limit: 1000, windowSeconds: 360 },
+      ],
+      marginSeconds: 0.5,
+      permitValiditySeconds: 0.3,
+    });
+    expect(planFor(limits).general.map((spec) => [spec.slotMs, spec.length])).toEqual([
+      [100, 66],
+      [6000, 62],
+    ]);
+    const core = new Core(limits);
+    core.acquire(T0 + 50, 50);
+    const denied = core.acquire(T0 + 1000, 1);
+    if (denied.granted) throw new Error('expected a denial');
+    expect(denied.retryAt).toBeGreaterThan(T0 + 6_550);
+    expect(denied.retryAt).toBeLessThanOrEqual(T0 + 6_550 + 3);
+  });
+
+  it('a class permit counts against its class and the general limits; a general one only against the general', () => {
+    const limits = settings({ classes: { reports: [{ limit: 5, windowSeconds: 60 }] } });
+    const core = new Core(limits);
+    expect(core.acquire(T0, 5, 'reports').granted).toBe(true);
+    expect(core.acquire(T0, 1, 'reports')).toMatchObject({ granted: false, reason: 'QUOTA' });
+    expect(core.acquire(T0, 45).granted).toBe(true);
+    expect(core.acquire(T0, 1)).toMatchObject({ granted: false, reason: 'QUOTA' });
+    expect(core.remaining(T0, 'reports')).toEqual([
+      { limit: 50, windowSeconds: 60, remaining: 0 },
+      { limit: 1000, windowSeconds: 3600, remaining: 950 },
+      { limit: 5, windowSeconds: 60, remaining: 0, class: 'reports' },
+    ]);
+  });
+
+  it('never lets the ledger clock run backwards: a caller behind the last write is served at the newer time', () => {
+    const core = new Core(settings());
+    core.acquire(T0 + 10_000, 1);
+    const late = core.acquire(T0, 1);
+    expect(late).toMatchObject({ granted: true, grantedAt: T0 + 10_000 });
+  });
+});
+
+describe('rate ledger core: properties', () => {
+  const limitArb = fc.record({
+    limit: fc.integer({ min: 1, max: 60 }),
+    windowSeconds: fc.integer({ min: 1, max: 120 }),
+  });
+  const settingsArb = fc
+    .record({
+      general: fc.array(limitArb, { minLength: 1, maxLength: 2 }),
+      classLimits: fc.array(limitArb, { minLength: 1, maxLength: 2 }),
+      marginMs: fc.integer({ min: 0, max: 10_000 }),
+      validityFraction: fc.double({ min: 0.01, max: 1, noNaN: true }),
+    })
+    .filter((s) => s.marginMs > 0)
+    .map((s) =>
+      settings({
+        general: s.general,
+        classes: { heavy: s.classLimits },
+        marginSeconds: s.marginMs / 1000,
+        permitValiditySeconds: Math.max(0.001, Math.floor(s.marginMs * s.validityFraction) / 1000),
+      }),
+    );
+  const stepsArb = fc.array(
+    fc.record({
+      dt: fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 40_000 })),
+      k: fc.integer({ min: 1, max: 5 }),
+      heavy: fc.boolean(),
+    }),
+    { minLength: 50, maxLength: 400 },
+  );
+
+  it('never exceeds any limit in any span, wherever in their validity the permits are sent', () => {
+    fc.assert(
+      fc.property(settingsArb, stepsArb, (limits, steps) => {
+        const core = new Core(limits);
+        const plan = core.plan;
+        const general: TimedCount[] = [];
+        const heavy: TimedCount[] = [];
+        let g = T0;
+        for (const step of steps) {
+          g += step.dt;
+          const cls = step.heavy ? 'heavy' : undefined;
+          const k = Math.min(
+            step.k,
+            ...[...plan.general, ...(cls ? (plan.classes.get(cls) ?? []) : [])].map((s) => s.limit),
+          );
+          const outcome = core.acquire(g, k, cls);
+          if (!outcome.granted) continue;
+          general.push({ time: outcome.grantedAt, count: k });
+          if (cls) heavy.push({ time: outcome.grantedAt, count: k });
+        }
+        // Sends anywhere in [g, g + V] put at worst every grant of a span of W + V inside one W; the ledger
+        // promises more: no closed span of W + D (D ≥ V) holds more than the limit.
+        for (const spec of plan.general)
+          expect(maxInAnySpan(general, spec.spanMs)).toBeLessThanOrEqual(spec.limit);
+        for (const spec of plan.classes.get('heavy') ?? [])
+          expect(maxInAnySpan(heavy, spec.spanMs)).toBeLessThanOrEqual(spec.limit);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('says exactly when to come back: denied 1 ms before retryAt, granted at it (lone consumer)', () => {
+    fc.assert(
+      fc.property(settingsArb, stepsArb, (limits, steps) => {
+        const core = new Core(limits);
+        let g = T0;
+        let denials = 0;
+        for (const step of steps) {
+          g += step.dt;
+          const cls = step.heavy ? 'heavy' : undefined;
+          const max = Math.min(
+            ...[...core.plan.general, ...(core.plan.classes.get('heavy') ?? [])].map((s) => s.limit),
+          );
+          const k = Math.min(step.k, max);
+          const outcome = core.acquire(g, k, cls);
+          if (outcome.granted) continue;
+          denials++;
+          expect(outcome.retryAt).toBeGreaterThan(g);
+          expect(core.probe(outcome.retryAt - 1, k, cls).granted).toBe(false);
+          expect(core.probe(outcome.retryAt, k, cls).granted).toBe(true);
+        }
+        return denials >= 0;
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('rate ledger core: give back', () => {
+  it('returns permits to the slot they were granted in, so they can be granted again', () => {
+    const core = new Core(settings());
+    const grant = core.acquire(T0, 50);
+    if (!grant.granted) throw new Error('expected a grant');
+    expect(core.acquire(T0 + 1000, 1).granted).toBe(false);
+    expect(core.giveBack(T0 + 1000, 20, grant.grantedAt)).toBe(true);
+    expect(core.acquire(T0 + 1000, 20).granted).toBe(true);
+    expect(core.acquire(T0 + 1000, 1).granted).toBe(false);
+  });
+
+  it('never goes below zero, and ignores slots that have aged out or lie in the future', () => {
+    const core = new Core(settings());
+    const grant = core.acquire(T0, 3);
+    if (!grant.granted) throw new Error('expected a grant');
+    expect(core.giveBack(T0, 10, grant.grantedAt)).toBe(true);
+    expect(core.remaining(T0)).toEqual([
+      { limit: 50, windowSeconds: 60, remaining: 50 },
+      { limit: 1000, windowSeconds: 3600, remaining: 1000 },
+    ]);
+    expect(core.giveBack(T0, 1, grant.grantedAt)).toBe(false);
+    expect(core.giveBack(T0, 1, T0 + 60_000)).toBe(false);
+    core.acquire(T0 + 1000, 2);
+    expect(core.giveBack(T0 + 7_300_000, 2, T0 + 1000)).toBe(false);
+  });
+});
+
+describe('rate ledger core: vendor feedback', () => {
+  it('a 429 Retry-After denies everyone until it passes, and only ever lengthens', () => {
+    const core = new Core(settings());
+    expect(core.feedback(T0, { retryAfterSeconds: 30 })).toBe(true);
+    expect(core.feedback(T0 + 1000, { retryAfterSeconds: 5 })).toBe(false);
+    const denied = core.acquire(T0 + 2000, 1);
+    expect(denied).toMatchObject({ granted: false, reason: 'COOLDOWN', retryAt: T0 + 30_000 });
+    expect(core.remaining(T0 + 2000).every((entry) => entry.remaining === 0)).toBe(true);
+    expect(core.acquire(T0 + 30_000, 1).granted).toBe(true);
+  });
+
+  it('X-RateLimit-Remaining/-Reset cap the grants until the reset, counting the grants since the report', () => {
+    const core = new Core(settings());
+    const reset = Math.floor((T0 + 40_000) / 1000);
+    expect(core.feedback(T0, { limit: 50, remaining: 4, reset })).toBe(true);
+    expect(core.acquire(T0 + 1, 3).granted).toBe(true);
+    const denied = core.acquire(T0 + 2, 2);
+    expect(denied).toMatchObject({ granted: false, reason: 'VENDOR_CAP', retryAt: reset * 1000 });
+    expect(core.acquire(T0 + 3, 1).granted).toBe(true);
+    expect(core.acquire(T0 + 4, 1)).toMatchObject({ granted: false, reason: 'VENDOR_CAP' });
+    expect(core.acquire(reset * 1000, 2).granted).toBe(true);
+  });
+
+  it('a cap only tightens: a looser report, or one the rings already enforce, changes nothing', () => {
+    const core = new Core(settings());
+    const reset = Math.floor((T0 + 40_000) / 1000);
+    expect(core.feedback(T0, { limit: 50, remaining: 10, reset })).toBe(true);
+    expect(core.feedback(T0, { limit: 50, remaining: 30, reset })).toBe(false);
+    expect(core.feedback(T0, { limit: 50, remaining: 10, reset: reset - 5 })).toBe(false);
+    expect(core.state.caps).toEqual([{ scope: '*', remaining: 10, until: reset * 1000 }]);
+    const fresh = new Core(settings());
+    fresh.acquire(T0, 45);
+    // The minute ring already allows only 5 more until well after the reset.
+    expect(fresh.feedback(T0 + 1000, { limit: 50, remaining: 5, reset })).toBe(false);
+    expect(fresh.feedback(T0 + 1000, { limit: 50, remaining: 2, reset })).toBe(true);
+  });
+
+  it('a report naming a class limit caps only that class', () => {
+    const core = new Core(settings({ classes: { reports: [{ limit: 7, windowSeconds: 60 }] } }));
+    const reset = Math.floor((T0 + 30_000) / 1000);
+    expect(core.feedback(T0, { limit: 7, remaining: 1, reset })).toBe(true);
+    expect(core.acquire(T0, 1, 'reports').granted).toBe(true);
+    expect(core.acquire(T0, 1, 'reports')).toMatchObject({ granted: false, reason: 'VENDOR_CAP' });
+    expect(core.acquire(T0, 10).granted).toBe(true);
+  });
+
+  it('a reset in the past is ignored; a reset beyond the longest window is shortened to it', () => {
+    const core = new Core(settings());
+    expect(core.feedback(T0, { remaining: 0, reset: Math.floor(T0 / 1000) - 1 })).toBe(false);
+    expect(core.feedback(T0, { remaining: 0, reset: Math.floor(T0 / 1000) + 86_400 })).toBe(true);
+    expect(core.state.caps[0]?.until).toBe(T0 + 3_605_000);
+  });
+});
+
+describe('rate ledger core: input checks', () => {
+  const limits = settings({ classes: { reports: [{ limit: 5, windowSeconds: 60 }] } });
+  it.each([0, -1, 1.5, 51, Number.NaN, '3', undefined])('refuses count %s', (count) => {
+    expect(() => checkPermit({ tokenId: 'abc', count, limits })).toThrow(InvalidPermitCountError);
+  });
+  it('refuses a count above the class limit, and an unknown class, with stable codes', () => {
+    expect(() => checkPermit({ tokenId: 'abc', count: 6, class: 'reports', limits })).toThrow(
+      expect.objectContaining({ code: 'INVALID_PERMIT_COUNT' }),
+    );
+    expect(() => checkPermit({ tokenId: 'abc', count: 1, class: 'rebalancing', limits })).toThrow(
+      UnknownPermitClassError,
+    );
+    expect(() => checkPermit({ tokenId: 'abc', count: 1, class: 'toString', limits })).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_PERMIT_CLASS' }),
+    );
+  });
+  it('refuses a token id that is not an id (a raw token) without echoing it', () => {
+    const jwtLike = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1YXQtYWR2aXNvciJ9.c2lnbmF0dXJlLXNlY3JldA';
+    let error: unknown;
+    try {
+      checkPermit({ tokenId: jwtLike, count: 1, limits });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(InvalidLedgerRequestError);
+    expect(JSON.stringify({ ...(error as object), message: (error as Error).message })).not.toContain('eyJ');
+  });
+  it('refuses malformed give-backs and vendor feedback', () => {
+    expect(() => checkGiveBack({ tokenId: 'abc', count: 1, grantedAt: -5, limits })).toThrow(
+      InvalidLedgerRequestError,
+    );
+    expect(() => checkFeedback({ tokenId: 'abc', limits, retryAfterSeconds: -1 })).toThrow(
+      InvalidLedgerRequestError,
+    );
+    expect(() => checkFeedback({ tokenId: 'abc', limits, retryAfterSeconds: 1e9 })).toThrow(
+      InvalidLedgerRequestError,
+    );
+    expect(() => checkFeedback({ tokenId: 'abc', limits, remaining: 2.5 })).toThrow(
+      InvalidLedgerRequestError,
+    );
+    expect(
+      checkFeedback({ tokenId: 'abc', limits, limit: 50, remaining: 3, reset: 1_800_000_000 }).feedback,
+    ).toEqual({
+      limit: 50,
+      remaining: 3,
+      reset: 1_800_000_000,
+    });
+  });
+  it('refuses settings whose permits outlive the margin (the bound would not hold)', () => {
+    expect(() => planFor(settings({ marginSeconds: 1, permitValiditySeconds: 2 }))).toThrow(
+      ConfigurationError,
+    );
+  });
+});

@@ -1,0 +1,110 @@
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+
+/** Helpers of the rate-ledger tests and benchmark: span checks, the ideal schedule, DynamoDB item size. */
+
+export interface TimedCount {
+  time: number;
+  count: number;
+}
+
+/** The most counted in any closed span [a, a + spanMs]. */
+export function maxInAnySpan(events: readonly TimedCount[], spanMs: number): number {
+  const sorted = [...events].sort((a, b) => a.time - b.time);
+  let best = 0;
+  let sum = 0;
+  let left = 0;
+  for (const event of sorted) {
+    sum += event.count;
+    while ((sorted[left]?.time ?? event.time) < event.time - spanMs) sum -= sorted[left++]?.count ?? 0;
+    best = Math.max(best, sum);
+  }
+  return best;
+}
+
+/**
+ * The grant times of the best possible schedule: the most permits ANY scheduler could grant in [startMs, t]
+ * so that no closed span of `windowMs + extraMs` holds more than `limit`, for every limit at once, with demand
+ * always waiting. Granting each permit as early as
+ * the limits let it is optimal for every prefix (exchange argument: the k-th greedy grant is never later than
+ * the k-th grant of any valid schedule), so the greedy count up to any t is exactly the upper bound.
+ */
+export function idealGrantTimes(
+  limits: readonly { limit: number; windowMs: number }[],
+  startMs: number,
+  endMs: number,
+  extraMs = 0,
+): number[] {
+  const times: number[] = [];
+  for (;;) {
+    let t = times.at(-1) ?? startMs;
+    for (const { limit, windowMs } of limits) {
+      const back = times[times.length - limit];
+      if (back !== undefined) t = Math.max(t, back + windowMs + extraMs + 1);
+    }
+    if (t > endMs) return times;
+    times.push(t);
+  }
+}
+
+/** Sizes as DynamoDB counts them: attribute name bytes plus value bytes (numbers: 1 byte per 2 digits, +1). */
+export function dynamoItemSize(item: Record<string, AttributeValue>): number {
+  return Object.entries(item).reduce((total, [name, value]) => total + utf8(name) + valueSize(value), 0);
+}
+
+const utf8 = (text: string): number => Buffer.byteLength(text, 'utf8');
+const numberSize = (n: string): number =>
+  Math.ceil(
+    n
+      .replace(/^[-+]?0*/, '')
+      .replace('.', '')
+      .replace(/0+$/, '').length / 2,
+  ) + 1;
+
+function valueSize(value: AttributeValue): number {
+  if (value.S !== undefined) return utf8(value.S);
+  if (value.N !== undefined) return numberSize(value.N);
+  if (value.NS !== undefined) return value.NS.reduce((sum, n) => sum + numberSize(n), 0);
+  if (value.SS !== undefined) return value.SS.reduce((sum, text) => sum + utf8(text), 0);
+  if (value.BOOL !== undefined || value.NULL !== undefined) return 1;
+  if (value.L !== undefined) return 3 + value.L.reduce((sum, element) => sum + 1 + valueSize(element), 0);
+  if (value.M !== undefined)
+    return 3 + Object.entries(value.M).reduce((sum, [k, v]) => sum + 1 + utf8(k) + valueSize(v), 0);
+  throw new Error('attribute type not measured by this helper');
+}
+
+/** A small seeded PRNG (mulberry32), so every run of a simulation is reproducible from its seed. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Counts the DynamoDB requests a client sends, by command, each attempt (retries included) as it leaves. */
+export function countDynamoCalls(client: DynamoDBClient): {
+  calls: Record<string, number>;
+  writes(): number;
+  reset(): void;
+} {
+  const calls: Record<string, number> = {};
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const name = context.commandName ?? 'unknown';
+      calls[name] = (calls[name] ?? 0) + 1;
+      return next(args);
+    },
+    { step: 'finalizeRequest', name: 'countDynamoCalls' },
+  );
+  const WRITES = ['UpdateItemCommand', 'PutItemCommand', 'DeleteItemCommand', 'BatchWriteItemCommand'];
+  return {
+    calls,
+    writes: () => WRITES.reduce((sum, name) => sum + (calls[name] ?? 0), 0),
+    reset: () => {
+      for (const name of Object.keys(calls)) delete calls[name];
+    },
+  };
+}
