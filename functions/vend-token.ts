@@ -1,0 +1,32 @@
+/**
+ * The vend-token function behind the Function URL (IAM auth). Everything is built once per container, at
+ * module scope: configuration (a wrong value fails the cold start with a message naming it), the AWS clients,
+ * the in-memory token cache inside the handler.
+ */
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
+import { systemClock } from '../shared/clock.js';
+import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { createPowertoolsTelemetry } from '../shared/observability.js';
+import { DynamoTokenStore } from '../shared/tokens/dynamo-token-store.js';
+import { LambdaRefreshInvoker } from '../shared/vend/lambda-refresh-invoker.js';
+import { loadVendConfig } from '../shared/vend/vend-config.js';
+import { createVendHandler } from '../shared/vend/vend-handler.js';
+
+const config = loadVendConfig(process.env);
+const dynamo = createDynamoDbClient();
+const telemetry = createPowertoolsTelemetry();
+
+export const handler = createVendHandler({
+  sets: config.sets,
+  consumers: config.consumers,
+  store: new DynamoTokenStore({ client: dynamo, tableName: config.tokensTableName }),
+  ledger: new DynamoRateLedger({ client: dynamo, tableName: config.ledgerTableName, telemetry }),
+  // The vend function may not read credentials: re-logins are the refresher's, by synchronous invoke.
+  refresher: new LambdaRefreshInvoker({
+    client: new LambdaClient({ region: process.env.AWS_REGION, maxAttempts: 2 }),
+    functionName: config.refresherFunctionName,
+  }),
+  clock: systemClock,
+  telemetry,
+});

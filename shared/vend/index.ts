@@ -1,0 +1,15 @@
+export { AccessPolicy, type Caller } from './access-policy.js';
+export { LambdaRefreshInvoker } from './lambda-refresh-invoker.js';
+export { callerPrincipal, rulePrincipal } from './principal.js';
+export {
+  InProcessRefreshInvoker,
+  type RefreshInvoker,
+  type RefreshOutcome,
+  type RefreshRequest,
+} from './refresh-invoker.js';
+export type { ErrorBody, VendResult } from './responses.js';
+export { ROUTES, type RouteName } from './router.js';
+export { DEFAULT_MIN_VALIDITY_SECONDS } from './routes/token-routes.js';
+export { loadVendConfig, type VendConfig } from './vend-config.js';
+export * from './vend-errors.js';
+export { createVendHandler, type VendEvent, type VendHandlerDeps } from './vend-handler.js';

@@ -1,0 +1,81 @@
+import type { CredentialSetConfig } from '../../config/credential-sets.js';
+import type { LedgerUsage } from '../../ledger/index.js';
+import { health } from '../../tokens/health.js';
+import type { TokenView } from '../../tokens/token-state.js';
+import type { Caller } from '../access-policy.js';
+import { jsonResult, type VendResult } from '../responses.js';
+import type { Audit, VendServices } from '../route-context.js';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * What the ledger says of the current token: per window what is left and what was granted, and the end of a
+ * vendor 429's cooldown reported by a consumer. Undefined without a token, or when the ledger cannot say (the
+ * list is still worth having).
+ */
+async function usageOf(
+  services: VendServices,
+  set: CredentialSetConfig,
+  token: TokenView | undefined,
+): Promise<LedgerUsage | undefined> {
+  if (!token || !services.ledger.usage) return undefined;
+  try {
+    return await services.ledger.usage(token.tokenId, set.rateLimits);
+  } catch (error) {
+    services.telemetry.warn('quota unknown: the ledger did not answer', {
+      credentialSet: set.id,
+      tokenId: token.tokenId,
+      errorCode: (error as { code?: unknown })?.code ?? 'UNKNOWN',
+    });
+    return undefined;
+  }
+}
+
+/**
+ * GET /v1/credential-sets: the sets this caller may use, each with its health and its current token's quota
+ * (what the operator's `token-broker status` shows). No token, no token id: a consumer that wants the token
+ * asks for it (and is counted doing so).
+ */
+export async function listCredentialSets(context: {
+  caller: Caller;
+  sets: CredentialSetConfig[];
+  audit: Audit;
+  services: VendServices;
+}): Promise<VendResult> {
+  const { sets, services } = context;
+  const credentialSets = await Promise.all(
+    sets.map(async (set) => {
+      const state = await services.provider.state(set);
+      const now = services.clock.now();
+      const setHealth = health(state, now, set);
+      const usage = await usageOf(services, set, state?.current);
+      return {
+        id: set.id,
+        environment: set.environment,
+        companyRole: set.companyRole,
+        health: {
+          state: setHealth.state,
+          expiresAt: setHealth.expiresAt ?? null,
+          /** When the current token was obtained: the last successful re-login. */
+          refreshedAt: state?.current ? iso(state.current.obtainedAt) : null,
+          lastError: setHealth.lastError
+            ? {
+                code: setHealth.lastError.code,
+                at: iso(setHealth.lastError.at),
+                ...(setHealth.lastError.requestId ? { requestId: setHealth.lastError.requestId } : {}),
+              }
+            : null,
+          consecutiveFailures: setHealth.consecutiveFailures,
+          /** No login attempt before this (backoff after a failure, or the credentials cooldown). */
+          nextAttemptAt: setHealth.nextAttemptAt === undefined ? null : iso(setHealth.nextAttemptAt),
+          /** A consumer reported a vendor 429: the ledger grants no permit for this token before then. */
+          rateLimitedUntil: usage?.cooldownUntil === undefined ? null : iso(usage.cooldownUntil),
+        },
+        /** Per limit of the current token: what is left now and what was granted in the window. */
+        quota: usage?.windows ?? null,
+      };
+    }),
+  );
+  context.audit.decision = 'LISTED';
+  return jsonResult(200, { credentialSets });
+}

@@ -1,0 +1,102 @@
+import type { CredentialSetConfig } from '../../config/credential-sets.js';
+import type { WindowRemaining } from '../../ledger/index.js';
+import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
+import { MetricUnit } from '../../observability.js';
+import type { TokenView } from '../../tokens/token-state.js';
+import { readJsonBody, readQueryParameter } from '../http-request.js';
+import { parseBody, tokenRejectionBody } from '../request-bodies.js';
+import { jsonResult, type VendResult } from '../responses.js';
+import type { SetRouteContext, VendServices } from '../route-context.js';
+import type { ProvidedToken } from '../token-provider.js';
+import { BadRequestError } from '../vend-errors.js';
+
+/** The vendor's rule: re-login 5 minutes before `exp`, so by default a consumer gets at least that much. */
+export const DEFAULT_MIN_VALIDITY_SECONDS = 300;
+
+/**
+ * `minValiditySeconds`: a whole number from 0 up to the set's soft threshold. The cap is what keeps on-demand
+ * re-logins inside the schedule's budget: a token with less than the soft threshold left is due for a
+ * re-login anyway, so no consumer can force a login for a token the refresher would still keep (and a value
+ * above any token's lifetime would otherwise ask for a login on every request).
+ */
+export function parseMinValidity(context: SetRouteContext): number {
+  const raw = readQueryParameter(context.request, 'minValiditySeconds');
+  if (raw === undefined) return DEFAULT_MIN_VALIDITY_SECONDS;
+  if (!/^\d{1,9}$/.test(raw)) {
+    throw new BadRequestError('INVALID_FORMAT', 'minValiditySeconds', 'must be a whole number of seconds');
+  }
+  const value = Number(raw);
+  const max = context.set.refresh.softThresholdSeconds;
+  if (value > max) throw new BadRequestError('INVALID_VALUE', 'minValiditySeconds', `must be at most ${max}`);
+  return value;
+}
+
+/** What is left of the token's quota; null when the ledger cannot say (the token is still worth having). */
+async function quotaOf(
+  services: VendServices,
+  set: CredentialSetConfig,
+  token: TokenView,
+): Promise<WindowRemaining[] | null> {
+  try {
+    return await services.quota.remaining(token.tokenId, set.rateLimits);
+  } catch (error) {
+    services.telemetry.warn('quota unknown: the ledger did not answer', {
+      credentialSet: set.id,
+      tokenId: token.tokenId,
+      errorCode: (error as { code?: unknown })?.code ?? 'UNKNOWN',
+    });
+    return null;
+  }
+}
+
+export async function tokenBody(services: VendServices, set: CredentialSetConfig, token: TokenView) {
+  const nowSeconds = services.clock.now() / 1000;
+  return {
+    credentialSet: set.id,
+    environment: set.environment,
+    accessToken: token.accessToken,
+    tokenId: token.tokenId,
+    expiresAt: token.exp,
+    expiresInSeconds: Math.max(0, Math.floor(token.exp - nowSeconds)),
+    tenant: token.tenant,
+    companyKey: token.companyKey,
+    executionPlatformKey: token.executionPlatformKey,
+    userKey: token.userKey,
+    /** Where the consumer sends its vendor calls with this token. */
+    vendorBaseUrl: set.vendorBaseUrl,
+    quota: await quotaOf(services, set, token),
+  };
+}
+
+function noted(context: SetRouteContext, provided: ProvidedToken, decision: string): void {
+  context.audit.tokenId = provided.token.tokenId;
+  context.audit.source = provided.source;
+  context.audit.decision = decision;
+}
+
+/** GET /v1/credential-sets/{id}/token?minValiditySeconds=N */
+export async function getToken(context: SetRouteContext): Promise<VendResult> {
+  const { set, services } = context;
+  const minValiditySeconds = parseMinValidity(context);
+  const provided = await services.provider.usableToken(set, minValiditySeconds);
+  noted(context, provided, provided.loggedIn ? 'VENDED_AFTER_LOGIN' : 'VENDED');
+  const body = await tokenBody(services, set, provided.token);
+  services.telemetry.metric(Metric.TokensVended, MetricUnit.Count, 1, { [DIMENSION_CREDENTIAL_SET]: set.id });
+  return jsonResult(200, body);
+}
+
+/** POST /v1/credential-sets/{id}/token/rejections: the vendor answered 401 to a consumer's call. */
+export async function reportTokenRejection(context: SetRouteContext): Promise<VendResult> {
+  const { set, services, audit } = context;
+  const report = parseBody(tokenRejectionBody, readJsonBody(context.request, services.maxBodyBytes));
+  audit.rejectedTokenId = report.tokenId;
+  audit.vendorErrorCode = report.errorCode;
+  if (report.requestId) audit.vendorRequestId = report.requestId;
+  services.telemetry.metric(Metric.TokenRejectionsReported, MetricUnit.Count, 1, {
+    [DIMENSION_CREDENTIAL_SET]: set.id,
+  });
+  const provided = await services.provider.afterRejection(set, report.tokenId);
+  noted(context, provided, provided.loggedIn ? 'RELOGIN_AFTER_REJECTION' : 'CURRENT_AFTER_REJECTION');
+  const body = await tokenBody(services, set, provided.token);
+  return jsonResult(200, { ...body, reloggedIn: provided.loggedIn });
+}

@@ -1,0 +1,179 @@
+import type { Clock } from '../clock.js';
+import type { CredentialSetConfig } from '../config/credential-sets.js';
+import type { CredentialSetState, TokenView } from '../tokens/token-state.js';
+import type { RefreshInvoker, RefreshOutcome, RefreshRequest } from './refresh-invoker.js';
+import type { StateSource, TokenStateCache } from './token-state-cache.js';
+import { TokenUnavailableError } from './vend-errors.js';
+
+export type TokenSource = StateSource | 'refresh';
+
+export interface ProvidedToken {
+  token: TokenView;
+  source: TokenSource;
+  /** A login happened for this answer (through the refresher). */
+  loggedIn: boolean;
+}
+
+/** When the refresher did not answer in time: ask again soon; the refresh itself goes on. */
+const RETRY_AFTER_WAIT_TIMEOUT_SECONDS = 2;
+/** When the refresher could not be asked at all. */
+const RETRY_AFTER_REFRESHER_DOWN_SECONDS = 5;
+
+class WaitTimeout extends Error {}
+
+/**
+ * Hands out tokens with enough validity left: from memory, else from the tokens table, else through one
+ * re-login shared by everyone waiting for the set (single-flight here; across processes the refresher's
+ * lease does the same), bounded by `refreshWaitMs`. After the refresher says UNAVAILABLE, it is not asked
+ * again for that set until its Retry-After passes (the store is still read, so a token obtained elsewhere is
+ * served at once): a busy vend function must not turn an outage into a stream of invokes.
+ */
+export class TokenProvider {
+  readonly #cache: TokenStateCache;
+  readonly #refresher: RefreshInvoker;
+  readonly #clock: Clock;
+  readonly #refreshWaitMs: number;
+  readonly #inFlight = new Map<string, Promise<RefreshOutcome>>();
+  readonly #quietUntil = new Map<string, number>();
+
+  constructor(options: {
+    cache: TokenStateCache;
+    refresher: RefreshInvoker;
+    clock: Clock;
+    refreshWaitMs: number;
+  }) {
+    this.#cache = options.cache;
+    this.#refresher = options.refresher;
+    this.#clock = options.clock;
+    this.#refreshWaitMs = options.refreshWaitMs;
+  }
+
+  /** The set's state for health: the cached one when fresh enough. */
+  async state(set: CredentialSetConfig): Promise<CredentialSetState | undefined> {
+    return (await this.#cache.get(set)).state;
+  }
+
+  /** A token with at least `minValiditySeconds` left (never less than the set's hard floor), or 503. */
+  async usableToken(set: CredentialSetConfig, minValiditySeconds: number): Promise<ProvidedToken> {
+    const needSeconds = Math.max(minValiditySeconds, set.refresh.hardFloorSeconds);
+    const cached = await this.#cache.get(set);
+    const fromCache = this.#usable(cached.state, needSeconds);
+    if (fromCache) return { token: fromCache, source: cached.source, loggedIn: false };
+    if (cached.source === 'memory') {
+      const fresh = this.#usable(await this.#cache.read(set.id), needSeconds);
+      if (fresh) return { token: fresh, source: 'store', loggedIn: false };
+    }
+    const outcome = await this.#refresh(set, {
+      credentialSetId: set.id,
+      reason: 'NO_USABLE_TOKEN',
+      minValiditySeconds: needSeconds,
+    });
+    const after = this.#usable(await this.#cache.read(set.id), needSeconds);
+    if (after) return { token: after, source: 'refresh', loggedIn: outcome.loggedIn };
+    throw new TokenUnavailableError('no token with the requested validity yet', {
+      retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
+    });
+  }
+
+  /**
+   * A consumer's vendor call was refused with `rejectedTokenId`. Re-login only when that token is still the
+   * current one; otherwise (it is the previous token, or older) the current token is the answer.
+   */
+  async afterRejection(set: CredentialSetConfig, rejectedTokenId: string): Promise<ProvidedToken> {
+    const state = await this.#cache.read(set.id);
+    if (state?.current?.tokenId !== rejectedTokenId) {
+      return this.usableToken(set, set.refresh.hardFloorSeconds);
+    }
+    const outcome = await this.#refresh(set, {
+      credentialSetId: set.id,
+      reason: 'TOKEN_REJECTED',
+      rejectedTokenId,
+    });
+    const current = this.#usable(await this.#cache.read(set.id), set.refresh.hardFloorSeconds);
+    if (current && current.tokenId !== rejectedTokenId) {
+      return { token: current, source: 'refresh', loggedIn: outcome.loggedIn };
+    }
+    throw new TokenUnavailableError('no replacement for the rejected token yet', {
+      retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
+    });
+  }
+
+  /** The current or previous token of the set with this id, while it has not expired (for permits, reports). */
+  async liveToken(set: CredentialSetConfig, tokenId: string): Promise<TokenView | undefined> {
+    const find = (state: CredentialSetState | undefined) =>
+      [state?.current, state?.previous].find(
+        (token) => token?.tokenId === tokenId && token.exp * 1000 > this.#clock.now(),
+      );
+    const cached = await this.#cache.get(set);
+    return (
+      find(cached.state) ?? (cached.source === 'memory' ? find(await this.#cache.read(set.id)) : undefined)
+    );
+  }
+
+  /** The current token when it has at least `needSeconds` left. */
+  #usable(state: CredentialSetState | undefined, needSeconds: number): TokenView | undefined {
+    const current = state?.current;
+    return current && current.exp * 1000 - this.#clock.now() >= needSeconds * 1000 ? current : undefined;
+  }
+
+  /** One refresh per set at a time in this process, waited for at most `refreshWaitMs` (on the clock). */
+  async #refresh(
+    set: CredentialSetConfig,
+    request: RefreshRequest,
+  ): Promise<Extract<RefreshOutcome, { status: 'CURRENT' }>> {
+    const quietUntil = this.#quietUntil.get(set.id) ?? 0;
+    if (quietUntil > this.#clock.now()) {
+      throw new TokenUnavailableError('the credential set has no usable token at the moment', {
+        retryAfterSeconds: (quietUntil - this.#clock.now()) / 1000,
+      });
+    }
+    const key = request.reason === 'TOKEN_REJECTED' ? `${set.id}#${request.rejectedTokenId}` : set.id;
+    let shared = this.#inFlight.get(key);
+    if (!shared) {
+      shared = this.#refresher.refresh(request).finally(() => this.#inFlight.delete(key));
+      // A waiter that gave up must not leave the rejection unhandled.
+      shared.catch(() => undefined);
+      this.#inFlight.set(key, shared);
+    }
+    const outcome = await this.#waitBounded(shared);
+    if (outcome.status === 'UNAVAILABLE') {
+      this.#quietUntil.set(set.id, this.#clock.now() + Math.max(1, outcome.retryAfterSeconds) * 1000);
+      throw new TokenUnavailableError(
+        `the credential set has no usable token (${safeCode(outcome.errorCode)})`,
+        {
+          retryAfterSeconds: outcome.retryAfterSeconds,
+        },
+      );
+    }
+    this.#quietUntil.delete(set.id);
+    return outcome;
+  }
+
+  async #waitBounded(shared: Promise<RefreshOutcome>): Promise<RefreshOutcome> {
+    const timer = new AbortController();
+    const timeout = this.#clock.sleep(this.#refreshWaitMs, timer.signal).then(
+      () => {
+        throw new WaitTimeout();
+      },
+      () => undefined as never, // aborted: the refresh answered first
+    );
+    try {
+      return await Promise.race([shared, timeout]);
+    } catch (error) {
+      if (error instanceof WaitTimeout) {
+        throw new TokenUnavailableError('the re-login is taking longer than this request may wait', {
+          retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
+        });
+      }
+      throw new TokenUnavailableError('the refresher could not be asked for a token', {
+        retryAfterSeconds: RETRY_AFTER_REFRESHER_DOWN_SECONDS,
+        cause: error,
+      });
+    } finally {
+      timer.abort();
+    }
+  }
+}
+
+/** Error codes from the refresher are ours or the vendor's (upper-case words); anything else is not shown. */
+const safeCode = (code: string): string => (/^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'UNKNOWN');

@@ -1,0 +1,61 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { VendResult } from '../shared/vend/responses.js';
+import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import { fixture, parseBody, startVendHarness, type VendHarness } from './support/vend-harness.js';
+
+let dynamo: LocalDynamo;
+let h: VendHarness;
+beforeAll(async () => {
+  dynamo = await startDynalite();
+});
+afterAll(async () => {
+  await dynamo.close();
+});
+afterEach(async () => {
+  await h?.close();
+});
+
+/**
+ * Settles the requests while moving the shared ManualClock in small steps, with a tiny real pause for the
+ * HTTP and DynamoDB I/O in between: a refresher waiting for another process's login polls on the clock.
+ */
+async function settle(requests: Promise<VendResult>[]): Promise<VendResult[]> {
+  let done = false;
+  const all = Promise.all(requests).finally(() => {
+    done = true;
+  });
+  while (!done) {
+    await h.clock.advance(20);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  return all;
+}
+
+const loginAttempts = () => h.sandbox.stats().logins['uat-advisor']?.attempts ?? 0;
+
+describe('50 concurrent requests on a cold, empty cache', () => {
+  it('in one container: exactly one vendor login, everyone gets the same token', async () => {
+    h = await startVendHarness(dynamo, { sandbox: { latencyMs: 30 } });
+    const results = await settle(Array.from({ length: 50 }, () => h.invoke(fixture('get-token'))));
+    expect(results.map((r) => r.statusCode)).toEqual(Array(50).fill(200));
+    expect(new Set(results.map((r) => parseBody<{ tokenId: string }>(r).tokenId)).size).toBe(1);
+    expect(h.refreshInvoker.calls).toBe(1);
+    expect(loginAttempts()).toBe(1);
+    expect(h.sandbox.stats().loginRequests).toBe(1);
+  });
+
+  it('across 5 containers (10 requests each, each its own memory and refresher): exactly one vendor login', async () => {
+    h = await startVendHarness(dynamo, { sandbox: { latencyMs: 30 } });
+    const containers = Array.from({ length: 5 }, () => h.newContainer());
+    const requests = containers.flatMap((container) =>
+      Array.from({ length: 10 }, () => container.invoke(fixture('get-token'))),
+    );
+    const results = await settle(requests);
+    expect(results.map((r) => r.statusCode)).toEqual(Array(50).fill(200));
+    expect(new Set(results.map((r) => parseBody<{ tokenId: string }>(r).tokenId)).size).toBe(1);
+    // Each container asked its refresher once (in-process single flight); the lease made it one login.
+    expect(containers.map((c) => c.refreshInvoker.calls)).toEqual([1, 1, 1, 1, 1]);
+    expect(loginAttempts()).toBe(1);
+    expect(h.sandbox.stats().loginRequests).toBe(1);
+  });
+});

@@ -1,0 +1,116 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import {
+  fixture,
+  parseBody,
+  startVendHarness,
+  type TokenBody,
+  type VendHarness,
+  withChanges,
+} from './support/vend-harness.js';
+
+let dynamo: LocalDynamo;
+let h: VendHarness;
+beforeAll(async () => {
+  dynamo = await startDynalite();
+});
+afterAll(async () => {
+  await dynamo.close();
+});
+afterEach(async () => {
+  await h?.close();
+});
+
+const getToken = (query?: string) =>
+  h.invoke(query === undefined ? fixture('get-token') : withChanges(fixture('get-token'), { query }));
+
+describe('GET /v1/credential-sets', () => {
+  it('lists the caller’s sets with their health and no token', async () => {
+    h = await startVendHarness(dynamo);
+    const before = await h.invoke(fixture('list-credential-sets'));
+    expect(parseBody(before)).toEqual({
+      credentialSets: [
+        {
+          id: 'uat-advisor',
+          environment: 'uat',
+          companyRole: 'advisor',
+          health: {
+            state: 'NO_USABLE_TOKEN',
+            expiresAt: null,
+            refreshedAt: null,
+            lastError: null,
+            consecutiveFailures: 0,
+            nextAttemptAt: null,
+            rateLimitedUntil: null,
+          },
+          quota: null,
+        },
+      ],
+    });
+    const obtainedAt = new Date(h.clock.now()).toISOString();
+    const token = parseBody<TokenBody>(await getToken());
+    await h.invoke(withChanges(fixture('acquire-permits'), { body: { tokenId: token.tokenId, count: 3 } }));
+    await h.clock.advance(31_000);
+    const after = await h.invoke(fixture('list-credential-sets'));
+    expect(after.statusCode).toBe(200);
+    expect(after.headers['cache-control']).toBe('no-store');
+    expect(parseBody(after)).toEqual({
+      credentialSets: [
+        {
+          id: 'uat-advisor',
+          environment: 'uat',
+          companyRole: 'advisor',
+          health: {
+            state: 'HEALTHY',
+            expiresAt: token.expiresAt,
+            refreshedAt: obtainedAt,
+            lastError: null,
+            consecutiveFailures: 0,
+            nextAttemptAt: null,
+            rateLimitedUntil: null,
+          },
+          // What is left of the current token's quota: 3 permits were granted 31 s ago.
+          quota: [
+            { limit: 50, windowSeconds: 60, remaining: 47, used: 3 },
+            { limit: 1000, windowSeconds: 3600, remaining: 997, used: 3 },
+          ],
+        },
+      ],
+    });
+    expect(after.body).not.toContain(token.accessToken);
+    expect(after.body).not.toContain(token.tokenId);
+  });
+
+  it('shows the last error code and time when the credentials were rejected', async () => {
+    h = await startVendHarness(dynamo);
+    h.credentials.set('broker/uat-advisor', { username: 'uat-advisor', password: 'wrong' }, 'v2');
+    await getToken();
+    const list = parseBody<{ credentialSets: { health: unknown }[] }>(
+      await h.invoke(fixture('list-credential-sets')),
+    );
+    expect(list.credentialSets[0]?.health).toEqual({
+      state: 'CREDENTIALS_REJECTED',
+      expiresAt: null,
+      refreshedAt: null,
+      lastError: {
+        code: 'INVALID_CREDENTIALS',
+        at: new Date(h.clock.now()).toISOString(),
+        requestId: expect.stringMatching(/^req-/),
+      },
+      consecutiveFailures: 1,
+      // The credentials cooldown (900 s by default) before the same secret version is tried again.
+      nextAttemptAt: new Date(h.clock.now() + 900_000).toISOString(),
+      rateLimitedUntil: null,
+    });
+  });
+
+  it('lists only the sets of the caller: a role with a path sees its own', async () => {
+    h = await startVendHarness(dynamo);
+    const list = parseBody<{ credentialSets: { id: string }[] }>(
+      await h.invoke(
+        withChanges(fixture('get-token-role-with-path'), { path: '/v1/credential-sets', query: '' }),
+      ),
+    );
+    expect(list.credentialSets.map((s) => s.id)).toEqual(['uat-execution']);
+  });
+});

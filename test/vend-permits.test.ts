@@ -1,0 +1,286 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Metric } from '../shared/metric-names.js';
+import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import {
+  errorBodyProblems,
+  fixture,
+  parseBody,
+  startVendHarness,
+  type VendHarness,
+  withChanges,
+} from './support/vend-harness.js';
+
+interface Remaining {
+  limit: number;
+  windowSeconds: number;
+  remaining: number;
+  class?: string;
+}
+interface Grant {
+  granted: number;
+  grantedAt: number;
+  validUntil: number;
+  remaining: Remaining[];
+}
+
+let dynamo: LocalDynamo;
+let h: VendHarness;
+let tokenId: string;
+beforeAll(async () => {
+  dynamo = await startDynalite();
+});
+afterAll(async () => {
+  await dynamo.close();
+});
+afterEach(async () => {
+  await h?.close();
+});
+
+async function start(options: Parameters<typeof startVendHarness>[1] = {}): Promise<void> {
+  h = await startVendHarness(dynamo, options);
+  tokenId = parseBody<{ tokenId: string }>(await h.invoke(fixture('get-token'))).tokenId;
+}
+const acquire = (body: unknown) => h.invoke(withChanges(fixture('acquire-permits'), { body }));
+const giveBack = (body: unknown) => h.invoke(withChanges(fixture('return-permits'), { body }));
+const report = (body: unknown) => h.invoke(withChanges(fixture('report-rate-limit'), { body }));
+const quota = async () =>
+  parseBody<{ quota: Remaining[] }>(await h.invoke(withChanges(fixture('get-token'), { query: '' }))).quota;
+
+describe('POST /v1/credential-sets/{id}/permits', () => {
+  it('grants permits with their validity and what remains, then denies with 429 and Retry-After', async () => {
+    await start();
+    const first = await acquire({ tokenId, count: 2 });
+    expect(first.statusCode).toBe(200);
+    expect(first.headers['cache-control']).toBe('no-store');
+    const grant = parseBody<Grant>(first);
+    expect(grant).toEqual({
+      credentialSet: 'uat-advisor',
+      tokenId,
+      granted: 2,
+      grantedAt: h.clock.now(),
+      validUntil: h.clock.now() + 3000,
+      remaining: [
+        { limit: 50, windowSeconds: 60, remaining: 48 },
+        { limit: 1000, windowSeconds: 3600, remaining: 998 },
+      ],
+    });
+    expect((await acquire({ tokenId, count: 48 })).statusCode).toBe(200);
+    const denied = await acquire({ tokenId, count: 1 });
+    expect(denied.statusCode).toBe(429);
+    expect(errorBodyProblems(denied)).toEqual([]);
+    expect(parseBody(denied)).toMatchObject({
+      errorStatus: 429,
+      errorCode: 'RATE_LIMIT_EXCEEDED',
+      details: { reason: 'QUOTA' },
+    });
+    const retryAfter = Number(denied.headers['retry-after']);
+    expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 66).toBe(true);
+    await h.clock.advance(retryAfter * 1000);
+    expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(200);
+    expect(h.telemetry.sum(Metric.PermitsGranted, { CredentialSet: 'uat-advisor' })).toBe(51);
+    expect(h.telemetry.sum(Metric.PermitsDenied, { CredentialSet: 'uat-advisor' })).toBe(1);
+    expect(h.telemetry.logs.filter((l) => l.attributes.decision === 'DENIED_QUOTA')).toHaveLength(1);
+  });
+
+  it('reads a base64-encoded body (binary content type at the Function URL)', async () => {
+    await start();
+    const event = fixture('acquire-permits-base64');
+    const json = JSON.parse(Buffer.from(event.body ?? '', 'base64').toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+    event.body = Buffer.from(JSON.stringify({ ...json, tokenId })).toString('base64');
+    const result = await h.invoke(event);
+    expect(result.statusCode).toBe(200);
+    expect(parseBody<Grant>(result).granted).toBe(1);
+  });
+
+  it('counts class permits against the class and the general limits', async () => {
+    await start({
+      setOverrides: { rateLimits: { classes: { reports: [{ limit: 5, windowSeconds: 60 }] } } },
+    });
+    const grant = parseBody<Grant>(await acquire({ tokenId, count: 5, class: 'reports' }));
+    expect(grant.remaining).toEqual(
+      expect.arrayContaining([
+        { limit: 50, windowSeconds: 60, remaining: 45 },
+        { limit: 5, windowSeconds: 60, remaining: 0, class: 'reports' },
+      ]),
+    );
+    expect((await acquire({ tokenId, count: 1, class: 'reports' })).statusCode).toBe(429);
+    expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(200);
+    const tooMany = await acquire({ tokenId, count: 6, class: 'reports' });
+    expect(parseBody(tooMany)).toMatchObject({ errorCode: 'INVALID_VALUE', details: { field: 'count' } });
+  });
+
+  it('refuses bad bodies with 400 naming the field, and writes nothing', async () => {
+    await start({
+      setOverrides: { rateLimits: { classes: { reports: [{ limit: 5, windowSeconds: 60 }] } } },
+    });
+    const cases: [unknown, number, string, string][] = [
+      [{ count: 1 }, 400, 'MISSING_REQUIRED_FIELD', 'tokenId'],
+      [{ tokenId }, 400, 'MISSING_REQUIRED_FIELD', 'count'],
+      [{ tokenId: 42, count: 1 }, 400, 'INVALID_FORMAT', 'tokenId'],
+      [{ tokenId: tokenId.toUpperCase(), count: 1 }, 400, 'INVALID_FORMAT', 'tokenId'],
+      [{ tokenId, count: '2' }, 400, 'INVALID_FORMAT', 'count'],
+      [{ tokenId, count: 0 }, 400, 'INVALID_VALUE', 'count'],
+      [{ tokenId, count: 1.5 }, 400, 'INVALID_VALUE', 'count'],
+      [{ tokenId, count: 51 }, 400, 'INVALID_VALUE', 'count'],
+      [{ tokenId, count: 1, class: 'rebalancing' }, 400, 'INVALID_VALUE', 'class'],
+      [{ tokenId, count: 1, class: 'Reports!' }, 400, 'INVALID_FORMAT', 'class'],
+      [{ tokenId, count: 1, cout: 1 }, 400, 'INVALID_VALUE', 'cout'],
+      // A well-formed id that is not this set's current or previous token.
+      [{ tokenId: '0123456789abcdef', count: 1 }, 400, 'INVALID_VALUE', 'tokenId'],
+      ['{"tokenId":', 400, 'INVALID_FORMAT', 'body'],
+      ['[1,2]', 400, 'INVALID_FORMAT', 'body'],
+      ['null', 400, 'INVALID_FORMAT', 'body'],
+      ['   ', 400, 'MISSING_REQUIRED_FIELD', 'body'],
+      ['x'.repeat(9000), 413, 'PAYLOAD_TOO_LARGE', 'body'],
+    ];
+    for (const [body, status, code, field] of cases) {
+      const result = await acquire(body);
+      const label = typeof body === 'string' ? body.slice(0, 20) : JSON.stringify(body);
+      expect(result.statusCode, label).toBe(status);
+      expect(parseBody(result), label).toMatchObject({ errorCode: code, details: { field } });
+      expect(errorBodyProblems(result), label).toEqual([]);
+    }
+    const textPlain = withChanges(fixture('acquire-permits'), {
+      body: { tokenId, count: 1 },
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(parseBody(await h.invoke(textPlain))).toMatchObject({
+      errorCode: 'INVALID_FORMAT',
+      details: { field: 'content-type' },
+    });
+    const badBase64 = { ...fixture('acquire-permits-base64'), body: '%%%not-base64%%%' };
+    expect(parseBody(await h.invoke(badBase64))).toMatchObject({
+      errorCode: 'INVALID_FORMAT',
+      details: { field: 'body' },
+    });
+    const notUtf8 = {
+      ...fixture('acquire-permits-base64'),
+      body: Buffer.from([0xff, 0xfe, 0x7b]).toString('base64'),
+    };
+    expect(parseBody(await h.invoke(notUtf8))).toMatchObject({
+      errorCode: 'INVALID_FORMAT',
+      details: { field: 'body' },
+    });
+    expect(await h.ledgerItems()).toBe(0);
+    expect(h.telemetry.sum(Metric.PermitsGranted)).toBe(0);
+  });
+
+  it('accepts the previous token until it expires, and refuses it afterwards', async () => {
+    await start({ sandbox: { invalidatePreviousTokenOnLogin: false } });
+    const old = tokenId;
+    await h.clock.advance(120_000);
+    const rejected = await h.invoke(
+      withChanges(fixture('report-token-rejection'), { body: { tokenId: old, errorCode: 'TOKEN_EXPIRED' } }),
+    );
+    const current = parseBody<{ tokenId: string; expiresInSeconds: number }>(rejected).tokenId;
+    expect(current).not.toBe(old);
+    expect((await acquire({ tokenId: old, count: 1 })).statusCode).toBe(200);
+    expect((await acquire({ tokenId: current, count: 1 })).statusCode).toBe(200);
+    await h.clock.advance((4 * 3600 - 120 + 1) * 1000); // the old token's exp has passed
+    expect(parseBody(await acquire({ tokenId: old, count: 1 }))).toMatchObject({
+      errorCode: 'INVALID_VALUE',
+      details: { field: 'tokenId' },
+    });
+  });
+
+  it('fails closed with 503 LEDGER_UNAVAILABLE when the ledger does not answer', async () => {
+    await start();
+    await dynamo.client.send(
+      new (await import('@aws-sdk/client-dynamodb')).DeleteTableCommand({ TableName: h.ledgerTable }),
+    );
+    const result = await acquire({ tokenId, count: 1 });
+    expect(result.statusCode).toBe(503);
+    expect(result.headers['retry-after']).toBe('1');
+    expect(parseBody(result)).toMatchObject({ errorCode: 'LEDGER_UNAVAILABLE' });
+    expect(errorBodyProblems(result)).toEqual([]);
+    // The token is still worth having without its quota figures.
+    const token = await h.invoke(fixture('get-token'));
+    expect(token.statusCode).toBe(200);
+    expect(parseBody(token)).toMatchObject({ tokenId, quota: null });
+  });
+});
+
+describe('POST /v1/credential-sets/{id}/permits/returns', () => {
+  it('gives back unused permits with grantedAt; without it gives back nothing', async () => {
+    await start();
+    const grant = parseBody<Grant>(await acquire({ tokenId, count: 10 }));
+    const withoutGrantedAt = await giveBack({ tokenId, count: 4 });
+    expect(parseBody(withoutGrantedAt)).toEqual({ credentialSet: 'uat-advisor', tokenId, returned: 0 });
+    expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 40 });
+    const returned = await giveBack({ tokenId, count: 4, grantedAt: grant.grantedAt });
+    expect(returned.statusCode).toBe(200);
+    expect(parseBody(returned)).toEqual({ credentialSet: 'uat-advisor', tokenId, returned: 4 });
+    expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 44 });
+  });
+
+  it('refuses bad returns with 400', async () => {
+    await start();
+    for (const [body, code, field] of [
+      [{ tokenId, count: 1, grantedAt: 'yesterday' }, 'INVALID_FORMAT', 'grantedAt'],
+      [{ tokenId, count: 1, grantedAt: -1 }, 'INVALID_VALUE', 'grantedAt'],
+      [{ tokenId, count: 1, grantedAt: Date.UTC(2027, 0, 1) }, 'INVALID_VALUE', 'grantedAt'],
+      [{ tokenId, count: 0, grantedAt: 1 }, 'INVALID_VALUE', 'count'],
+      [{ tokenId: 'fedcba9876543210', count: 1, grantedAt: 1 }, 'INVALID_VALUE', 'tokenId'],
+    ] as const) {
+      const result = await giveBack(body);
+      expect(result.statusCode, JSON.stringify(body)).toBe(400);
+      expect(parseBody(result)).toMatchObject({ errorCode: code, details: { field } });
+    }
+    expect(await h.ledgerItems()).toBe(0);
+  });
+});
+
+describe('POST /v1/credential-sets/{id}/rate-limit-reports', () => {
+  it('a reported 429 stops every consumer of the token until Retry-After passes', async () => {
+    await start();
+    const result = await report({ tokenId, retryAfterSeconds: 30 });
+    expect(result.statusCode).toBe(204);
+    expect(result.body).toBeUndefined();
+    expect(h.telemetry.sum(Metric.VendorRateLimitReported, { CredentialSet: 'uat-advisor' })).toBe(1);
+    const denied = await acquire({ tokenId, count: 1 });
+    expect(denied.statusCode).toBe(429);
+    expect(parseBody(denied)).toMatchObject({ details: { reason: 'COOLDOWN' } });
+    // The ledger spreads retry hints by up to 1 % of the shortest window, so consumers do not return together.
+    const retryAfter = Number(denied.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(30);
+    expect(retryAfter).toBeLessThanOrEqual(31);
+    await h.clock.advance(29_000);
+    expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(429);
+    await h.clock.advance(1_000);
+    expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(200);
+  });
+
+  it('reported remaining/reset can only make the ledger more careful', async () => {
+    await start();
+    const reset = Math.floor(h.clock.now() / 1000) + 40;
+    expect((await report({ tokenId, limit: 50, remaining: 2, reset })).statusCode).toBe(204);
+    expect(h.telemetry.sum(Metric.VendorRateLimitReported)).toBe(0);
+    expect((await acquire({ tokenId, count: 2 })).statusCode).toBe(200);
+    const denied = await acquire({ tokenId, count: 1 });
+    expect(parseBody(denied)).toMatchObject({ details: { reason: 'VENDOR_CAP' } });
+    // A looser report later does not lift the cap.
+    expect((await report({ tokenId, limit: 50, remaining: 50, reset })).statusCode).toBe(204);
+    expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(429);
+  });
+
+  it('refuses bad reports with 400 and writes nothing', async () => {
+    await start();
+    for (const [body, code, field] of [
+      [{ tokenId }, 'MISSING_REQUIRED_FIELD', 'retryAfterSeconds'],
+      [{ tokenId, remaining: 3 }, 'MISSING_REQUIRED_FIELD', 'reset'],
+      [{ tokenId, retryAfterSeconds: -1 }, 'INVALID_VALUE', 'retryAfterSeconds'],
+      [{ tokenId, retryAfterSeconds: '30' }, 'INVALID_FORMAT', 'retryAfterSeconds'],
+      [{ tokenId, retryAfterSeconds: 1e9 }, 'INVALID_VALUE', 'retryAfterSeconds'],
+      [{ tokenId, limit: 0, remaining: 1, reset: 1 }, 'INVALID_VALUE', 'limit'],
+      [{ tokenId: 'fedcba9876543210', retryAfterSeconds: 5 }, 'INVALID_VALUE', 'tokenId'],
+    ] as const) {
+      const result = await report(body);
+      expect(result.statusCode, JSON.stringify(body)).toBe(400);
+      expect(parseBody(result)).toMatchObject({ errorCode: code, details: { field } });
+    }
+    expect(await h.ledgerItems()).toBe(0);
+  });
+});
