@@ -1,0 +1,213 @@
+import { type Clock, systemClock } from '../shared/clock.js';
+import { vendorBaseUrlSchema } from '../shared/config/credential-sets.js';
+import { ConfigurationError } from '../shared/errors.js';
+import type { Telemetry } from '../shared/observability.js';
+import { VendorClient } from '../shared/vendor/client.js';
+import { InsecureVendorUrlError } from '../shared/vendor/errors.js';
+import { resolveRetrySettings } from '../shared/vendor/retry.js';
+import type { ResourceResponse } from '../shared/vendor/types.js';
+import { parseVendorBaseUrl } from '../shared/vendor/vendor-url.js';
+import { resolveCredentials, resolveRegion } from './aws-auth.js';
+import { BrokerApi } from './broker-api.js';
+import { ClientClosedError, InvalidClientRequestError } from './errors.js';
+import { Permits } from './permits.js';
+import { RateFeedback } from './rate-feedback.js';
+import { FunctionUrlSigner } from './sigv4.js';
+import { TokenCache } from './token-cache.js';
+import type {
+  AcquirePermitOptions,
+  BrokerClientOptions,
+  CredentialSetSummary,
+  GetTokenOptions,
+  Permit,
+  VendedToken,
+  VendorRequestOptions,
+} from './types.js';
+import { vendorCall } from './vendor-call.js';
+
+const silent: Telemetry = { debug() {}, info() {}, warn() {}, error() {}, metric() {} };
+
+/** An option's value or its default; a wrong one fails the construction, by name. */
+function setting(
+  name: string,
+  value: number | undefined,
+  fallback: number,
+  rule: 'positive' | 'count' | 'nonNegative',
+): number {
+  const result = value ?? fallback;
+  const ok =
+    Number.isFinite(result) &&
+    (rule === 'nonNegative' ? result >= 0 : result > 0) &&
+    (rule !== 'count' || Number.isInteger(result));
+  if (!ok) {
+    const what = { positive: 'a number > 0', count: 'a whole number >= 1', nonNegative: 'a number >= 0' }[
+      rule
+    ];
+    throw new ConfigurationError(`${name}: must be ${what}`);
+  }
+  return result;
+}
+
+function brokerBaseUrl(value: string): string {
+  try {
+    return parseVendorBaseUrl(value);
+  } catch (error) {
+    if (error instanceof InsecureVendorUrlError) {
+      throw new ConfigurationError(
+        `brokerUrl: ${error.message.replace(/^vendor base URL/, 'the broker URL')}`,
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * The broker for an internal service: tokens (cached in process until their soft threshold), permits (small
+ * adaptive batches, unused ones given back), and vendor requests done by the vendor's rules with both, every
+ * broker call signed with SigV4 for the Function URL. One client per process; `close()` on shutdown.
+ */
+export class BrokerClient {
+  readonly #api: BrokerApi;
+  readonly #clock: Clock;
+  readonly #tokens: TokenCache;
+  readonly #permits: Permits;
+  readonly #feedback: RateFeedback;
+  readonly #telemetry: Telemetry;
+  readonly #vendorBaseUrls: ReadonlyMap<string, string>;
+  readonly #vendorClients = new Map<string, VendorClient>();
+  readonly #options: BrokerClientOptions;
+  readonly #retry: ReturnType<typeof resolveRetrySettings>;
+  readonly #vendorTimeoutMs: number;
+  #closed = false;
+
+  constructor(options: BrokerClientOptions) {
+    this.#options = options;
+    const baseUrl = brokerBaseUrl(options.brokerUrl);
+    this.#clock = options.clock ?? systemClock;
+    this.#telemetry = options.telemetry ?? silent;
+    const vendorBaseUrls = new Map<string, string>();
+    for (const [setId, url] of Object.entries(options.vendorBaseUrls ?? {})) {
+      if (!vendorBaseUrlSchema.safeParse(url).success) {
+        throw new ConfigurationError(`vendorBaseUrls.${setId}: must be https:// (http:// only for loopback)`);
+      }
+      vendorBaseUrls.set(setId, url);
+    }
+    this.#vendorBaseUrls = vendorBaseUrls;
+    this.#retry = resolveRetrySettings({ maxAttempts: 4, budgetMs: 60_000, ...options.retry });
+    this.#vendorTimeoutMs = setting('vendorTimeoutMs', options.vendorTimeoutMs, 10_000, 'positive');
+    this.#api = new BrokerApi({
+      baseUrl,
+      signer: new FunctionUrlSigner({
+        region: resolveRegion(options.region, baseUrl),
+        credentials: resolveCredentials(options.credentials),
+      }),
+      clock: this.#clock,
+      fetch: options.fetch ?? globalThis.fetch,
+      timeoutMs: setting('brokerTimeoutMs', options.brokerTimeoutMs, 15_000, 'positive'),
+      userAgent: options.userAgent ?? 'token-broker-client',
+      random: this.#retry.random,
+    });
+    this.#permits = new Permits({
+      api: this.#api,
+      clock: this.#clock,
+      telemetry: this.#telemetry,
+      maxBatchSize: setting('maxBatchSize', options.maxBatchSize, 8, 'count'),
+      safetyMs: setting('permitSafetyMs', options.permitSafetyMs, 500, 'nonNegative'),
+      maxWaitMs: setting('maxPermitWaitMs', options.maxPermitWaitMs, 60_000, 'nonNegative'),
+      random: this.#retry.random,
+    });
+    this.#tokens = new TokenCache({
+      api: this.#api,
+      clock: this.#clock,
+      marginSeconds: setting('tokenMarginSeconds', options.tokenMarginSeconds, 60, 'nonNegative'),
+      floorSeconds: setting('validityFloorSeconds', options.validityFloorSeconds, 300, 'positive'),
+      telemetry: this.#telemetry,
+      onReplaced: (setId, oldTokenId) => this.#permits.releaseToken(setId, oldTokenId),
+    });
+    this.#feedback = new RateFeedback({ api: this.#api, telemetry: this.#telemetry });
+  }
+
+  /** The credential sets this caller may use, with their health. */
+  async listCredentialSets(options: { signal?: AbortSignal } = {}): Promise<CredentialSetSummary[]> {
+    this.#checkOpen();
+    return this.#api.listCredentialSets(options.signal);
+  }
+
+  /** The set's token: from memory while it has `max(minValiditySeconds, 300)` + margin left, else from the broker. */
+  async getToken(setId: string, options: GetTokenOptions = {}): Promise<VendedToken> {
+    this.#checkOpen();
+    const { minValiditySeconds } = options;
+    if (
+      minValiditySeconds !== undefined &&
+      !(Number.isSafeInteger(minValiditySeconds) && minValiditySeconds >= 0)
+    ) {
+      throw new InvalidClientRequestError('minValiditySeconds: must be a whole number of seconds, 0 or more');
+    }
+    return this.#tokens.get(setId, options);
+  }
+
+  /** One permit for one vendor request with the token `tokenId`; send the request right away. */
+  async acquirePermit(setId: string, tokenId: string, options: AcquirePermitOptions = {}): Promise<Permit> {
+    this.#checkOpen();
+    return this.#permits.acquire(setId, tokenId, options);
+  }
+
+  /**
+   * A vendor request with the set's token and a permit, by the vendor's rules (see vendorCall). Throws the
+   * vendor's typed errors (VendorApiError …) for final answers, BrokerApiError / PermitDeadlineError when the
+   * broker could not provide a token or a permit in time.
+   */
+  async vendorRequest<T = unknown>(
+    setId: string,
+    request: VendorRequestOptions,
+  ): Promise<ResourceResponse<T>> {
+    this.#checkOpen();
+    return vendorCall<T>(
+      {
+        tokens: this.#tokens,
+        permits: this.#permits,
+        feedback: this.#feedback,
+        vendorFor: (id, token) => this.#vendorFor(id, token),
+        clock: this.#clock,
+        telemetry: this.#telemetry,
+        settings: this.#retry,
+      },
+      setId,
+      request,
+    );
+  }
+
+  /** Gives back every unused permit and waits for the reports still on their way. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#permits.close();
+    await this.#feedback.settle();
+  }
+
+  /** The token answer's `vendorBaseUrl` when the broker sends one, else `vendorBaseUrls[setId]`. */
+  #vendorFor(setId: string, token: VendedToken): VendorClient {
+    const baseUrl = token.vendorBaseUrl ?? this.#vendorBaseUrls.get(setId);
+    if (baseUrl === undefined) {
+      throw new ConfigurationError(
+        `vendorBaseUrls.${setId}: not configured, and the broker did not name the vendor URL`,
+      );
+    }
+    let client = this.#vendorClients.get(baseUrl);
+    if (!client) {
+      client = new VendorClient({
+        baseUrl,
+        clock: this.#clock,
+        timeoutMs: this.#vendorTimeoutMs,
+        ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+        telemetry: this.#telemetry,
+        userAgent: this.#options.userAgent ?? 'token-broker-client',
+      });
+      this.#vendorClients.set(baseUrl, client);
+    }
+    return client;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new ClientClosedError('the broker client was closed');
+  }
+}

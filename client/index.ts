@@ -1,0 +1,37 @@
+/**
+ * token-broker/client: the consumer library for internal services. One BrokerClient per process talks to the
+ * broker's vend API (SigV4-signed, default AWS credential chain) and, with its tokens and permits, to the vendor.
+ */
+
+// The vendor's typed errors that vendorRequest throws for final answers, so callers switch on them.
+export {
+  InvalidResourcePathError,
+  UnexpectedVendorResponseError,
+  VendorApiError,
+  VendorCallAbortedError,
+  VendorError,
+  VendorRateLimitError,
+  VendorTimeoutError,
+  VendorUnreachableError,
+} from '../shared/vendor/errors.js';
+export type { RateLimitHeaders, ResourceResponse } from '../shared/vendor/types.js';
+export { BrokerClient } from './broker-client.js';
+export {
+  BrokerApiError,
+  BrokerUnreachableError,
+  ClientClosedError,
+  InvalidClientRequestError,
+  PermitDeadlineError,
+  RequestAbortedError,
+} from './errors.js';
+export type { AwsCredentialIdentity, CredentialsProvider } from './sigv4.js';
+export type {
+  AcquirePermitOptions,
+  BrokerClientOptions,
+  CredentialSetSummary,
+  GetTokenOptions,
+  Permit,
+  QuotaWindow,
+  VendedToken,
+  VendorRequestOptions,
+} from './types.js';

@@ -1,0 +1,271 @@
+import type { Clock } from '../shared/clock.js';
+import { ConfigurationError } from '../shared/errors.js';
+import type { Telemetry } from '../shared/observability.js';
+import type { BrokerApi } from './broker-api.js';
+import { BrokerApiError, ClientClosedError, PermitDeadlineError, RequestAbortedError } from './errors.js';
+import { applicableRemaining, type Batch, PermitPool } from './permit-pool.js';
+import { abortable } from './token-cache.js';
+import type { Permit, QuotaWindow } from './types.js';
+
+export interface PermitsOptions {
+  api: BrokerApi;
+  clock: Clock;
+  telemetry: Telemetry;
+  maxBatchSize: number;
+  safetyMs: number;
+  maxWaitMs: number;
+  /** Spreads the wake-ups of waiters after a denial a little (uniform in [0, 1)). */
+  random: () => number;
+}
+
+const keyOf = (setId: string, tokenId: string, cls: string | undefined) =>
+  `${setId}\u0000${tokenId}\u0000${cls ?? ''}`;
+/** Most a denied pool's retry is delayed beyond Retry-After, so waiters of many processes do not collide. */
+const DENIAL_JITTER_MS = 200;
+
+const quotaWindows = (value: unknown): QuotaWindow[] | undefined =>
+  Array.isArray(value)
+    ? value.filter(
+        (w): w is QuotaWindow =>
+          typeof w === 'object' &&
+          w !== null &&
+          typeof w.remaining === 'number' &&
+          typeof w.limit === 'number',
+      )
+    : undefined;
+
+/**
+ * Rate permits from the broker's ledger in small adaptive batches (see PermitPool), one grant in flight per
+ * pool, denials waited out on the clock within each caller's deadline. Unused permits go back to the ledger
+ * (with the grant's `grantedAt`) when they are about to lapse, when the token changes, after a vendor 429 and
+ * on close.
+ */
+export class Permits {
+  readonly #options: PermitsOptions;
+  readonly #pools = new Map<string, PermitPool>();
+  readonly #givingBack = new Set<Promise<void>>();
+  readonly #closing = new AbortController();
+
+  constructor(options: PermitsOptions) {
+    this.#options = options;
+  }
+
+  async acquire(
+    setId: string,
+    tokenId: string,
+    options: {
+      class?: string | undefined;
+      signal?: AbortSignal | undefined;
+      maxWaitMs?: number | undefined;
+    } = {},
+  ): Promise<Permit> {
+    const { clock } = this.#options;
+    const deadline = clock.now() + (options.maxWaitMs ?? this.#options.maxWaitMs);
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, this.#closing.signal])
+      : this.#closing.signal;
+    let asked = false;
+    for (;;) {
+      this.#checkOpen(options.signal);
+      const pool = this.#pool(setId, tokenId, options.class);
+      const now = clock.now();
+      const { batch, lapsed } = pool.take(now);
+      this.#giveBack(pool, lapsed);
+      if (batch) {
+        return {
+          credentialSet: setId,
+          tokenId,
+          ...(options.class ? { class: options.class } : {}),
+          grantedAt: batch.grantedAt,
+          validUntil: batch.validUntil,
+        };
+      }
+      if (asked && now >= deadline && !pool.granting && pool.deniedUntil <= now) {
+        // Grants keep arriving lapsed (the broker answers slower than the permits last): give up in time.
+        throw new PermitDeadlineError(`no usable permit for credential set ${setId} before the deadline`, 1);
+      }
+      if (pool.granting) {
+        asked = true;
+        await abortable(pool.granting, signal).catch((error: unknown) =>
+          this.#rethrow(error, options.signal),
+        );
+        continue;
+      }
+      if (pool.deniedUntil > now) {
+        if (pool.deniedUntil > deadline) {
+          const retryAfterSeconds = Math.ceil((pool.deniedUntil - now) / 1000);
+          throw new PermitDeadlineError(
+            `no permit for credential set ${setId} before the deadline; room in about ${retryAfterSeconds} s`,
+            retryAfterSeconds,
+          );
+        }
+        await clock
+          .sleep(pool.deniedUntil - now, signal)
+          .catch((error: unknown) => this.#rethrow(error, options.signal));
+        continue;
+      }
+      pool.granting = this.#grant(pool, pool.nextCount(now)).finally(() => {
+        pool.granting = undefined;
+      });
+      // Every waiter hears of a failed grant; if none is left to hear it, it is not an unhandled rejection.
+      pool.granting.catch(() => undefined);
+    }
+  }
+
+  /** The quota windows the ledger last reported for this token's permits of `cls`. */
+  lastKnownWindows(
+    setId: string,
+    tokenId: string,
+    cls: string | undefined,
+  ): readonly QuotaWindow[] | undefined {
+    return this.#pools.get(keyOf(setId, tokenId, cls))?.windows;
+  }
+
+  /** The token is no longer this process's: give its unused permits back. */
+  releaseToken(setId: string, tokenId: string): void {
+    for (const pool of this.#poolsOf(setId, tokenId)) {
+      this.#giveBack(pool, pool.drain());
+      if (pool.idle) this.#pools.delete(keyOf(pool.setId, pool.tokenId, pool.cls));
+    }
+  }
+
+  /** The vendor answered 429: permits in hand would only meet more 429s; back they go, and no grant until then. */
+  vendorRateLimited(setId: string, tokenId: string, retryAfterMs: number): void {
+    const until = this.#options.clock.now() + retryAfterMs;
+    for (const pool of this.#poolsOf(setId, tokenId)) {
+      this.#giveBack(pool, pool.drain());
+      pool.denied(until, undefined);
+    }
+  }
+
+  /** Stops handing out permits, gives every unused one back, and waits for the give-backs to finish. */
+  async close(): Promise<void> {
+    this.#closing.abort(new ClientClosedError('the broker client was closed'));
+    // A grant still on its way gives its permits back when it lands (see #grant): wait for it too.
+    await Promise.allSettled([...this.#pools.values()].map((pool) => pool.granting));
+    for (const pool of this.#pools.values()) this.#giveBack(pool, pool.drain());
+    this.#pools.clear();
+    while (this.#givingBack.size > 0) await Promise.allSettled([...this.#givingBack]);
+  }
+
+  async #grant(pool: PermitPool, count: number): Promise<void> {
+    const { api, clock, safetyMs } = this.#options;
+    // The grant happens after this moment: counting its validity from here is safe whatever the clocks say.
+    const askedAt = clock.now();
+    try {
+      const grant = await api.acquirePermits(pool.setId, { tokenId: pool.tokenId, count, class: pool.cls });
+      const validityMs = grant.validUntil - grant.grantedAt;
+      if (validityMs <= safetyMs) {
+        throw new ConfigurationError(
+          `permitSafetyMs (${safetyMs}) must be below the permit validity the broker grants (${validityMs} ms)`,
+        );
+      }
+      const batch: Batch = {
+        grantedAt: grant.grantedAt,
+        validUntil: grant.validUntil,
+        // On this clock from the ask, not from the broker's timestamps: a client clock ahead of the broker's
+        // would see every batch lapsed on arrival, one behind would send too late; and a slow answer eats
+        // into the validity instead of extending it.
+        usableUntil: askedAt + validityMs - safetyMs,
+        left: grant.granted,
+        timer: new AbortController(),
+      };
+      if (this.#closing.signal.aborted) {
+        this.#giveBack(pool, [batch]);
+        return;
+      }
+      pool.add(batch, grant.remaining);
+      // Given back just before it lapses; the timer stops early when the batch is used up or drained.
+      clock.sleep(Math.max(0, batch.usableUntil - clock.now()), batch.timer.signal).then(
+        () => this.#giveBack(pool, pool.removeLapsed(clock.now())),
+        () => undefined,
+      );
+    } catch (error) {
+      if (!(error instanceof BrokerApiError) || error.status !== 429) throw error;
+      const windows = quotaWindows(error.details?.remaining);
+      const remaining = applicableRemaining(windows, pool.cls);
+      // Denied whole because the ask was too big: what remains can be had at once.
+      if (remaining !== undefined && remaining >= 1 && remaining < count) {
+        pool.denied(0, windows);
+        return this.#grant(pool, remaining);
+      }
+      // Retry-After is whole seconds (rounded up); a broker that also says the exact wait is taken at its word.
+      const exactMs = error.details?.retryAfterMs;
+      const waitMs =
+        (typeof exactMs === 'number' && Number.isFinite(exactMs) && exactMs > 0
+          ? exactMs
+          : (error.retryAfterSeconds ?? 1) * 1000) + Math.floor(this.#options.random() * DENIAL_JITTER_MS);
+      pool.denied(clock.now() + waitMs, windows);
+      this.#options.telemetry.debug('permits denied', {
+        credentialSet: pool.setId,
+        tokenId: pool.tokenId,
+        count,
+        reason: error.details?.reason,
+        retryAfterSeconds: error.retryAfterSeconds,
+      });
+    }
+  }
+
+  #giveBack(pool: PermitPool, batches: readonly Batch[]): void {
+    for (const batch of batches) {
+      if (batch.left <= 0) continue;
+      const count = batch.left;
+      batch.left = 0;
+      const done: Promise<void> = this.#options.api
+        .returnPermits(pool.setId, {
+          tokenId: pool.tokenId,
+          count,
+          grantedAt: batch.grantedAt,
+          class: pool.cls,
+        })
+        .then(
+          (returned) => {
+            this.#options.telemetry.debug('permits given back', {
+              credentialSet: pool.setId,
+              tokenId: pool.tokenId,
+              count,
+              returned,
+            });
+          },
+          (error: unknown) => {
+            // Not given back: they age out of the ledger with their window. Never a reason to fail a caller.
+            this.#options.telemetry.warn('permits could not be given back', {
+              credentialSet: pool.setId,
+              tokenId: pool.tokenId,
+              count,
+              errorCode: (error as { code?: unknown })?.code ?? 'UNKNOWN',
+            });
+          },
+        )
+        .finally(() => this.#givingBack.delete(done));
+      this.#givingBack.add(done);
+    }
+  }
+
+  #pool(setId: string, tokenId: string, cls: string | undefined): PermitPool {
+    const key = keyOf(setId, tokenId, cls);
+    let pool = this.#pools.get(key);
+    if (!pool) {
+      pool = new PermitPool(setId, tokenId, cls, this.#options.maxBatchSize);
+      this.#pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  #poolsOf(setId: string, tokenId: string): PermitPool[] {
+    return [...this.#pools.values()].filter((pool) => pool.setId === setId && pool.tokenId === tokenId);
+  }
+
+  #checkOpen(signal: AbortSignal | undefined): void {
+    if (this.#closing.signal.aborted) throw new ClientClosedError('the broker client was closed');
+    if (signal?.aborted)
+      throw new RequestAbortedError('permit wait aborted by the caller', { cause: signal.reason });
+  }
+
+  #rethrow(error: unknown, signal: AbortSignal | undefined): never {
+    if (this.#closing.signal.aborted) throw new ClientClosedError('the broker client was closed');
+    if (signal?.aborted)
+      throw new RequestAbortedError('permit wait aborted by the caller', { cause: signal.reason });
+    throw error;
+  }
+}

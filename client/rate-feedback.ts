@@ -1,0 +1,143 @@
+import type { Telemetry } from '../shared/observability.js';
+import type { RateLimitHeaders } from '../shared/vendor/types.js';
+import type { BrokerApi } from './broker-api.js';
+import type { QuotaWindow } from './types.js';
+
+/** The broker accepts at most a day of Retry-After, and counts from 1 up to a million. */
+const MAX_RETRY_AFTER_SECONDS = 86_400;
+const MAX_COUNT = 1_000_000;
+/** Remembered (token, limit, reset) reports, so one window is reported only when it gets worse. */
+const REMEMBERED_REPORTS = 256;
+
+/** What the vendor said of one window (X-RateLimit-Limit / -Remaining / -Reset). */
+export interface RateWindow {
+  limit?: number | undefined;
+  remaining?: number | undefined;
+  /** Unix seconds. */
+  reset?: number | undefined;
+}
+
+type Report = {
+  tokenId: string;
+  retryAfterSeconds?: number;
+  limit?: number;
+  remaining?: number;
+  reset?: number;
+};
+
+const count = (value: number | undefined, min: number): number | undefined =>
+  value !== undefined && Number.isInteger(value) && value >= min && value <= MAX_COUNT ? value : undefined;
+
+/**
+ * Tells the broker what the vendor said about its quota: every 429 (a cooldown for all consumers of the token),
+ * and X-RateLimit-* headers of a success when they show fewer requests left than the ledger believed (the ledger
+ * is off: someone else uses the token, or the vendor counts differently). The broker can only become more
+ * careful from either. Reports are best effort: a failed report never fails the caller's request.
+ */
+export class RateFeedback {
+  readonly #api: BrokerApi;
+  readonly #telemetry: Telemetry;
+  readonly #reported = new Map<string, number>();
+  readonly #pending = new Set<Promise<void>>();
+
+  constructor(options: { api: BrokerApi; telemetry: Telemetry }) {
+    this.#api = options.api;
+    this.#telemetry = options.telemetry;
+  }
+
+  /** Awaited: the cooldown should be in the ledger before anyone asks for the next permit. */
+  async vendorRateLimited(
+    setId: string,
+    tokenId: string,
+    retryAfterSeconds: number,
+    window: RateWindow,
+  ): Promise<void> {
+    const report: Report = {
+      tokenId,
+      retryAfterSeconds: Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, retryAfterSeconds)),
+      // A 429 without X-RateLimit-Remaining still says nothing is left in its window.
+      ...this.#window(window.limit, window.remaining ?? 0, window.reset),
+    };
+    await this.#send(setId, report, 'vendor 429 reported');
+  }
+
+  /** After a 2xx: report the vendor's headers when they show less room than the ledger's last word. */
+  afterSuccess(
+    setId: string,
+    tokenId: string,
+    headers: RateLimitHeaders,
+    known: readonly QuotaWindow[] | undefined,
+    cls: string | undefined,
+  ): void {
+    const { remaining, reset } = headers;
+    if (remaining === undefined || reset === undefined || !known) return;
+    const applicable = known.filter((w) => w.class === undefined || w.class === cls);
+    const window =
+      applicable.find((w) => w.limit === headers.limit && w.class === undefined) ??
+      applicable.find((w) => w.limit === headers.limit) ??
+      (headers.limit === undefined
+        ? applicable.reduce<QuotaWindow | undefined>(
+            (a, w) => (a && a.remaining <= w.remaining ? a : w),
+            undefined,
+          )
+        : undefined);
+    if (!window || remaining >= window.remaining) return;
+    const key = `${setId}\u0000${tokenId}\u0000${headers.limit ?? window.limit}\u0000${reset}`;
+    const before = this.#reported.get(key);
+    if (before !== undefined && before <= remaining) return;
+    this.#remember(key, remaining);
+    const report: Report = { tokenId, ...this.#window(headers.limit ?? window.limit, remaining, reset) };
+    const done = this.#send(setId, report, 'vendor rate headers reported: the ledger is off', {
+      ledgerRemaining: window.remaining,
+    }).finally(() => this.#pending.delete(done));
+    this.#pending.add(done);
+  }
+
+  /** Waits for reports still on their way (close). */
+  async settle(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  #window(limit: number | undefined, remaining: number, reset: number | undefined): Omit<Report, 'tokenId'> {
+    const validLimit = count(limit, 1);
+    const validRemaining = count(remaining, 0);
+    const validReset =
+      reset !== undefined && Number.isInteger(reset) && reset >= 0 && reset <= 99_999_999_999
+        ? reset
+        : undefined;
+    // The broker takes `remaining` only with the time it holds until.
+    return {
+      ...(validLimit === undefined ? {} : { limit: validLimit }),
+      ...(validRemaining === undefined || validReset === undefined
+        ? {}
+        : { remaining: validRemaining, reset: validReset }),
+    };
+  }
+
+  async #send(
+    setId: string,
+    report: Report,
+    message: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<void> {
+    if (report.retryAfterSeconds === undefined && report.remaining === undefined) return;
+    try {
+      await this.#api.reportRateLimit(setId, report);
+      this.#telemetry.warn(message, { credentialSet: setId, ...report, ...extra });
+    } catch (error) {
+      this.#telemetry.warn('rate-limit report failed', {
+        credentialSet: setId,
+        tokenId: report.tokenId,
+        errorCode: (error as { code?: unknown })?.code ?? 'UNKNOWN',
+      });
+    }
+  }
+
+  #remember(key: string, remaining: number): void {
+    this.#reported.set(key, remaining);
+    if (this.#reported.size > REMEMBERED_REPORTS) {
+      const oldest = this.#reported.keys().next().value;
+      if (oldest !== undefined) this.#reported.delete(oldest);
+    }
+  }
+}

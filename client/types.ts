@@ -1,0 +1,130 @@
+import type { Clock } from '../shared/clock.js';
+import type { Telemetry } from '../shared/observability.js';
+import type { RetrySettings } from '../shared/vendor/retry.js';
+import type { HttpMethod } from '../shared/vendor/types.js';
+import type { AwsCredentialIdentity, CredentialsProvider } from './sigv4.js';
+
+/** What is left of one limit of a token's quota, as the broker's ledger last said. */
+export interface QuotaWindow {
+  limit: number;
+  windowSeconds: number;
+  remaining: number;
+  /** Set for the limits of a named class of resource-intensive endpoints. */
+  class?: string;
+}
+
+/**
+ * A credential set's token as the broker vended it. `accessToken` is a non-enumerable property: logging or
+ * serialising the object (console.log, JSON.stringify, a spread) never shows it. Use `tokenId` in logs.
+ */
+export interface VendedToken {
+  readonly credentialSet: string;
+  readonly environment: string;
+  readonly accessToken: string;
+  /** First 16 hex of sha256(accessToken). */
+  readonly tokenId: string;
+  /** Unix seconds (the vendor's `exp`). */
+  readonly expiresAt: number;
+  /** As the broker counted it when answering. */
+  readonly expiresInSeconds: number;
+  readonly tenant: string;
+  readonly companyKey: string;
+  readonly executionPlatformKey: string;
+  readonly userKey: string;
+  /** The token's quota when vended; null when the broker's ledger could not say. */
+  readonly quota: readonly QuotaWindow[] | null;
+  /** Where to send vendor calls, when the broker says it. */
+  readonly vendorBaseUrl: string | undefined;
+  /** Epoch ms on this client's clock when it arrived. */
+  readonly receivedAt: number;
+  /**
+   * Epoch ms on this client's clock from which the token is expired: the earlier of `expiresAt` and
+   * `receivedAt + expiresInSeconds`, so a client clock that is behind the broker's does not overrun it.
+   */
+  readonly expiresAtMs: number;
+}
+
+export interface CredentialSetSummary {
+  id: string;
+  environment: string;
+  companyRole: string;
+  health: {
+    state: string;
+    /** Unix seconds of the current token's expiry, null when there is none. */
+    expiresAt: number | null;
+    lastError: { code: string; at: string; requestId?: string } | null;
+  };
+}
+
+/** One permit to send one vendor request with the token `tokenId`. Send it right away. */
+export interface Permit {
+  credentialSet: string;
+  tokenId: string;
+  class?: string;
+  /** Ledger time of the grant (epoch ms). */
+  grantedAt: number;
+  /** The ledger's limit for sending (epoch ms); the client hands out permits only well before it. */
+  validUntil: number;
+}
+
+export interface GetTokenOptions {
+  /** At least this many seconds of validity (default and floor 300, the vendor's 5-minute rule). */
+  minValiditySeconds?: number;
+  /** Ask the broker even when the cached token would do. */
+  forceRefresh?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface AcquirePermitOptions {
+  /** A named class of resource-intensive endpoints, as configured for the credential set. */
+  class?: string;
+  signal?: AbortSignal;
+  /** How long to wait for room in the quota (default: the client's `maxPermitWaitMs`). */
+  maxWaitMs?: number;
+}
+
+export interface VendorRequestOptions {
+  method: HttpMethod;
+  /** `/users/<number>/<tenant>/serviceKey/<key>`; a function gets the token (for its `tenant`). */
+  path: string | ((token: VendedToken) => string);
+  body?: unknown;
+  class?: string;
+  signal?: AbortSignal;
+  /** How long each permit may be waited for (default: the client's `maxPermitWaitMs`). */
+  maxPermitWaitMs?: number;
+}
+
+export interface BrokerClientOptions {
+  /** The vend Function URL (https://…; plain http:// only for loopback, the local broker). */
+  brokerUrl: string;
+  /** For SigV4; default: from a `*.lambda-url.<region>.on.aws` URL, else AWS_REGION, else AWS_DEFAULT_REGION. */
+  region?: string;
+  /** Default: the AWS SDK's default credential chain (env, SSO, web identity, profile, container, instance). */
+  credentials?: AwsCredentialIdentity | CredentialsProvider;
+  clock?: Clock;
+  /** Used for the broker and the vendor. */
+  fetch?: typeof fetch;
+  telemetry?: Telemetry;
+  /** The vendor base URL per credential set, used when the token answer does not name one. */
+  vendorBaseUrls?: Record<string, string>;
+  /** Per broker call, real time (default 15000: the broker may wait up to 10 s for a re-login). */
+  brokerTimeoutMs?: number;
+  /** Per vendor call attempt, real time (default 10000). */
+  vendorTimeoutMs?: number;
+  /** A cached token is used until `expiresAt − max(minValiditySeconds, validityFloorSeconds) − this` (default 60). */
+  tokenMarginSeconds?: number;
+  /**
+   * The least validity a token is used with: the vendor's 5-minute rule (default 300). Lower it only where
+   * the vendor's lifetimes are compressed (the local broker with TIME_SCALE, the soak).
+   */
+  validityFloorSeconds?: number;
+  /** Largest permit batch (default 8). */
+  maxBatchSize?: number;
+  /** A permit is handed out only while at least this much of its validity is left (default 500 ms). */
+  permitSafetyMs?: number;
+  /** How long a permit is waited for by default (default 60000, on the clock). */
+  maxPermitWaitMs?: number;
+  /** The vendor request loop: attempts and backoff for 5xx and 429 (default 4 attempts, 60 s budget). */
+  retry?: Partial<RetrySettings>;
+  userAgent?: string;
+}

@@ -1,0 +1,175 @@
+import type { Clock } from '../shared/clock.js';
+import type { Telemetry } from '../shared/observability.js';
+import type { VendorClient } from '../shared/vendor/client.js';
+import {
+  UnexpectedVendorResponseError,
+  VendorApiError,
+  VendorCallAbortedError,
+  VendorError,
+  VendorRateLimitError,
+} from '../shared/vendor/errors.js';
+import { assertResourcePath } from '../shared/vendor/resource-path.js';
+import { fullJitterDelayMs, type RetrySettings, vendorRetryAdvice } from '../shared/vendor/retry.js';
+import type { ResourceResponse } from '../shared/vendor/types.js';
+import { BrokerApiError, RequestAbortedError } from './errors.js';
+import type { Permits } from './permits.js';
+import type { RateFeedback, RateWindow } from './rate-feedback.js';
+import type { RejectionCode, TokenCache } from './token-cache.js';
+import type { VendedToken, VendorRequestOptions } from './types.js';
+
+export interface VendorCallDeps {
+  tokens: TokenCache;
+  permits: Permits;
+  feedback: RateFeedback;
+  vendorFor(setId: string, token: VendedToken): VendorClient;
+  clock: Clock;
+  telemetry: Telemetry;
+  settings: RetrySettings;
+}
+
+const REJECTIONS: readonly string[] = ['TOKEN_EXPIRED', 'TOKEN_INVALID'] as const;
+
+const isRejection = (error: unknown): error is VendorApiError & { code: RejectionCode } =>
+  error instanceof VendorApiError && error.status === 401 && REJECTIONS.includes(error.code);
+
+/** A 429 of either shape; an unknown-shaped one still means "too many" and may still have a Retry-After. */
+function rateLimited(
+  error: unknown,
+): { retryAfterSeconds: number | undefined; window: RateWindow } | undefined {
+  if (error instanceof VendorRateLimitError) {
+    return {
+      retryAfterSeconds: error.retryAfterSeconds,
+      window: {
+        limit: error.limit ?? error.rateLimit.limit,
+        remaining: error.rateLimit.remaining,
+        reset: error.reset ?? error.rateLimit.reset,
+      },
+    };
+  }
+  if (error instanceof UnexpectedVendorResponseError && error.status === 429) {
+    return { retryAfterSeconds: error.retryAfterSeconds, window: {} };
+  }
+  return undefined;
+}
+
+/** The broker no longer knows the token as live (expired, or two rotations old): take a fresh one. */
+const isDeadToken = (error: unknown): boolean =>
+  error instanceof BrokerApiError && error.status === 400 && error.details?.field === 'tokenId';
+
+function aborted(signal: AbortSignal | undefined, cause?: unknown): RequestAbortedError {
+  return new RequestAbortedError('vendor request aborted by the caller', { cause: cause ?? signal?.reason });
+}
+
+/**
+ * One vendor request done the way the vendor asks, for every consumer of the token together: a cached token,
+ * a permit from the ledger, `Authorization: Bearer`; on 429 report it (a cooldown for every consumer) and wait
+ * Retry-After; on 500/502/503/504, network failures and timeouts back off with full jitter, each retry with a
+ * new permit; on 401 TOKEN_EXPIRED / TOKEN_INVALID report the rejection, take the broker's answer and retry
+ * once; every other 4xx is final. Attempts and waits are bounded by `settings` (maxAttempts, budgetMs).
+ */
+export async function vendorCall<T>(
+  deps: VendorCallDeps,
+  setId: string,
+  request: VendorRequestOptions,
+): Promise<ResourceResponse<T>> {
+  const { clock, settings, signal } = { ...deps, signal: request.signal };
+  const startedAt = clock.now();
+  let token = await deps.tokens.get(setId, { signal });
+  let rejectionRetried = false;
+  let deadTokenRetried = false;
+  for (let attempt = 1; ; attempt++) {
+    const path = typeof request.path === 'function' ? request.path(token) : request.path;
+    // A path that could never be sent must not cost a permit.
+    assertResourcePath(path);
+    const vendor = deps.vendorFor(setId, token);
+    try {
+      // Taken last, right before sending, with nothing awaited in between: the permit is used while usable.
+      await deps.permits.acquire(setId, token.tokenId, {
+        class: request.class,
+        signal,
+        maxWaitMs: request.maxPermitWaitMs,
+      });
+    } catch (error) {
+      if (deadTokenRetried || !isDeadToken(error)) throw error;
+      deadTokenRetried = true;
+      deps.tokens.invalidate(setId, token.tokenId);
+      token = await deps.tokens.get(setId, { forceRefresh: true, signal });
+      attempt--;
+      continue;
+    }
+    try {
+      const response = await vendor.request<T>({
+        method: request.method,
+        path,
+        token: token.accessToken,
+        ...(request.body === undefined ? {} : { body: request.body }),
+        ...(signal ? { signal } : {}),
+        retry: false,
+      });
+      deps.feedback.afterSuccess(
+        setId,
+        token.tokenId,
+        response.rateLimit,
+        deps.permits.lastKnownWindows(setId, token.tokenId, request.class),
+        request.class,
+      );
+      return response;
+    } catch (error) {
+      if (error instanceof VendorCallAbortedError || signal?.aborted) throw aborted(signal, error);
+      if (isRejection(error) && !rejectionRetried) {
+        rejectionRetried = true;
+        deps.telemetry.warn('vendor rejected the token; reporting it', {
+          credentialSet: setId,
+          tokenId: token.tokenId,
+          errorCode: error.code,
+          vendorRequestId: error.requestId,
+        });
+        token = await deps.tokens.afterRejection(setId, token, error.code, error.requestId, signal);
+        // The retry is the "once" of the 401 rule: it does not use up one of the 5xx/429 attempts.
+        attempt--;
+        continue;
+      }
+      const delayMs = await retryDelay(deps, setId, token, error, attempt);
+      if (delayMs === undefined || attempt >= settings.maxAttempts) throw error;
+      const elapsedMs = clock.now() - startedAt;
+      if (elapsedMs + delayMs > settings.budgetMs) throw error;
+      deps.telemetry.warn('vendor call failed; retrying', {
+        credentialSet: setId,
+        tokenId: token.tokenId,
+        method: request.method,
+        attempt,
+        delayMs,
+        errorCode: error instanceof VendorError ? error.code : 'UNKNOWN',
+        status: error instanceof VendorError ? error.status : undefined,
+      });
+      if (delayMs > 0) {
+        await clock.sleep(delayMs, signal).catch((reason: unknown) => {
+          throw aborted(signal, reason);
+        });
+      }
+    }
+  }
+}
+
+/** How long to wait before the next attempt, or undefined when the error is final. Reports a 429 first. */
+async function retryDelay(
+  deps: VendorCallDeps,
+  setId: string,
+  token: VendedToken,
+  error: unknown,
+  attempt: number,
+): Promise<number | undefined> {
+  const limited = rateLimited(error);
+  if (limited) {
+    const retryAfterSeconds =
+      limited.retryAfterSeconds ?? Math.ceil(fullJitterDelayMs(attempt - 1, deps.settings) / 1000);
+    // Permits in hand go back at once; the wait counts from when the ledger has the cooldown.
+    deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
+    await deps.feedback.vendorRateLimited(setId, token.tokenId, retryAfterSeconds, limited.window);
+    deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
+    return retryAfterSeconds * 1000;
+  }
+  const advice = vendorRetryAdvice(error);
+  if (!advice.retryable) return undefined;
+  return advice.retryAfterMs ?? fullJitterDelayMs(attempt - 1, deps.settings);
+}

@@ -1,0 +1,166 @@
+import { BrokerClient } from '../../client/broker-client.js';
+import type { BrokerClientOptions } from '../../client/types.js';
+import { type FunctionUrlServer, serveFunctionUrl } from '../../local/function-url-server.js';
+import { type LocalCaller, SigV4Verifier } from '../../local/sigv4-verifier.js';
+import { type Sandbox, type SandboxSettings, startSandbox } from '../../sandbox/index.js';
+import { ManualClock } from '../../shared/clock.js';
+import type { CredentialSetConfig, CredentialSetInput } from '../../shared/config/credential-sets.js';
+import { DynamoRateLedger } from '../../shared/ledger/index.js';
+import type { WindowRemaining } from '../../shared/ledger/types.js';
+import { MemoryTelemetry } from '../../shared/observability.js';
+import type { Refresher } from '../../shared/tokens/index.js';
+import { InProcessRefreshInvoker } from '../../shared/vend/refresh-invoker.js';
+import { createVendHandler } from '../../shared/vend/vend-handler.js';
+import { type LocalDynamo, startDynalite } from './dynalite.js';
+import { credentialSet, startWorld, type World } from './refresher-harness.js';
+
+/**
+ * The whole broker on 127.0.0.1 for the consumer library's tests: the vendor sandbox, dynalite (tokens and
+ * ledger tables), the refresher in-process, the real vend handler behind the local Function URL server with
+ * SigV4 verification, all on one ManualClock. Every broker request the clients send is recorded.
+ */
+
+export const REGION = 'eu-west-1';
+export const SET_ID = 'uat-advisor';
+export const TENANT = 'uat-advisor-tenant';
+
+export const consumerCaller: LocalCaller = {
+  accessKeyId: 'AKIACLIENTTESTCALLER',
+  secretAccessKey: 'client-test-secret-access-key',
+  principalArn: 'arn:aws:iam::123456789012:role/portfolio-service',
+};
+/** Signs correctly, but no consumer rule names it. */
+export const strangerCaller: LocalCaller = {
+  accessKeyId: 'AKIACLIENTSTRANGER01',
+  secretAccessKey: 'client-test-stranger-secret-key',
+  principalArn: 'arn:aws:iam::123456789012:role/somebody-else',
+};
+
+export interface BrokerCall {
+  method: string;
+  /** Path without the query. */
+  path: string;
+  query: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read the bodies they sent
+  body: any;
+}
+
+export interface BrokerWorld {
+  clock: ManualClock;
+  sandbox: Sandbox;
+  dynamo: LocalDynamo;
+  world: World;
+  set: CredentialSetConfig;
+  refresher: Refresher;
+  ledger: DynamoRateLedger;
+  /** The vend handler's telemetry. */
+  brokerTelemetry: MemoryTelemetry;
+  server: FunctionUrlServer;
+  /** Every request a client of this world sent to the broker, in order. */
+  calls: BrokerCall[];
+  callsTo(method: string, pathEnd: string): BrokerCall[];
+  /** A fetch that records broker requests (vendor requests pass through unrecorded). */
+  fetch: typeof fetch;
+  client(options?: Partial<BrokerClientOptions>): BrokerClient;
+  remaining(tokenId: string): Promise<WindowRemaining[]>;
+  close(): Promise<void>;
+}
+
+export async function startBrokerWorld(
+  options: { sandbox?: Partial<SandboxSettings>; set?: Partial<CredentialSetInput> } = {},
+): Promise<BrokerWorld> {
+  const clock = new ManualClock();
+  const sandbox = await startSandbox({ environment: 'uat', clock, quiet: true, ...options.sandbox });
+  const dynamo = await startDynalite();
+  const world = await startWorld(clock, dynamo);
+  const set = credentialSet({ id: SET_ID, vendorBaseUrl: sandbox.url, ...options.set });
+  world.storeCredentialsOf(set, 'uat-advisor', sandbox);
+  const refresher = world.refresher('vend-test', [set]);
+  await refresher.runScheduled();
+  // The broker has been up for a while: its first login is older than the refresher's storm guard (60 s).
+  await clock.advance(61_000);
+  // Tests count what the clients cause, not the broker's own first login.
+  sandbox.resetStats();
+  const ledger = new DynamoRateLedger({
+    client: dynamo.client,
+    tableName: await dynamo.createTable('ledger'),
+    clock,
+  });
+  const brokerTelemetry = new MemoryTelemetry();
+  const handler = createVendHandler({
+    sets: [set],
+    consumers: [{ name: 'portfolio', principalArn: consumerCaller.principalArn, credentialSets: [set.id] }],
+    store: world.store,
+    ledger,
+    refresher: new InProcessRefreshInvoker(refresher),
+    clock,
+    telemetry: brokerTelemetry,
+  });
+  const server = await serveFunctionUrl({
+    handler,
+    verifier: new SigV4Verifier({ callers: [consumerCaller, strangerCaller], clock, region: REGION }),
+    clock,
+  });
+  const calls: BrokerCall[] = [];
+  const recordingFetch: typeof fetch = async (input, init) => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    if (url.origin === server.url) {
+      const text = typeof init?.body === 'string' ? init.body : undefined;
+      calls.push({
+        method: init?.method ?? 'GET',
+        path: url.pathname,
+        query: url.search,
+        body: text === undefined ? undefined : JSON.parse(text),
+      });
+    }
+    return fetch(input, init);
+  };
+  const clients: BrokerClient[] = [];
+  return {
+    clock,
+    sandbox,
+    dynamo,
+    world,
+    set,
+    refresher,
+    ledger,
+    brokerTelemetry,
+    server,
+    calls,
+    callsTo: (method, pathEnd) => calls.filter((c) => c.method === method && c.path.endsWith(pathEnd)),
+    fetch: recordingFetch,
+    client(overrides = {}) {
+      const client = new BrokerClient({
+        brokerUrl: server.url,
+        region: REGION,
+        credentials: consumerCaller,
+        clock,
+        fetch: recordingFetch,
+        vendorBaseUrls: { [SET_ID]: sandbox.url },
+        ...overrides,
+      });
+      clients.push(client);
+      return client;
+    },
+    remaining: (tokenId) => ledger.remaining(tokenId, set.rateLimits),
+    async close() {
+      await Promise.allSettled(clients.map((c) => c.close()));
+      await server.close();
+      await sandbox.close();
+      await dynamo.close();
+    },
+  };
+}
+
+/** The general per-minute window's remaining count. */
+export const minuteRemaining = (windows: readonly WindowRemaining[]): number | undefined =>
+  windows.find((w) => w.class === undefined && w.windowSeconds === 60)?.remaining;
+
+/** Waits (real time, briefly) until `check` holds: for work the library does in the background over real I/O. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
