@@ -1,0 +1,162 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import { consumerSchema } from '../shared/config/consumers.js';
+import {
+  type CredentialSetConfig,
+  credentialSetSchema,
+  describeIssues,
+  rateLimitSchema,
+  VENDOR_DEFAULT_LIMITS,
+} from '../shared/config/credential-sets.js';
+import { ConfigurationError } from '../shared/errors.js';
+
+/**
+ * The local broker's configuration file (default `local/broker.config.json`), with environment overrides:
+ * BROKER_CONFIG (the file), BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR.
+ */
+const callerSchema = z.object({
+  name: z.string().min(1),
+  accessKeyId: z.string().regex(/^[A-Z0-9]{16,128}$/, 'upper-case letters and digits, as AWS access key ids'),
+  secretAccessKey: z.string().min(16),
+  principalArn: consumerSchema.shape.principalArn,
+});
+export type LocalCallerConfig = z.infer<typeof callerSchema>;
+
+const localSetSchema = credentialSetSchema.extend({
+  /** Absent: the local sandbox of the set's environment. */
+  vendorBaseUrl: credentialSetSchema.shape.vendorBaseUrl.optional(),
+});
+
+export const localConfigSchema = z.object({
+  port: z.number().int().min(0).max(65535).default(8787),
+  /** The SigV4 signing region callers use for the local broker. */
+  region: z.string().min(1).default('local'),
+  /** Compresses every vendor lifetime and window, and every broker threshold and schedule, by this factor. */
+  timeScale: z.number().min(1).max(10_000).default(1),
+  /** How often the refresher runs (before time scaling), as the schedule does in AWS. */
+  refreshIntervalSeconds: z.number().positive().default(300),
+  /** A folder for dynalite's data; absent: in memory. */
+  dataDir: z.string().min(1).optional(),
+  /** JSON file {secretId: {username, password}} read by the file credentials source (relative to this file). */
+  credentialsFile: z.string().min(1),
+  sandbox: z
+    .object({
+      tokenLifetimeSeconds: z
+        .number()
+        .positive()
+        .default(4 * 3600),
+      limits: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
+      windowKind: z.enum(['fixed', 'sliding']).default('fixed'),
+      invalidatePreviousTokenOnLogin: z.boolean().default(false),
+    })
+    .default({
+      tokenLifetimeSeconds: 4 * 3600,
+      limits: VENDOR_DEFAULT_LIMITS,
+      windowKind: 'fixed',
+      invalidatePreviousTokenOnLogin: false,
+    }),
+  credentialSets: z.array(localSetSchema).min(1),
+  callers: z.array(callerSchema).min(1),
+  consumers: z.array(consumerSchema),
+});
+export type LocalConfig = z.infer<typeof localConfigSchema>;
+export type LocalSetConfig = LocalConfig['credentialSets'][number];
+
+export interface LoadedLocalConfig extends LocalConfig {
+  /** Absolute path of the file it came from. */
+  configPath: string;
+  /** Absolute path of the credentials file. */
+  credentialsPath: string;
+}
+
+export const DEFAULT_CONFIG_PATH = 'local/broker.config.json';
+
+function numberFromEnv(name: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed)) throw new ConfigurationError(`${name}: not a number ("${value}")`);
+  return parsed;
+}
+
+/** Reads and validates the local configuration; every wrong value is named. */
+export function loadLocalConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): LoadedLocalConfig {
+  const configPath = resolve(cwd, env.BROKER_CONFIG || DEFAULT_CONFIG_PATH);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(configPath, 'utf8'));
+  } catch (cause) {
+    throw new ConfigurationError(`BROKER_CONFIG: cannot read ${configPath} as JSON`, { cause });
+  }
+  const overrides: Record<string, unknown> = {};
+  const port = numberFromEnv('BROKER_PORT', env.BROKER_PORT);
+  if (port !== undefined) overrides.port = port;
+  const timeScale = numberFromEnv('TIME_SCALE', env.TIME_SCALE);
+  if (timeScale !== undefined) overrides.timeScale = timeScale;
+  if (env.BROKER_DATA_DIR) overrides.dataDir = env.BROKER_DATA_DIR;
+  const result = localConfigSchema.safeParse({ ...(raw as object), ...overrides });
+  if (!result.success)
+    throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, configPath)}`);
+  const config = result.data;
+  const setIds = new Set(config.credentialSets.map((set) => set.id));
+  config.consumers.forEach((consumer, index) => {
+    for (const setId of consumer.credentialSets) {
+      if (!setIds.has(setId)) {
+        throw new ConfigurationError(
+          `invalid configuration: ${configPath}.consumers[${index}]: unknown set "${setId}"`,
+        );
+      }
+    }
+  });
+  const base = dirname(configPath);
+  return {
+    ...config,
+    configPath,
+    credentialsPath: resolve(base, config.credentialsFile),
+    ...(config.dataDir ? { dataDir: resolve(cwd, config.dataDir) } : {}),
+  };
+}
+
+/** Latency does not compress: a permit's send margin stays at least this long whatever the time scale. */
+const MIN_MARGIN_SECONDS = 1;
+const MIN_PERMIT_VALIDITY_SECONDS = 0.5;
+
+/** A credential set with every broker threshold and window divided by the time scale. */
+export function scaleCredentialSet(set: CredentialSetConfig, scale: number): CredentialSetConfig {
+  if (scale === 1) return set;
+  const scaleLimit = (limit: { limit: number; windowSeconds: number }) => ({
+    limit: limit.limit,
+    windowSeconds: limit.windowSeconds / scale,
+  });
+  const marginSeconds = Math.max(set.rateLimits.marginSeconds / scale, MIN_MARGIN_SECONDS);
+  return {
+    ...set,
+    refresh: {
+      ...set.refresh,
+      softThresholdSeconds: set.refresh.softThresholdSeconds / scale,
+      softThresholdJitterSeconds: set.refresh.softThresholdJitterSeconds / scale,
+      hardFloorSeconds: set.refresh.hardFloorSeconds / scale,
+      credentialsCooldownSeconds: set.refresh.credentialsCooldownSeconds / scale,
+      minAttemptIntervalSeconds: set.refresh.minAttemptIntervalSeconds / scale,
+      retryBackoffBaseSeconds: set.refresh.retryBackoffBaseSeconds / scale,
+      retryBackoffMaxSeconds: set.refresh.retryBackoffMaxSeconds / scale,
+      // The lease covers a real login (retries, timeouts) and the token-lifetime sanity bound is an upper
+      // bound: neither compresses.
+    },
+    rateLimits: {
+      ...set.rateLimits,
+      general: set.rateLimits.general.map(scaleLimit),
+      classes: Object.fromEntries(
+        Object.entries(set.rateLimits.classes).map(([name, limits]) => [name, limits.map(scaleLimit)]),
+      ),
+      marginSeconds,
+      permitValiditySeconds: Math.min(
+        marginSeconds,
+        Math.max(set.rateLimits.permitValiditySeconds / scale, MIN_PERMIT_VALIDITY_SECONDS),
+      ),
+    },
+  };
+}

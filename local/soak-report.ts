@@ -1,0 +1,54 @@
+/**
+ * Arithmetic of the soak report: what the vendor's limits allow, and the busiest span of a record.
+ * Pure functions, so the soak's verdicts can be checked on their own.
+ */
+
+export interface LimitMs {
+  limit: number;
+  windowMs: number;
+}
+
+/**
+ * The most requests any scheduler could send in [startMs, endMs] without any span of a limit's length
+ * holding more than that limit, for every limit at once (the sliding-window reading of the vendor's quota,
+ * the strictest one). Sending each request as early as the limits allow is optimal, so this greedy count is
+ * the true maximum.
+ */
+export function mostAllowed(limits: readonly LimitMs[], startMs: number, endMs: number): number {
+  const times: number[] = [];
+  for (;;) {
+    let t = times.at(-1) ?? startMs;
+    for (const { limit, windowMs } of limits) {
+      const back = times[times.length - limit];
+      if (back !== undefined) t = Math.max(t, back + windowMs);
+    }
+    if (t > endMs) return times.length;
+    times.push(t);
+  }
+}
+
+/** The most entries of a sorted list of times that fall in one half-open span [t, t + spanMs). */
+export function busiestSpan(sortedTimes: readonly number[], spanMs: number): number {
+  let best = 0;
+  let first = 0;
+  for (let last = 0; last < sortedTimes.length; last++) {
+    while ((sortedTimes[last] ?? 0) - (sortedTimes[first] ?? 0) >= spanMs) first++;
+    best = Math.max(best, last - first + 1);
+  }
+  return best;
+}
+
+/** A plain aligned table, as `npm run soak` and `npm run bench` print them. */
+export function formatTable(rows: readonly Record<string, string | number>[]): string {
+  const first = rows[0];
+  if (!first) return '(no rows)';
+  const columns = Object.keys(first);
+  const cells = [columns, ...rows.map((row) => columns.map((c) => String(row[c] ?? '')))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((line) => (line[i] ?? '').length)));
+  const line = (values: readonly string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.slice(1).map(line)].join('\n');
+}

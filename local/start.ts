@@ -1,0 +1,80 @@
+/**
+ * `npm start`: the whole broker on this machine. Settings: local/broker.config.json (or BROKER_CONFIG),
+ * BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR, LOG_LEVEL (debug|info|warn|error).
+ */
+import { BrokerError } from '../shared/errors.js';
+import { startLocalBroker } from './broker.js';
+import { loadLocalConfig } from './config.js';
+import { ConsoleTelemetry } from './console-telemetry.js';
+
+function exampleCommand(
+  vendUrl: string,
+  region: string,
+  caller: { accessKeyId: string; secretAccessKey: string },
+  setId: string,
+) {
+  return `curl -s --aws-sigv4 "aws:amz:${region}:lambda" --user "${caller.accessKeyId}:${caller.secretAccessKey}" "${vendUrl}/v1/credential-sets/${setId}/token"`;
+}
+
+async function main(): Promise<void> {
+  const config = loadLocalConfig();
+  const level = (process.env.LOG_LEVEL ?? 'info') as 'debug' | 'info' | 'warn' | 'error';
+  const telemetry = new ConsoleTelemetry({ level });
+  const broker = await startLocalBroker(config, { telemetry });
+  const firstRun = await broker.refreshNow();
+
+  const out: string[] = [];
+  out.push(`token-broker (local) listening on ${broker.vendUrl}   [time scale ${config.timeScale}]`);
+  for (const [environment, sandbox] of Object.entries(broker.sandboxes)) {
+    out.push(`vendor sandbox ${environment}: ${sandbox.url}`);
+  }
+  out.push(
+    `dynalite: ${broker.dynamoEndpoint}${config.dataDir ? ` (data in ${config.dataDir})` : ' (in memory)'}`,
+  );
+  out.push('');
+  out.push('credential sets:');
+  for (const set of firstRun.sets) {
+    out.push(
+      `  ${set.credentialSetId.padEnd(16)} ${set.usable ? 'token ready' : `no token yet (${set.errorCode ?? set.action})`}`,
+    );
+  }
+  out.push('');
+  out.push(`local callers (SigV4, region "${config.region}", service "lambda"; local-only keys):`);
+  for (const caller of config.callers) {
+    const allowed =
+      config.consumers.find((c) => c.principalArn === caller.principalArn)?.credentialSets ?? [];
+    out.push(
+      `  ${caller.name}: AWS_ACCESS_KEY_ID=${caller.accessKeyId} AWS_SECRET_ACCESS_KEY=${caller.secretAccessKey}`,
+    );
+    out.push(`    as ${caller.principalArn}, may use: ${allowed.join(', ') || '(none)'}`);
+  }
+  const caller = config.callers[0];
+  const setId = config.consumers.find((c) => c.principalArn === caller?.principalArn)?.credentialSets[0];
+  if (caller && setId) {
+    out.push('');
+    out.push('try:');
+    out.push(`  ${exampleCommand(broker.vendUrl, config.region, caller, setId)}`);
+  }
+  out.push('');
+  out.push('Ctrl-C stops everything.');
+  process.stdout.write(`${out.join('\n')}\n`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    telemetry.info('shutting down', { signal });
+    broker.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof BrokerError ? error.message : String(error);
+  process.stderr.write(`token-broker: ${message}\n`);
+  process.exit(2);
+});

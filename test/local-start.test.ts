@@ -1,0 +1,99 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const TSX = 'node_modules/.bin/tsx';
+
+/** Starts `local/start.ts` as `npm start` does and waits for its banner (everything up to "Ctrl-C"). */
+function startBroker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; banner: string }> {
+  const child = spawn(TSX, ['local/start.ts'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('Ctrl-C stops everything.')) resolve({ child, banner: out });
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    child.on('exit', (code) => reject(new Error(`broker exited with ${code}: ${err}`)));
+  });
+}
+
+describe('npm start (the README quick start)', () => {
+  let broker: { child: ChildProcess; banner: string };
+
+  beforeAll(async () => {
+    broker = await startBroker({ BROKER_PORT: '0', LOG_LEVEL: 'warn' });
+  }, 60_000);
+  afterAll(() => {
+    if (broker?.child.exitCode === null) broker.child.kill('SIGKILL');
+  });
+
+  it('prints the vend URL, both sandboxes, the local callers, and an example command that returns a token', async () => {
+    const { banner } = broker;
+    expect(banner).toMatch(/token-broker \(local\) listening on http:\/\/127\.0\.0\.1:\d+/);
+    expect(banner).toMatch(/vendor sandbox uat: http:\/\/127\.0\.0\.1:\d+/);
+    expect(banner).toMatch(/vendor sandbox prod: http:\/\/127\.0\.0\.1:\d+/);
+    expect(banner).toContain('AWS_ACCESS_KEY_ID=AKIALOCALPORTFOLIO01');
+    expect(banner).toContain('AWS_ACCESS_KEY_ID=AKIALOCALREPORTING01');
+    for (const set of ['uat-advisor', 'uat-execution', 'prod-advisor', 'prod-execution']) {
+      expect(banner).toMatch(new RegExp(`${set}\\s+token ready`));
+    }
+    const command = /^ {2}(curl .+)$/m.exec(banner)?.[1];
+    expect(command).toBeDefined();
+    const { stdout } = await run('bash', ['-c', command ?? 'false']);
+    const body = JSON.parse(stdout) as Record<string, unknown>;
+    expect(body.credentialSet).toBe('uat-advisor');
+    expect(body.environment).toBe('uat');
+    expect(typeof body.accessToken).toBe('string');
+    const claims = decodeJwt(String(body.accessToken));
+    expect(claims.env).toBe('uat');
+    expect(body.expiresAt).toBe(claims.exp);
+  });
+
+  it('shuts everything down on Ctrl-C and exits 0', async () => {
+    const exited = new Promise<number | null>((resolve) => broker.child.on('exit', (code) => resolve(code)));
+    broker.child.kill('SIGINT');
+    expect(await exited).toBe(0);
+  });
+});
+
+describe('npm start with a wrong configuration', () => {
+  it('fails at start with a message naming the wrong field', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'broker-config-'));
+    const config = JSON.parse(readFileSync('local/broker.config.json', 'utf8')) as {
+      credentialSets: { environment: string }[];
+      credentialsFile: string;
+    };
+    const first = config.credentialSets[0];
+    if (first) first.environment = 'staging';
+    config.credentialsFile = join(process.cwd(), 'local/credentials.json');
+    const path = join(dir, 'broker.config.json');
+    writeFileSync(path, JSON.stringify(config));
+    const failed = await run(TSX, ['local/start.ts'], { env: { ...process.env, BROKER_CONFIG: path } }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed?.code).toBe(2);
+    expect(failed?.stderr).toContain('credentialSets[0].environment');
+  });
+
+  it('fails when TIME_SCALE is not a number', async () => {
+    const failed = await run(TSX, ['local/start.ts'], { env: { ...process.env, TIME_SCALE: 'fast' } }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed?.code).toBe(2);
+    expect(failed?.stderr).toContain('TIME_SCALE');
+  });
+});
