@@ -11,6 +11,7 @@ import { BrokerAlarms } from './constructs/broker-alarms.js';
 import { BrokerDashboard } from './constructs/broker-dashboard.js';
 import { BrokerFunction } from './constructs/broker-function.js';
 import { BrokerTables } from './constructs/broker-tables.js';
+import { LogQueries } from './constructs/log-queries.js';
 import { RefreshSchedule } from './constructs/refresh-schedule.js';
 import { REFRESHER_MEMORY_MB, REFRESHER_TIMEOUT, VEND_MEMORY_MB, VEND_TIMEOUT } from './function-sizing.js';
 import { refresherSecretAccess } from './least-privilege.js';
@@ -124,6 +125,10 @@ export class BrokerStack extends Stack {
       functions: { refresher, vend },
       tables: tableMap,
       alarms: alarms.alarms,
+    });
+    new LogQueries(this, 'LogQueries', {
+      namePrefix: stackName(stage),
+      logGroups: { refresher: refresher.logGroup, vend: vend.logGroup },
     });
 
     new CfnOutput(this, 'VendUrl', {

@@ -1,0 +1,98 @@
+import { parseStageConfig } from '../../infra/stage-config.js';
+import { UsageError } from '../errors.js';
+import type { CliIo } from '../io.js';
+import { HELP_OPTION, parseCommandLine } from '../options.js';
+import { readCredentials } from '../secret-input.js';
+import { writeCredentials } from '../secret-writer.js';
+import { checkSetId } from '../set-id.js';
+import { loadStageInput } from '../stage-source.js';
+
+export const PUT_CREDENTIALS_HELP = `Usage: token-broker put-credentials <set> (--stage STAGE | --secret-id ID) [--region REGION] [--create] [--json]
+
+Writes the vendor username and password of credential set <set> as a new version of its Secrets Manager
+secret, as {"username": ..., "password": ...}. The refresher reads the secret at every run and, after a
+rejected login, tries the new version at once.
+
+The username and password are never taken from arguments (they would stay in the shell history):
+  - on a terminal, you are asked for them; the password is not shown;
+  - otherwise they are read from standard input: two lines (username, then password) or the JSON above,
+    e.g.  token-broker put-credentials uat-advisor --stage uat < creds.json
+Nothing of the password is printed.
+
+Options:
+  --stage STAGE     take the secret name and Region from the stage (infra/stages/, or a JSON file)
+  --secret-id ID    the secret's name or ARN instead
+  --region REGION   the secret's Region (default: the stage's, else AWS_REGION / AWS_DEFAULT_REGION)
+  --create          create the secret when it does not exist yet (otherwise that is an error)
+  --json            print {"credentialSet", "secretId", "region", "versionId", "created"} on stdout
+
+Credentials: the default AWS chain; the caller needs secretsmanager:PutSecretValue (and CreateSecret
+for --create) on the secret.`;
+
+const OPTIONS = {
+  ...HELP_OPTION,
+  stage: { type: 'string' },
+  'secret-id': { type: 'string' },
+  region: { type: 'string' },
+  create: { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+const COMMAND = 'put-credentials';
+
+/** The secret and its Region, from the stage or from the options. */
+function secretOf(
+  setId: string,
+  values: { stage?: string | undefined; 'secret-id'?: string | undefined; region?: string | undefined },
+  io: CliIo,
+): { secretId: string; region: string } {
+  if ((values.stage === undefined) === (values['secret-id'] === undefined)) {
+    throw new UsageError('give exactly one of --stage or --secret-id', COMMAND);
+  }
+  if (values.stage !== undefined) {
+    const stage = parseStageConfig(loadStageInput(COMMAND, values.stage, io.cwd).input);
+    const set = stage.credentialSets.find((s) => s.id === setId);
+    if (!set) {
+      throw new UsageError(
+        `stage "${stage.name}" has no credential set "${setId}"; its sets: ${stage.credentialSets.map((s) => s.id).join(', ')}`,
+        COMMAND,
+      );
+    }
+    return { secretId: set.secretName, region: values.region ?? stage.region };
+  }
+  const region = values.region ?? io.env.AWS_REGION ?? io.env.AWS_DEFAULT_REGION;
+  if (!region) throw new UsageError('no Region: give --region or set AWS_REGION', COMMAND);
+  return { secretId: values['secret-id'] ?? '', region };
+}
+
+export async function putCredentialsCommand(args: string[], io: CliIo): Promise<number> {
+  const parsed = parseCommandLine(COMMAND, args, OPTIONS, { min: 1, max: 1, what: 'the credential set id' });
+  if (parsed.help) {
+    io.stdout.write(`${PUT_CREDENTIALS_HELP}\n`);
+    return 0;
+  }
+  const setId = checkSetId(COMMAND, parsed.positionals[0]);
+  const { secretId, region } = secretOf(setId, parsed.values, io);
+  const credentials = await readCredentials(io.stdin, io.stderr, setId);
+  io.stderr.write(`token-broker put-credentials: writing secret "${secretId}" in ${region} …\n`);
+  const client = io.secretsManager(region);
+  try {
+    const written = await writeCredentials(client, {
+      secretId,
+      setId,
+      credentials,
+      create: parsed.values.create === true,
+    });
+    io.stderr.write(
+      `token-broker put-credentials: ${written.created ? 'created' : 'wrote a new version of'} secret "${secretId}" (version ${written.versionId ?? 'unknown'}) for ${setId}; the refresher uses it at its next run\n`,
+    );
+    if (parsed.values.json) {
+      io.stdout.write(
+        `${JSON.stringify({ credentialSet: setId, secretId, region, versionId: written.versionId ?? null, created: written.created }, null, 2)}\n`,
+      );
+    }
+    return 0;
+  } finally {
+    client.destroy();
+  }
+}

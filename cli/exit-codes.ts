@@ -1,0 +1,86 @@
+import { BrokerApiError, BrokerUnreachableError } from '../client/errors.js';
+import { BrokerError } from '../shared/errors.js';
+import { SecretWriteError } from './errors.js';
+
+/** The CLI's exit codes: stable, documented in `--help` and the README. */
+export const ExitCode = {
+  Ok: 0,
+  /** The broker (or Secrets Manager) answered with an error; its code is printed. */
+  Failed: 1,
+  /** The command line or a configuration is wrong; nothing was asked of anyone. */
+  Usage: 2,
+  /** The broker or AWS could not be reached, or refused who we are (no credentials, bad signature, IAM). */
+  Unreachable: 3,
+} as const;
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+export const EXIT_CODES_HELP = `Exit codes:
+  0  success
+  1  the broker (or Secrets Manager) answered with an error: its code is printed, e.g. TOKEN_UNAVAILABLE
+  2  usage or configuration error (unknown option, invalid stage configuration, no broker URL …)
+  3  unreachable or not authenticated: no answer, no AWS credentials, or AWS refused the signed request
+On failure the last line on stderr is "token-broker <command>: error <CODE>: <message>".`;
+
+/** AWS answers that mean "who you are" failed, not "what you asked". */
+const AUTH_FAILURES = new Set([
+  'AccessDeniedException',
+  'UnrecognizedClientException',
+  'InvalidSignatureException',
+  'SignatureDoesNotMatch',
+  'InvalidClientTokenId',
+  'ExpiredToken',
+  'ExpiredTokenException',
+  'CredentialsProviderError',
+  'NETWORK_ERROR',
+]);
+
+export interface Failure {
+  exit: ExitCodeValue;
+  code: string;
+  message: string;
+  /** The broker's request id, to quote when asking for help. */
+  requestId?: string;
+}
+
+/** What to print and which exit code to use for anything a command threw. Never includes a secret. */
+export function failureOf(error: unknown): Failure {
+  if (error instanceof BrokerApiError) {
+    const message = error.message.replace(/^broker answered \d+ [A-Z0-9_]+: /, '');
+    const failure: Failure = {
+      // FORBIDDEN is AWS itself refusing the signed request (signature, credentials, IAM), before the broker.
+      exit: error.code === 'FORBIDDEN' ? ExitCode.Unreachable : ExitCode.Failed,
+      code: error.code,
+      message: `${message} (HTTP ${error.status})`,
+    };
+    if (error.requestId) failure.requestId = error.requestId;
+    return failure;
+  }
+  if (error instanceof BrokerUnreachableError) {
+    return { exit: ExitCode.Unreachable, code: error.code, message: error.message };
+  }
+  if (error instanceof Error && error.name === 'CredentialsProviderError') {
+    return {
+      exit: ExitCode.Unreachable,
+      code: 'NO_AWS_CREDENTIALS',
+      message: 'no AWS credentials found (environment, profile, SSO, container or instance role)',
+    };
+  }
+  if (error instanceof SecretWriteError) {
+    return {
+      exit: AUTH_FAILURES.has(error.code) ? ExitCode.Unreachable : ExitCode.Failed,
+      code: error.code,
+      message: error.message,
+    };
+  }
+  if (error instanceof BrokerError) {
+    const usage =
+      error.code === 'USAGE_ERROR' || error.code === 'CONFIGURATION_INVALID' || error.code === 'CANCELLED';
+    return { exit: usage ? ExitCode.Usage : ExitCode.Failed, code: error.code, message: error.message };
+  }
+  // A bug of ours: its class name only (a message could quote anything).
+  return {
+    exit: ExitCode.Failed,
+    code: 'INTERNAL_ERROR',
+    message: `unexpected ${error instanceof Error ? error.name : typeof error}`,
+  };
+}

@@ -1,0 +1,36 @@
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { type Clock, systemClock } from '../shared/clock.js';
+
+/** Standard input as the CLI uses it: a stream, and on a terminal raw mode for hidden input. */
+export interface CliInput extends NodeJS.ReadableStream {
+  isTTY?: boolean;
+  setRawMode?(mode: boolean): unknown;
+}
+
+/**
+ * Everything the CLI touches outside itself, so that tests run it in process against the local broker with
+ * their own clock, environment and streams, and mock only Secrets Manager.
+ */
+export interface CliIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+  stdin: CliInput;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  clock: Clock;
+  fetch: typeof fetch;
+  secretsManager(region: string): SecretsManagerClient;
+}
+
+export function processIo(): CliIo {
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+    cwd: process.cwd(),
+    clock: systemClock,
+    fetch: globalThis.fetch,
+    secretsManager: (region) => new SecretsManagerClient({ region }),
+  };
+}

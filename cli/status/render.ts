@@ -1,0 +1,108 @@
+import { formatDuration, formatRelative, formatWindow, table } from '../format.js';
+import { type Cause, diagnose } from './diagnose.js';
+import type { SetHealthView } from './list-health.js';
+
+export interface QuotaWindowView {
+  limit: number;
+  windowSeconds: number;
+  /** Granted in the window (plus the ledger's margin); null from a broker that does not say. */
+  used: number | null;
+  remaining: number;
+  class?: string;
+}
+
+export interface StatusEntry {
+  id: string;
+  environment: string;
+  companyRole: string;
+  state: string;
+  /** Unix seconds, null without a token. */
+  expiresAt: number | null;
+  expiresInSeconds: number | null;
+  refreshedAt: string | null;
+  lastError: { code: string; at: string; requestId?: string } | null;
+  consecutiveFailures: number | null;
+  nextAttemptAt: string | null;
+  rateLimitedUntil: string | null;
+  quota: QuotaWindowView[] | null;
+  causes: Cause[];
+}
+
+/** The status of each set as `--json` prints it: the broker's health plus the diagnosis. */
+export function statusEntries(sets: SetHealthView[], nowMs: number): StatusEntry[] {
+  return sets.map((set) => {
+    const { health } = set;
+    return {
+      id: set.id,
+      environment: set.environment,
+      companyRole: set.companyRole,
+      state: health.state,
+      expiresAt: health.expiresAt,
+      expiresInSeconds:
+        health.expiresAt === null ? null : Math.max(0, Math.floor(health.expiresAt - nowMs / 1000)),
+      refreshedAt: health.refreshedAt ?? null,
+      lastError: health.lastError,
+      consecutiveFailures: health.consecutiveFailures ?? null,
+      nextAttemptAt: health.nextAttemptAt ?? null,
+      rateLimitedUntil: health.rateLimitedUntil ?? null,
+      quota:
+        set.quota?.map((w) => ({
+          limit: w.limit,
+          windowSeconds: w.windowSeconds,
+          used: w.used ?? null,
+          remaining: w.remaining,
+          ...(w.class === undefined ? {} : { class: w.class }),
+        })) ?? null,
+      causes: diagnose(set, nowMs),
+    };
+  });
+}
+
+function quotaCell(entry: StatusEntry): string {
+  if (!entry.quota) return '-';
+  return entry.quota
+    .map((w) => {
+      // An older broker sends only what is left: what was used is then at most limit - remaining.
+      const used = w.used === null ? `≤${w.limit - w.remaining}` : String(w.used);
+      return `${w.class ? `${w.class} ` : ''}${used}/${w.limit} per ${formatWindow(w.windowSeconds)}`;
+    })
+    .join(', ');
+}
+
+function causeCell(causes: Cause[]): string {
+  return causes.map((c) => (c.runbook ? `${c.summary} [runbook #${c.runbook}]` : c.summary)).join('; ');
+}
+
+function expiresCell(entry: StatusEntry, nowMs: number): string {
+  if (entry.expiresAt === null) return '-';
+  return entry.expiresAt * 1000 <= nowMs ? 'expired' : formatDuration(entry.expiresAt - nowMs / 1000);
+}
+
+/** The table an on-call person reads first: one line per set, the cause last. */
+export function statusTable(entries: StatusEntry[], nowMs: number): string {
+  const rows = entries.map((e) => [
+    e.id,
+    e.environment,
+    e.state,
+    expiresCell(e, nowMs),
+    e.refreshedAt === null ? 'never' : formatRelative(Date.parse(e.refreshedAt), nowMs),
+    e.lastError ? `${e.lastError.code} ${formatRelative(Date.parse(e.lastError.at), nowMs)}` : '-',
+    e.lastError?.requestId ?? '-',
+    quotaCell(e),
+    causeCell(e.causes),
+  ]);
+  return table(
+    [
+      'SET',
+      'ENV',
+      'STATE',
+      'EXPIRES IN',
+      'LAST REFRESH',
+      'LAST ERROR',
+      'VENDOR REQUEST ID',
+      'QUOTA USED',
+      'CAUSE',
+    ],
+    rows,
+  );
+}

@@ -1,0 +1,159 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { StageInput } from '../infra/stage-config.js';
+import { prod } from '../infra/stages/prod.js';
+import { uat } from '../infra/stages/uat.js';
+import { runIn } from './support/cli-harness.js';
+
+/** `token-broker check-config`: what a pipeline runs before a deploy. Offline, no AWS credentials. */
+const dir = mkdtempSync(join(tmpdir(), 'cli-stages-'));
+let files = 0;
+function stageFile(stage: unknown): string {
+  const path = join(dir, `stage-${++files}.json`);
+  writeFileSync(path, JSON.stringify(stage));
+  return path;
+}
+function variant(
+  base: StageInput,
+  change: (stage: StageInput & Record<string, unknown>) => void,
+): StageInput {
+  const copy = structuredClone(base) as StageInput & Record<string, unknown>;
+  change(copy);
+  return copy;
+}
+/** A stage as a real team would have it: its own account, real addresses, a clickable runbook. */
+const realistic = variant(prod, (s) =>
+  Object.assign(s, {
+    account: '123456789012',
+    credentialSets: s.credentialSets.map((set) => ({ ...set, vendorBaseUrl: 'https://api.pms-vendor.com' })),
+    alarms: { emails: ['token-broker-oncall@corp.invalid'] },
+    runbookUrl: 'https://git.corp.invalid/platform/token-broker/blob/main/docs/runbook.md',
+  }),
+);
+
+describe('token-broker check-config', () => {
+  it('accepts the committed stages by name, summarises them, and warns about their placeholders', async () => {
+    for (const stage of [uat, prod]) {
+      const run = await runIn(['check-config', stage.name]);
+      expect(run.exit, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`stage ${stage.name}: valid`);
+      expect(run.stdout).toContain(
+        `account ${stage.account}, Region eu-west-1, vendor environment ${stage.name}`,
+      );
+      for (const set of stage.credentialSets) {
+        expect(run.stdout).toContain(
+          `    ${set.id} [${set.companyRole}] → ${set.vendorBaseUrl}, secret ${set.secretName}`,
+        );
+      }
+      expect(run.stdout).toMatch(/configuration in the functions' environment: \d+ bytes/);
+      expect(run.stderr).toContain(
+        `warning: ${stage.name}.account: ${stage.account} looks like a placeholder account id`,
+      );
+      expect(run.stderr).toContain(`warning: ${stage.name}.runbookUrl: not an http(s) URL`);
+    }
+  });
+
+  it('--strict turns the warnings into a failure (exit 2); a realistic stage passes it', async () => {
+    const strict = await runIn(['check-config', 'uat', '--strict']);
+    expect(strict.exit).toBe(2);
+    expect(strict.stderr).toMatch(
+      /error CONFIGURATION_INVALID: stage "uat" is not valid: 5 warning\(s\) \(--strict\)\n$/,
+    );
+    const clean = await runIn(['check-config', stageFile(realistic), '--strict']);
+    expect(clean.exit, clean.stderr).toBe(0);
+    expect(clean.stderr).not.toContain('warning');
+  });
+
+  it('refuses a wrong stage file with exit 2 and one line per error, each naming its field', async () => {
+    const broken = variant(realistic, (s) => {
+      Object.assign(s, { region: 'Europe' });
+      Object.assign(s.credentialSets[0] ?? {}, { vendorBaseUrl: 'http://api.pms-vendor.com' });
+      Object.assign(s.credentialSets[1] ?? {}, { environment: 'uat' });
+      s.consumers[0]?.credentialSets.push('uat-advisor');
+    });
+    const run = await runIn(['check-config', stageFile(broken)]);
+    expect(run.exit).toBe(2);
+    expect(run.stdout).toBe('');
+    const errors = run.stderr.split('\n').filter((line) => line.startsWith('error: '));
+    expect(errors).toEqual([
+      'error: prod.region: an AWS Region such as eu-west-1',
+      'error: prod.credentialSets[0].vendorBaseUrl: must be https:// (plain http:// is accepted only for loopback addresses)',
+      'error: prod.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage',
+      'error: prod.credentialSets[1].environment: "uat" in a stage for the vendor\'s "prod" environment',
+      'error: prod.consumers[0].credentialSets[2]: unknown credential set "uat-advisor"',
+    ]);
+    expect(run.stderr).toMatch(
+      /token-broker check-config: error CONFIGURATION_INVALID: stage "prod" is not valid: 5 error\(s\)\n$/,
+    );
+  });
+
+  it('runs the stack’s own checks too: a stage too large for the functions’ 4 KB environment fails', async () => {
+    const crowded = variant(realistic, (s) => {
+      s.credentialSets = Array.from({ length: 30 }, (_, i) => ({
+        id: `prod-set-${i}`,
+        environment: 'prod' as const,
+        companyRole: 'advisor',
+        vendorBaseUrl: 'https://api.pms-vendor.com',
+        secretName: `token-broker/prod/set-${i}`,
+      }));
+      s.consumers = [
+        { name: 'one', principalArn: 'arn:aws:iam::123456789012:role/one', credentialSets: ['prod-set-0'] },
+      ];
+    });
+    const run = await runIn(['check-config', stageFile(crowded), '--json']);
+    expect(run.exit).toBe(2);
+    const report = JSON.parse(run.stdout);
+    expect(report).toMatchObject({ stage: 'prod', valid: false, summary: null });
+    expect(report.errors).toEqual([
+      {
+        field: 'prod',
+        message: expect.stringMatching(
+          /credentialSets and consumers take \d+ bytes of the functions' environment/,
+        ),
+      },
+    ]);
+  });
+
+  it('--json reports a valid stage with its summary, for pipelines that parse it', async () => {
+    const run = await runIn(['check-config', stageFile(realistic), '--json']);
+    expect(run.exit).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      stage: 'prod',
+      valid: true,
+      errors: [],
+      warnings: [],
+      summary: {
+        account: '123456789012',
+        region: 'eu-west-1',
+        vendorEnvironment: 'prod',
+        production: true,
+        credentialSets: realistic.credentialSets.map((s) => ({
+          id: s.id,
+          companyRole: s.companyRole,
+          vendorBaseUrl: 'https://api.pms-vendor.com',
+          secretName: s.secretName,
+        })),
+        consumers: realistic.consumers.map((c) => ({ name: c.name, credentialSets: c.credentialSets })),
+        configurationBytes: expect.any(Number),
+      },
+    });
+  });
+
+  it('says which stages exist for an unknown name, and what is wrong with an unreadable file (exit 2)', async () => {
+    const unknown = await runIn(['check-config', 'staging']);
+    expect(unknown.exit).toBe(2);
+    expect(unknown.stderr).toContain(
+      'unknown stage "staging"; known: uat, prod (or give a path to a JSON stage file)',
+    );
+    const missing = await runIn(['check-config', join(dir, 'nope.json')]);
+    expect(missing.exit).toBe(2);
+    expect(missing.stderr).toContain('cannot read the stage file');
+    const notJson = join(dir, 'broken.json');
+    writeFileSync(notJson, '{ name: uat');
+    const garbled = await runIn(['check-config', notJson]);
+    expect(garbled.exit).toBe(2);
+    expect(garbled.stderr).toContain('is not JSON');
+  });
+});
