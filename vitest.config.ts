@@ -8,5 +8,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     // dynalite and the sandbox are per-file servers on ephemeral ports; files run in parallel.
     pool: 'forks',
+    // Most files wait on loopback I/O (dynalite, sandboxes, the soak's real-time run): two workers on two cores.
+    maxWorkers: 2,
   },
 });
