@@ -52,6 +52,9 @@ function rateLimited(
   return undefined;
 }
 
+/** How many dead tokens one vendor request replaces before it gives up. */
+const MAX_DEAD_TOKENS = 3;
+
 /** The broker no longer knows the token as live (expired, or two rotations old): take a fresh one. */
 const isDeadToken = (error: unknown): boolean =>
   error instanceof BrokerApiError && error.status === 400 && error.details?.field === 'tokenId';
@@ -76,7 +79,8 @@ export async function vendorCall<T>(
   const startedAt = clock.now();
   let token = await deps.tokens.get(setId, { signal });
   let rejectionRetried = false;
-  let deadTokenRetried = false;
+  // A long wait for room can outlive a token (or two): take a fresh one each time, never one seen dead.
+  const deadTokens = new Set<string>();
   for (let attempt = 1; ; attempt++) {
     const path = typeof request.path === 'function' ? request.path(token) : request.path;
     // A path that could never be sent must not cost a permit.
@@ -90,10 +94,11 @@ export async function vendorCall<T>(
         maxWaitMs: request.maxPermitWaitMs,
       });
     } catch (error) {
-      if (deadTokenRetried || !isDeadToken(error)) throw error;
-      deadTokenRetried = true;
+      if (!isDeadToken(error) || deadTokens.size >= MAX_DEAD_TOKENS) throw error;
+      deadTokens.add(token.tokenId);
       deps.tokens.invalidate(setId, token.tokenId);
       token = await deps.tokens.get(setId, { forceRefresh: true, signal });
+      if (deadTokens.has(token.tokenId)) throw error;
       attempt--;
       continue;
     }
