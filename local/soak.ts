@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeJwt } from 'jose';
-import { BrokerClient, PermitDeadlineError, VendorError } from '../client/index.js';
+import { BrokerClient, PermitDeadlineError } from '../client/index.js';
 import type { RateLimit } from '../shared/config/credential-sets.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { startLocalBroker } from './broker.js';
@@ -46,8 +46,9 @@ export const SOAK_DEFAULTS: Omit<SoakSettings, 'windowKind'> = {
   ],
   marginSeconds: 0.25,
   permitValiditySeconds: 0.15,
-  softThresholdSeconds: 12,
-  softThresholdJitterSeconds: 3,
+  // Re-login 8-10 s before exp: a lead under 1/6 of the lifetime keeps five lifetimes to six logins.
+  softThresholdSeconds: 8,
+  softThresholdJitterSeconds: 2,
   hardFloorSeconds: 2,
   refreshIntervalSeconds: 1,
 };
@@ -194,12 +195,10 @@ export async function runSoak(
         created = true;
       } catch (error) {
         if (error instanceof PermitDeadlineError) break;
-        const code =
-          error instanceof VendorError || error instanceof Error
-            ? ((error as { code?: string }).code ?? error.name)
-            : 'UNKNOWN';
+        const { code, details } = error as { code?: string; details?: { field?: string } };
+        const name = `${code ?? (error instanceof Error ? error.name : 'UNKNOWN')}${details?.field ? ` (${details.field})` : ''}`;
         if (code === 'DUPLICATE_KEY') created = true;
-        else clientErrors[code] = (clientErrors[code] ?? 0) + 1;
+        else clientErrors[name] = (clientErrors[name] ?? 0) + 1;
       }
     }
   };
