@@ -9,7 +9,6 @@ export {
 } from './refresh-invoker.js';
 export type { ErrorBody, VendResult } from './responses.js';
 export { ROUTES, type RouteName } from './router.js';
-export { DEFAULT_MIN_VALIDITY_SECONDS } from './routes/token-routes.js';
 export { loadVendConfig, type VendConfig } from './vend-config.js';
 export * from './vend-errors.js';
 export { createVendHandler, type VendEvent, type VendHandlerDeps } from './vend-handler.js';

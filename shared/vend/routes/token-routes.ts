@@ -10,18 +10,17 @@ import type { SetRouteContext, VendServices } from '../route-context.js';
 import type { ProvidedToken } from '../token-provider.js';
 import { BadRequestError } from '../vend-errors.js';
 
-/** The vendor's rule: re-login 5 minutes before `exp`, so by default a consumer gets at least that much. */
-export const DEFAULT_MIN_VALIDITY_SECONDS = 300;
-
 /**
- * `minValiditySeconds`: a whole number from 0 up to the set's soft threshold. The cap is what keeps on-demand
+ * `minValiditySeconds`: by default the vendor's rule (re-login 5 minutes before `exp`), which is the set's
+ * hard floor: 300 s unless configured otherwise, and compressed with the rest of time in the local broker. A
+ * given value is a whole number from 0 up to the set's soft threshold. The cap is what keeps on-demand
  * re-logins inside the schedule's budget: a token with less than the soft threshold left is due for a
  * re-login anyway, so no consumer can force a login for a token the refresher would still keep (and a value
  * above any token's lifetime would otherwise ask for a login on every request).
  */
 export function parseMinValidity(context: SetRouteContext): number {
   const raw = readQueryParameter(context.request, 'minValiditySeconds');
-  if (raw === undefined) return DEFAULT_MIN_VALIDITY_SECONDS;
+  if (raw === undefined) return context.set.refresh.hardFloorSeconds;
   if (!/^\d{1,9}$/.test(raw)) {
     throw new BadRequestError('INVALID_FORMAT', 'minValiditySeconds', 'must be a whole number of seconds');
   }
