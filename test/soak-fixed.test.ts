@@ -1,31 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { runSoak, SOAK_DEFAULTS, soakFailures } from '../local/soak.js';
+import { describe, it } from 'vitest';
+import { SOAK_TEST_NAME, SOAK_TIMEOUT_MS, shortSoak } from './support/soak-case.js';
 
-/**
- * The end-to-end soak, shortened for the suite (`npm run soak` runs the full one): the local broker with
- * tokens living 30 s, 20 consumers using the client library for three lifetimes, sandbox in fixed-window mode.
- * Margins are wider than the full soak's because the suite shares two cores with every other test file.
- */
 describe('end-to-end soak (fixed windows)', () => {
-  it('keeps the vendor from ever answering 429 or 401, logs in once per lifetime, and uses the quota', async () => {
-    const result = await runSoak({
-      ...SOAK_DEFAULTS,
-      windowKind: 'fixed',
-      tokenLifetimeSeconds: 30,
-      lifetimes: 3,
-      softThresholdSeconds: 2,
-      softThresholdJitterSeconds: 1,
-      hardFloorSeconds: 1,
-      refreshIntervalSeconds: 0.5,
-      marginSeconds: 0.5,
-      permitValiditySeconds: 0.25,
-    });
-    expect(result.rows).toHaveLength(2);
-    for (const row of result.rows) {
-      expect(row.vendorRequests).toBeGreaterThan(0);
-      expect(row.tokens).toBeGreaterThanOrEqual(3);
-    }
-    expect(soakFailures(result, 90)).toEqual([]);
-    expect(result.clientErrors).toEqual({});
-  }, 150_000);
+  it(SOAK_TEST_NAME, () => shortSoak('fixed'), SOAK_TIMEOUT_MS);
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../errors.js';
-import { describeIssues } from './credential-sets.js';
+import { parseConfig } from './credential-sets.js';
 
 /**
  * Who may have which credential set's token. A rule names an IAM role or user ARN; a caller that arrives
@@ -30,19 +30,9 @@ export function parseConsumers(
   knownSetIds: readonly string[],
   source = 'consumers',
 ): ConsumerConfig[] {
-  let value = input;
-  if (typeof input === 'string') {
-    try {
-      value = JSON.parse(input);
-    } catch (cause) {
-      throw new ConfigurationError(`${source}: not valid JSON`, { cause });
-    }
-  }
-  const result = consumersSchema.safeParse(value);
-  if (!result.success)
-    throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, source)}`);
+  const consumers = parseConfig(consumersSchema, input, source);
   const known = new Set(knownSetIds);
-  result.data.forEach((consumer, index) => {
+  consumers.forEach((consumer, index) => {
     consumer.credentialSets.forEach((setId, setIndex) => {
       if (!known.has(setId)) {
         throw new ConfigurationError(
@@ -51,5 +41,5 @@ export function parseConsumers(
       }
     });
   });
-  return result.data;
+  return consumers;
 }

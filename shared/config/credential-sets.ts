@@ -126,8 +126,8 @@ export function describeIssues(error: z.ZodError, root: string): string {
     .join('; ');
 }
 
-/** Parses credential sets (from JSON text or a value) once, at cold start; a wrong value names itself. */
-export function parseCredentialSets(input: unknown, source = 'credentialSets'): CredentialSetConfig[] {
+/** Parses a configuration value (JSON text or a value) with its schema; a wrong value names itself. */
+export function parseConfig<T extends z.ZodType>(schema: T, input: unknown, source: string): z.infer<T> {
   let value = input;
   if (typeof input === 'string') {
     try {
@@ -136,8 +136,14 @@ export function parseCredentialSets(input: unknown, source = 'credentialSets'): 
       throw new ConfigurationError(`${source}: not valid JSON`, { cause });
     }
   }
-  const result = credentialSetsSchema.safeParse(value);
-  if (!result.success)
+  const result = schema.safeParse(value);
+  if (!result.success) {
     throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, source)}`);
+  }
   return result.data;
+}
+
+/** Parses credential sets (from JSON text or a value) once, at cold start; a wrong value names itself. */
+export function parseCredentialSets(input: unknown, source = 'credentialSets'): CredentialSetConfig[] {
+  return parseConfig(credentialSetsSchema, input, source);
 }
