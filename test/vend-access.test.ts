@@ -3,6 +3,7 @@ import { type ConsumerConfig, parseConsumers } from '../shared/config/consumers.
 import { type CredentialSetConfig, parseCredentialSets } from '../shared/config/credential-sets.js';
 import { AccessPolicy } from '../shared/vend/access-policy.js';
 import { callerPrincipal, rulePrincipal } from '../shared/vend/principal.js';
+import { fixtureConsumers } from './support/fixture-consumers.js';
 
 const set = (id: string) => ({
   id,
@@ -16,28 +17,13 @@ const sets: CredentialSetConfig[] = parseCredentialSets([
   set('uat-execution'),
   set('uat-spare'),
 ]);
+const { portfolio, reporting, batch, gateway } = fixtureConsumers;
 const consumers: ConsumerConfig[] = parseConsumers(
   [
-    {
-      name: 'portfolio',
-      principalArn: 'arn:aws:iam::123456789012:role/portfolio-service',
-      credentialSets: ['uat-advisor'],
-    },
-    {
-      name: 'reporting',
-      principalArn: 'arn:aws:iam::123456789012:role/service-role/reporting-service',
-      credentialSets: ['uat-execution'],
-    },
-    {
-      name: 'batch',
-      principalArn: 'arn:aws:iam::123456789012:user/ops/batch-runner',
-      credentialSets: ['uat-advisor'],
-    },
-    {
-      name: 'gateway',
-      principalArn: 'arn:aws:iam::210987654321:role/execution-gateway',
-      credentialSets: ['uat-execution'],
-    },
+    portfolio,
+    reporting,
+    batch,
+    gateway,
     // A second rule for the same role (other path spelling): its sets add up.
     {
       name: 'portfolio-extra',

@@ -1,19 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { VendResult } from '../shared/vend/responses.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
-import { fixture, parseBody, startVendHarness, type VendHarness } from './support/vend-harness.js';
+import { fixture, parseBody, type VendHarness } from './support/vend-harness.js';
+import { vendHarnessPerTest } from './support/vend-suite.js';
 
-let dynamo: LocalDynamo;
+const startHarness = vendHarnessPerTest();
 let h: VendHarness;
-beforeAll(async () => {
-  dynamo = await startDynalite();
-});
-afterAll(async () => {
-  await dynamo.close();
-});
-afterEach(async () => {
-  await h?.close();
-});
 
 /**
  * Settles the requests while moving the shared ManualClock in small steps, with a tiny real pause for the
@@ -35,7 +26,7 @@ const loginAttempts = () => h.sandbox.stats().logins['uat-advisor']?.attempts ??
 
 describe('50 concurrent requests on a cold, empty cache', () => {
   it('in one container: exactly one vendor login, everyone gets the same token', async () => {
-    h = await startVendHarness(dynamo, { sandbox: { latencyMs: 30 } });
+    h = await startHarness({ sandbox: { latencyMs: 30 } });
     const results = await settle(Array.from({ length: 50 }, () => h.invoke(fixture('get-token'))));
     expect(results.map((r) => r.statusCode)).toEqual(Array(50).fill(200));
     expect(new Set(results.map((r) => parseBody<{ tokenId: string }>(r).tokenId)).size).toBe(1);
@@ -45,7 +36,7 @@ describe('50 concurrent requests on a cold, empty cache', () => {
   });
 
   it('across 5 containers (10 requests each, each its own memory and refresher): exactly one vendor login', async () => {
-    h = await startVendHarness(dynamo, { sandbox: { latencyMs: 30 } });
+    h = await startHarness({ sandbox: { latencyMs: 30 } });
     const containers = Array.from({ length: 5 }, () => h.newContainer());
     const requests = containers.flatMap((container) =>
       Array.from({ length: 10 }, () => container.invoke(fixture('get-token'))),

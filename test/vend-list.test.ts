@@ -1,32 +1,20 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import { describe, expect, it } from 'vitest';
 import {
   fixture,
+  getToken,
   parseBody,
-  startVendHarness,
   type TokenBody,
   type VendHarness,
   withChanges,
 } from './support/vend-harness.js';
+import { vendHarnessPerTest } from './support/vend-suite.js';
 
-let dynamo: LocalDynamo;
+const startHarness = vendHarnessPerTest();
 let h: VendHarness;
-beforeAll(async () => {
-  dynamo = await startDynalite();
-});
-afterAll(async () => {
-  await dynamo.close();
-});
-afterEach(async () => {
-  await h?.close();
-});
-
-const getToken = (query?: string) =>
-  h.invoke(query === undefined ? fixture('get-token') : withChanges(fixture('get-token'), { query }));
 
 describe('GET /v1/credential-sets', () => {
   it('lists the caller’s sets with their health and no token', async () => {
-    h = await startVendHarness(dynamo);
+    h = await startHarness();
     const before = await h.invoke(fixture('list-credential-sets'));
     expect(parseBody(before)).toEqual({
       credentialSets: [
@@ -48,7 +36,7 @@ describe('GET /v1/credential-sets', () => {
       ],
     });
     const obtainedAt = new Date(h.clock.now()).toISOString();
-    const token = parseBody<TokenBody>(await getToken());
+    const token = parseBody<TokenBody>(await getToken(h));
     await h.invoke(withChanges(fixture('acquire-permits'), { body: { tokenId: token.tokenId, count: 3 } }));
     await h.clock.advance(31_000);
     const after = await h.invoke(fixture('list-credential-sets'));
@@ -82,9 +70,9 @@ describe('GET /v1/credential-sets', () => {
   });
 
   it('shows the last error code and time when the credentials were rejected', async () => {
-    h = await startVendHarness(dynamo);
+    h = await startHarness();
     h.credentials.set('broker/uat-advisor', { username: 'uat-advisor', password: 'wrong' }, 'v2');
-    await getToken();
+    await getToken(h);
     const list = parseBody<{ credentialSets: { health: unknown }[] }>(
       await h.invoke(fixture('list-credential-sets')),
     );
@@ -105,7 +93,7 @@ describe('GET /v1/credential-sets', () => {
   });
 
   it('lists only the sets of the caller: a role with a path sees its own', async () => {
-    h = await startVendHarness(dynamo);
+    h = await startHarness();
     const list = parseBody<{ credentialSets: { id: string }[] }>(
       await h.invoke(
         withChanges(fixture('get-token-role-with-path'), { path: '/v1/credential-sets', query: '' }),

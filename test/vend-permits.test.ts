@@ -1,14 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Metric } from '../shared/metric-names.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import {
   errorBodyProblems,
   fixture,
   parseBody,
-  startVendHarness,
   type VendHarness,
   withChanges,
 } from './support/vend-harness.js';
+import { type VendHarnessOptions, vendHarnessPerTest } from './support/vend-suite.js';
 
 interface Remaining {
   limit: number;
@@ -23,21 +22,12 @@ interface Grant {
   remaining: Remaining[];
 }
 
-let dynamo: LocalDynamo;
+const startHarness = vendHarnessPerTest();
 let h: VendHarness;
 let tokenId: string;
-beforeAll(async () => {
-  dynamo = await startDynalite();
-});
-afterAll(async () => {
-  await dynamo.close();
-});
-afterEach(async () => {
-  await h?.close();
-});
 
-async function start(options: Parameters<typeof startVendHarness>[1] = {}): Promise<void> {
-  h = await startVendHarness(dynamo, options);
+async function start(options: VendHarnessOptions = {}): Promise<void> {
+  h = await startHarness(options);
   tokenId = parseBody<{ tokenId: string }>(await h.invoke(fixture('get-token'))).tokenId;
 }
 const acquire = (body: unknown) => h.invoke(withChanges(fixture('acquire-permits'), { body }));
@@ -188,7 +178,7 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
 
   it('fails closed with 503 LEDGER_UNAVAILABLE when the ledger does not answer', async () => {
     await start();
-    await dynamo.client.send(
+    await h.dynamo.client.send(
       new (await import('@aws-sdk/client-dynamodb')).DeleteTableCommand({ TableName: h.ledgerTable }),
     );
     const result = await acquire({ tokenId, count: 1 });

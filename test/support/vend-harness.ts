@@ -21,6 +21,7 @@ import { createVendHandler, type VendEvent, type VendHandlerDeps } from '../../s
 import { VendorClient } from '../../shared/vendor/client.js';
 import type { VendorCredentials } from '../../shared/vendor/types.js';
 import type { LocalDynamo } from './dynalite.js';
+import { fixtureConsumers } from './fixture-consumers.js';
 
 /** Function URL events as AWS delivers them (payload format 2.0, IAM auth), kept in test/fixtures/function-url. */
 export function fixture(name: string): VendEvent {
@@ -80,28 +81,13 @@ export function harnessSets(
 
 /** The consumers the fixtures' callers are (or are not). */
 export function harnessConsumers(sets: CredentialSetConfig[]): ConsumerConfig[] {
+  const { portfolio, reporting, batch, gateway } = fixtureConsumers;
   return parseConsumers(
     [
-      {
-        name: 'portfolio',
-        principalArn: 'arn:aws:iam::123456789012:role/portfolio-service',
-        credentialSets: ['uat-advisor'],
-      },
-      {
-        name: 'reporting',
-        principalArn: 'arn:aws:iam::123456789012:role/service-role/reporting-service',
-        credentialSets: ['uat-execution'],
-      },
-      {
-        name: 'batch',
-        principalArn: 'arn:aws:iam::123456789012:user/ops/batch-runner',
-        credentialSets: ['uat-advisor'],
-      },
-      {
-        name: 'gateway',
-        principalArn: 'arn:aws:iam::210987654321:role/execution-gateway',
-        credentialSets: ['uat-execution'],
-      },
+      portfolio,
+      reporting,
+      batch,
+      gateway,
       {
         name: 'spare-owner',
         principalArn: 'arn:aws:iam::123456789012:role/spare-owner',
@@ -137,6 +123,7 @@ export class CountingStore implements Pick<TokenStore, 'read'> {
 
 export interface VendHarness {
   clock: ManualClock;
+  dynamo: LocalDynamo;
   sandbox: Sandbox;
   sets: CredentialSetConfig[];
   credentials: MemoryCredentials;
@@ -226,6 +213,7 @@ export async function startVendHarness(
   const context = { awsRequestId: 'lambda-context-request-id' } as Context;
   return {
     clock,
+    dynamo,
     sandbox,
     sets,
     credentials,
@@ -250,6 +238,13 @@ export async function startVendHarness(
     close: () => sandbox.close(),
   };
 }
+
+/** The portfolio caller's GET token for uat-advisor; with `query`, that query string instead of the fixture's. */
+export const getToken = (h: VendHarness, query?: string) =>
+  h.invoke(query === undefined ? fixture('get-token') : withChanges(fixture('get-token'), { query }));
+
+/** Successful vendor logins of the sandbox user uat-advisor. */
+export const advisorLogins = (h: VendHarness) => h.sandbox.stats().logins['uat-advisor']?.successes ?? 0;
 
 /** The body of a token answer (GET token, rejection reports). */
 export interface TokenBody {
