@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, startSandbox } from '../sandbox/index.js';
-import { ManualClock } from '../shared/clock.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
 import { health, softThresholdSeconds } from '../shared/tokens/index.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import {
-  credentialSet,
   expectNoSecrets,
+  refresherSuite,
   sandboxPasswords,
-  startWorld,
   VENDOR_CLIENT_ATTEMPTS,
   type World,
 } from './support/refresher-harness.js';
@@ -18,29 +14,17 @@ const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const PERIOD = 300;
 const WRONG = 'wrong-password-b7c2';
 
-let dynamo: LocalDynamo;
-let clock: ManualClock;
-let uat: Sandbox;
+const suite = refresherSuite(T0);
+const { clock } = suite;
 let world: World;
 let set: CredentialSetConfig;
 
-beforeAll(async () => {
-  clock = new ManualClock(T0);
-  dynamo = await startDynalite();
-  uat = await startSandbox({ environment: 'uat', clock, quiet: true });
-});
-afterAll(async () => {
-  await uat.close();
-  await dynamo.close();
-});
 beforeEach(async () => {
-  clock.set(T0);
-  uat.resetStats();
-  world = await startWorld(clock, dynamo);
-  set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
+  suite.reset();
+  ({ world, set } = await suite.advisorWorld({ storeCredentials: false }));
 });
 
-const attempts = () => uat.stats().logins['uat-advisor']?.attempts ?? 0;
+const attempts = () => suite.uat.stats().logins['uat-advisor']?.attempts ?? 0;
 
 describe('a wrong password', () => {
   it('gets one attempt per cooldown, however often it is asked, and an immediate one when the secret changes', async () => {
@@ -98,11 +82,14 @@ describe('a wrong password', () => {
     expect(attempts()).toBe(attemptTicks.length);
 
     // Someone fixes the secret: the very next run logs in, cooldown or not.
-    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    world.storeCredentialsOf(set, 'uat-advisor', suite.uat);
     expect(clock.now()).toBeLessThan(cooling);
     const fixed = await invocations[1]?.runScheduled();
     expect(fixed?.sets[0]).toMatchObject({ action: 'LOGGED_IN', usable: true });
-    expect(uat.stats().logins['uat-advisor']).toMatchObject({ successes: 1, failures: attemptTicks.length });
+    expect(suite.uat.stats().logins['uat-advisor']).toMatchObject({
+      successes: 1,
+      failures: attemptTicks.length,
+    });
     const healed = await world.store.read(set.id, clock.now());
     expect(healed?.failure).toBeUndefined();
     expect(health(healed, clock.now(), set).state).toBe('HEALTHY');
@@ -110,7 +97,7 @@ describe('a wrong password', () => {
   });
 
   it('keeps serving the old token while a rotated-away password is rejected', async () => {
-    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    world.storeCredentialsOf(set, 'uat-advisor', suite.uat);
     const refresher = world.refresher('p1', [set]);
     await refresher.runScheduled();
     const old = (await world.store.read(set.id, clock.now()))?.current;
@@ -138,20 +125,20 @@ describe('a wrong password', () => {
     const refresher = world.refresher('p1', [set]);
     const run = await refresher.runScheduled();
     expect(run.sets[0]).toMatchObject({ action: 'FAILED', errorCode: 'CREDENTIALS_MALFORMED' });
-    expect(uat.stats().loginRequests).toBe(0);
+    expect(suite.uat.stats().loginRequests).toBe(0);
     await clock.advance(PERIOD * 1000);
     expect((await refresher.runScheduled()).sets[0]?.action).toBe('BLOCKED');
-    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    world.storeCredentialsOf(set, 'uat-advisor', suite.uat);
     expect((await refresher.runScheduled()).sets[0]).toMatchObject({ action: 'LOGGED_IN', usable: true });
-    expect(uat.stats().loginRequests).toBe(1);
+    expect(suite.uat.stats().loginRequests).toBe(1);
   });
 });
 
 describe('a vendor failure that is not about the credentials', () => {
   it('backs off below the schedule period and is never cooled down like a wrong password', async () => {
-    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    world.storeCredentialsOf(set, 'uat-advisor', suite.uat);
     const refresher = world.refresher('p1', [set]);
-    uat.inject({ target: 'login', status: 503, count: VENDOR_CLIENT_ATTEMPTS });
+    suite.uat.inject({ target: 'login', status: 503, count: VENDOR_CLIENT_ATTEMPTS });
     expect((await refresher.runScheduled()).sets[0]).toMatchObject({
       action: 'FAILED',
       errorCode: 'SERVICE_UNAVAILABLE',
@@ -165,7 +152,7 @@ describe('a vendor failure that is not about the credentials', () => {
       errorCode: 'SERVICE_UNAVAILABLE',
       retryAfterSeconds: set.refresh.retryBackoffBaseSeconds,
     });
-    expect(uat.stats().loginRequests).toBe(VENDOR_CLIENT_ATTEMPTS);
+    expect(suite.uat.stats().loginRequests).toBe(VENDOR_CLIENT_ATTEMPTS);
     await clock.advance(set.refresh.retryBackoffBaseSeconds * 1000);
     expect(await refresher.refreshOne({ credentialSetId: set.id, reason: 'NO_USABLE_TOKEN' })).toMatchObject({
       status: 'CURRENT',

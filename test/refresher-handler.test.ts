@@ -1,13 +1,10 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRefresherHandler } from '../functions/refresher-handler.js';
-import { type Sandbox, startSandbox } from '../sandbox/index.js';
-import { ManualClock } from '../shared/clock.js';
 import { InvalidRefreshRequestError, type RunSummary } from '../shared/tokens/index.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
-import { credentialSet, expectNoSecrets, sandboxPasswords, startWorld } from './support/refresher-harness.js';
+import { expectNoSecrets, refresherSuite, sandboxPasswords } from './support/refresher-harness.js';
 
 // As AWS documents the event of an EventBridge rule with a schedule expression.
 const scheduledEvent: ScheduledEvent = {
@@ -38,25 +35,11 @@ const context = {
 } as Context;
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
-let dynamo: LocalDynamo;
-let uat: Sandbox;
-let clock: ManualClock;
-
-beforeAll(async () => {
-  clock = new ManualClock(T0);
-  dynamo = await startDynalite();
-  uat = await startSandbox({ environment: 'uat', clock, quiet: true });
-});
-afterAll(async () => {
-  await uat.close();
-  await dynamo.close();
-});
+const suite = refresherSuite(T0);
 
 describe('the refresher handler', () => {
   it('runs every set on a scheduled event and one set on a refresh action, answering with no token', async () => {
-    const world = await startWorld(clock, dynamo);
-    const set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
-    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    const { world, set } = await suite.advisorWorld();
     const handler = createRefresherHandler({
       refresher: world.refresher('lambda-1', [set]),
       logger: new Logger({ serviceName: 'token-broker', logLevel: 'SILENT' }),
@@ -101,14 +84,12 @@ describe('the refresher handler', () => {
     ],
     ['nothing', null],
   ])('refuses %s, touching nothing', async (_case, event) => {
-    const world = await startWorld(clock, dynamo);
-    const set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
-    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    const { world, set } = await suite.advisorWorld();
     const handler = createRefresherHandler({ refresher: world.refresher('lambda-1', [set]) });
-    const loginsBefore = uat.stats().loginRequests;
+    const loginsBefore = suite.uat.stats().loginRequests;
     await expect(handler(event, context)).rejects.toBeInstanceOf(InvalidRefreshRequestError);
-    expect((await dynamo.client.send(new ScanCommand({ TableName: world.table }))).Count).toBe(0);
-    expect(uat.stats().loginRequests).toBe(loginsBefore);
+    expect((await world.dynamo.client.send(new ScanCommand({ TableName: world.table }))).Count).toBe(0);
+    expect(suite.uat.stats().loginRequests).toBe(loginsBefore);
   });
 });
 

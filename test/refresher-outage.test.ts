@@ -1,45 +1,23 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Sandbox, startSandbox } from '../sandbox/index.js';
-import { ManualClock } from '../shared/clock.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
 import { health, type Refresher, softThresholdSeconds, validitySeconds } from '../shared/tokens/index.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
-import {
-  credentialSet,
-  startWorld,
-  VENDOR_CLIENT_ATTEMPTS,
-  type World,
-} from './support/refresher-harness.js';
+import { refresherSuite, VENDOR_CLIENT_ATTEMPTS, type World } from './support/refresher-harness.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const LIFETIME = 4 * 3600;
 const PERIOD = 300;
 const INVOCATIONS = 5;
 
-let dynamo: LocalDynamo;
-let clock: ManualClock;
-let uat: Sandbox;
+const suite = refresherSuite(T0, { tokenLifetimeSeconds: LIFETIME });
+const { clock } = suite;
 let world: World;
 let set: CredentialSetConfig;
 let invocations: Refresher[];
 
-beforeAll(async () => {
-  clock = new ManualClock(T0);
-  dynamo = await startDynalite();
-  uat = await startSandbox({ environment: 'uat', clock, quiet: true, tokenLifetimeSeconds: LIFETIME });
-});
-afterAll(async () => {
-  await uat.close();
-  await dynamo.close();
-});
 beforeEach(async () => {
-  clock.set(T0);
-  uat.update({ outage: false });
-  uat.resetStats();
-  world = await startWorld(clock, dynamo);
-  set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
-  world.storeCredentialsOf(set, 'uat-advisor', uat);
+  suite.reset({ outage: false });
+  ({ world, set } = await suite.advisorWorld());
   invocations = Array.from({ length: INVOCATIONS }, (_, i) => world.refresher(`container-${i}`, [set]));
 });
 
@@ -57,7 +35,7 @@ async function runUntilDue(): Promise<number> {
   return dueTick;
 }
 
-const successes = () => uat.stats().logins['uat-advisor']?.successes ?? 0;
+const successes = () => suite.uat.stats().logins['uat-advisor']?.successes ?? 0;
 
 describe('a vendor outage', () => {
   it('of 40 minutes from the soft threshold: the old token stays in use, the new one arrives on the first run after', async () => {
@@ -65,7 +43,7 @@ describe('a vendor outage', () => {
     const old = (await world.store.read(set.id, clock.now()))?.current;
     if (!old) throw new Error('expected a token');
     const outageEnds = clock.now() + 40 * 60_000;
-    uat.update({ outage: true });
+    suite.uat.update({ outage: true });
     let runsDuringOutage = 0;
     while (clock.now() < outageEnds) {
       const reports = await tick();
@@ -96,13 +74,13 @@ describe('a vendor outage', () => {
       world.telemetry.sum(Metric.LoginFailure, { CredentialSet: set.id, ErrorCode: 'SERVICE_UNAVAILABLE' }),
     ).toBe(8);
     expect(world.telemetry.sum(Metric.VendorUnavailable, { CredentialSet: set.id })).toBe(8);
-    expect(uat.stats().logins['uat-advisor']).toEqual({
+    expect(suite.uat.stats().logins['uat-advisor']).toEqual({
       attempts: 1 + 8 * VENDOR_CLIENT_ATTEMPTS,
       successes: 1,
       failures: 8 * VENDOR_CLIENT_ATTEMPTS,
     });
 
-    uat.update({ outage: false });
+    suite.uat.update({ outage: false });
     const after = await tick();
     expect(after.filter((r) => r?.action === 'LOGGED_IN')).toHaveLength(1);
     expect(successes()).toBe(2);
@@ -124,7 +102,7 @@ describe('a vendor outage', () => {
       logs: world.telemetry.logs.filter((l) => l.message === 'no usable token').length,
     });
     const before = said();
-    uat.update({ outage: true });
+    suite.uat.update({ outage: true });
     let unusableRuns = 0;
     while (clock.now() < outageEnds) {
       const reports = await tick();
@@ -156,7 +134,7 @@ describe('a vendor outage', () => {
     expect((await store.read(set.id, floorAt - 1000))?.current?.usable).toBe(true);
     expect((await store.read(set.id, floorAt))?.current?.usable).toBe(false);
 
-    uat.update({ outage: false });
+    suite.uat.update({ outage: false });
     const after = await tick();
     expect(after.filter((r) => r?.action === 'LOGGED_IN')).toHaveLength(1);
     expect(after.find((r) => r?.action === 'LOGGED_IN')?.usable).toBe(true);

@@ -1,7 +1,6 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { defaultSandboxUsers, type Sandbox, startSandbox } from '../sandbox/index.js';
-import { ManualClock } from '../shared/clock.js';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
 import {
@@ -12,12 +11,11 @@ import {
   UnknownCredentialSetError,
 } from '../shared/tokens/index.js';
 import { VendorApiError, VendorClient } from '../shared/vendor/index.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import {
   credentialSet,
   expectNoSecrets,
+  refresherSuite,
   sandboxPasswords,
-  startWorld,
   type World,
   whileAdvancing,
 } from './support/refresher-harness.js';
@@ -25,28 +23,14 @@ import {
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const LIFETIME = 14_400;
 
-let dynamo: LocalDynamo;
-let clock: ManualClock;
-let uat: Sandbox;
+const suite = refresherSuite(T0, { tokenLifetimeSeconds: LIFETIME });
+const { clock } = suite;
 let world: World;
 let set: CredentialSetConfig;
 
-beforeAll(async () => {
-  clock = new ManualClock(T0);
-  dynamo = await startDynalite();
-  uat = await startSandbox({ environment: 'uat', clock, quiet: true, tokenLifetimeSeconds: LIFETIME });
-});
-afterAll(async () => {
-  await uat.close();
-  await dynamo.close();
-});
 beforeEach(async () => {
-  clock.set(T0);
-  uat.update({ outage: false, invalidatePreviousTokenOnLogin: false });
-  uat.resetStats();
-  world = await startWorld(clock, dynamo);
-  set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
-  world.storeCredentialsOf(set, 'uat-advisor', uat);
+  suite.reset({ outage: false, invalidatePreviousTokenOnLogin: false });
+  ({ world, set } = await suite.advisorWorld());
 });
 
 const successes = (sandbox: Sandbox, username: string) => sandbox.stats().logins[username]?.successes ?? 0;
@@ -87,7 +71,7 @@ describe('a scheduled run', () => {
     await clock.advance(300_000);
     const second = await refresher.runScheduled();
     expect(second.sets[0]).toMatchObject({ action: 'FRESH', tokenId: first.sets[0]?.tokenId });
-    expect(successes(uat, 'uat-advisor')).toBe(1);
+    expect(successes(suite.uat, 'uat-advisor')).toBe(1);
     expect(world.telemetry.sum(Metric.LoginSuccess, { CredentialSet: set.id })).toBe(1);
     expect(
       world.telemetry.metrics.filter((m) => m.name === Metric.TokenValiditySeconds).map((m) => m.value),
@@ -108,13 +92,13 @@ describe('a scheduled run', () => {
     const state = await world.store.read(set.id, clock.now());
     expect(state?.previous?.tokenId).toBe(first.sets[0]?.tokenId);
     expect(state?.current?.tokenId).toBe(second.sets[0]?.tokenId);
-    expect(successes(uat, 'uat-advisor')).toBe(2);
+    expect(successes(suite.uat, 'uat-advisor')).toBe(2);
   });
 
   it('says which sets it could not serve without stopping the others, and never logs a token or password', async () => {
     const broken = credentialSet({
       id: 'uat-broken',
-      vendorBaseUrl: uat.url,
+      vendorBaseUrl: suite.uat.url,
       secretId: 'token-broker/absent',
     });
     const summary = await world.refresher('p1', [set, broken]).runScheduled();
@@ -136,7 +120,7 @@ describe('a scheduled run', () => {
 
 describe('the token check', () => {
   it('never makes a token of the other environment usable', async () => {
-    // A prod vendor whose user has the very credentials of the uat set: the login succeeds, the token says prod.
+    // A prod vendor whose user has the very credentials of the suite.uat set: the login succeeds, the token says prod.
     const prod = await startSandbox({
       environment: 'prod',
       clock,
@@ -163,7 +147,7 @@ describe('the token check', () => {
       });
       expect(world.telemetry.sum(Metric.EnvMismatch, { CredentialSet: misdirected.id })).toBe(1);
       // Not even stored somewhere as information: the table holds no JWT at all.
-      const scan = await dynamo.client.send(new ScanCommand({ TableName: world.table }));
+      const scan = await world.dynamo.client.send(new ScanCommand({ TableName: world.table }));
       expect(JSON.stringify(scan.Items)).not.toMatch(/eyJ/);
 
       // Runs every 5 minutes for an hour: one attempt per cooldown, never a usable token.
@@ -187,8 +171,8 @@ describe('on demand', () => {
         refresher.refreshOne({ credentialSetId: set.id, reason: 'NO_USABLE_TOKEN' }),
       ),
     );
-    expect(successes(uat, 'uat-advisor')).toBe(1);
-    expect(uat.stats().loginRequests).toBe(1);
+    expect(successes(suite.uat, 'uat-advisor')).toBe(1);
+    expect(suite.uat.stats().loginRequests).toBe(1);
     const tokenIds = new Set(outcomes.map((o) => (o.status === 'CURRENT' ? o.tokenId : o.errorCode)));
     expect(tokenIds.size).toBe(1);
     expect(outcomes.filter((o) => o.status === 'CURRENT' && o.loggedIn)).toHaveLength(1);
@@ -204,7 +188,7 @@ describe('on demand', () => {
         ),
       ),
     );
-    expect(successes(uat, 'uat-advisor')).toBe(1);
+    expect(successes(suite.uat, 'uat-advisor')).toBe(1);
     expect(new Set(outcomes.map((o) => (o.status === 'CURRENT' ? o.tokenId : o.errorCode))).size).toBe(1);
     expect(outcomes.every((o) => o.status === 'CURRENT')).toBe(true);
     expect(world.telemetry.sum(Metric.LeaseContention)).toBeGreaterThan(0);
@@ -237,7 +221,7 @@ describe('on demand', () => {
     expect(await ask(soft - 30)).toEqual(
       expect.objectContaining({ status: 'CURRENT', loggedIn: true, exp: clock.now() / 1000 + LIFETIME }),
     );
-    expect(successes(uat, 'uat-advisor')).toBe(2);
+    expect(successes(suite.uat, 'uat-advisor')).toBe(2);
   });
 
   it('refuses a malformed request or an unknown set, writing nothing', async () => {
@@ -255,9 +239,9 @@ describe('on demand', () => {
     await expect(
       refresher.refreshOne({ credentialSetId: 'nope', reason: 'NO_USABLE_TOKEN' }),
     ).rejects.toBeInstanceOf(UnknownCredentialSetError);
-    const scan = await dynamo.client.send(new ScanCommand({ TableName: world.table }));
+    const scan = await world.dynamo.client.send(new ScanCommand({ TableName: world.table }));
     expect(scan.Count).toBe(0);
-    expect(uat.stats().loginRequests).toBe(0);
+    expect(suite.uat.stats().loginRequests).toBe(0);
   });
 });
 
@@ -274,8 +258,8 @@ describe('a vendor that invalidates the previous token on login', () => {
       .catch((e: unknown) => (e instanceof VendorApiError ? e.code : 'ERROR'));
 
   it('gives the current token to a consumer reporting the previous one, and re-logs in once for 20 reporting the current one', async () => {
-    uat.update({ invalidatePreviousTokenOnLogin: true });
-    const vendor = new VendorClient({ baseUrl: uat.url, clock, retry: { maxAttempts: 1 } });
+    suite.uat.update({ invalidatePreviousTokenOnLogin: true });
+    const vendor = new VendorClient({ baseUrl: suite.uat.url, clock, retry: { maxAttempts: 1 } });
     const refresher = world.refresher('p1', [set]);
     await refresher.runScheduled();
     const a = await world.store.read(set.id, clock.now());
@@ -288,7 +272,7 @@ describe('a vendor that invalidates the previous token on login', () => {
     // The vendor really has invalidated A, and B works.
     expect(await probe(vendor, tokenA.accessToken)).toBe('TOKEN_INVALID');
     expect(await probe(vendor, tokenB.accessToken)).toBe('RESOURCE_NOT_FOUND');
-    const loginsBefore = uat.stats().loginRequests;
+    const loginsBefore = suite.uat.stats().loginRequests;
 
     const forPrevious = await refresher.refreshOne({
       credentialSetId: set.id,
@@ -301,7 +285,7 @@ describe('a vendor that invalidates the previous token on login', () => {
       exp: tokenB.exp,
       loggedIn: false,
     });
-    expect(uat.stats().loginRequests).toBe(loginsBefore);
+    expect(suite.uat.stats().loginRequests).toBe(loginsBefore);
 
     // Something invalidated B (say, a login elsewhere): 20 consumers in 20 processes report it at once.
     await clock.advance(120_000);
@@ -318,7 +302,7 @@ describe('a vendor that invalidates the previous token on login', () => {
         ),
       ),
     );
-    expect(uat.stats().loginRequests).toBe(loginsBefore + 1);
+    expect(suite.uat.stats().loginRequests).toBe(loginsBefore + 1);
     const c = (await world.store.read(set.id, clock.now()))?.current;
     expect(c && c.tokenId !== tokenB.tokenId).toBe(true);
     expect(outcomes.every((o) => o.status === 'CURRENT' && o.tokenId === c?.tokenId)).toBe(true);
@@ -337,7 +321,7 @@ describe('a vendor that invalidates the previous token on login', () => {
         }),
       ),
     );
-    expect(uat.stats().loginRequests).toBe(loginsBefore + 2);
+    expect(suite.uat.stats().loginRequests).toBe(loginsBefore + 2);
     expect(new Set(again.map((o) => (o.status === 'CURRENT' ? o.tokenId : 'none'))).size).toBe(1);
     expectNoSecrets(world.telemetry.dump() + JSON.stringify(outcomes), sandboxPasswords());
   });

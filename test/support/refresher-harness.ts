@@ -4,8 +4,15 @@ import {
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { defaultSandboxUsers, type Sandbox } from '../../sandbox/index.js';
-import type { Clock, ManualClock } from '../../shared/clock.js';
+import { afterAll, beforeAll } from 'vitest';
+import {
+  defaultSandboxUsers,
+  type MutableSandboxSettings,
+  type Sandbox,
+  type SandboxSettings,
+  startSandbox,
+} from '../../sandbox/index.js';
+import { type Clock, ManualClock } from '../../shared/clock.js';
 import {
   type CredentialSetConfig,
   type CredentialSetInput,
@@ -16,7 +23,7 @@ import { MemoryTelemetry } from '../../shared/observability.js';
 import { DynamoTokenStore, Refresher, type RefresherOptions } from '../../shared/tokens/index.js';
 import { VendorClient } from '../../shared/vendor/client.js';
 import type { VendorCredentials } from '../../shared/vendor/types.js';
-import type { LocalDynamo } from './dynalite.js';
+import { type LocalDynamo, startDynalite } from './dynalite.js';
 
 /** A credential set as configuration would give it (every default filled in by the real schema). */
 export function credentialSet(
@@ -175,3 +182,60 @@ export async function startWorld(clock: ManualClock, dynamo: LocalDynamo): Promi
 /** Every sandbox password: what must never appear in telemetry, summaries or errors. */
 export const sandboxPasswords = (): string[] =>
   (['uat', 'prod'] as const).flatMap((env) => defaultSandboxUsers(env).map((u) => u.password));
+
+export interface RefresherSuite {
+  clock: ManualClock;
+  dynamo: LocalDynamo;
+  /** The uat sandbox, on `clock`. */
+  uat: Sandbox;
+  /** Before a test: the clock back at its start, the sandbox's `settings` applied (if given) and stats cleared. */
+  reset(settings?: Partial<MutableSandboxSettings>): void;
+  /** A fresh world and the set uat-advisor on the sandbox, its user's credentials stored unless told not to. */
+  advisorWorld(options?: { storeCredentials?: boolean }): Promise<{ world: World; set: CredentialSetConfig }>;
+}
+
+/**
+ * For a refresher test file, at its top level: one ManualClock at `t0`, and dynalite and a uat sandbox on
+ * that clock, started before the file's tests and closed after them (`dynamo` and `uat` are there from then).
+ */
+export function refresherSuite(
+  t0: number,
+  sandbox: Omit<SandboxSettings, 'environment' | 'clock'> = {},
+): RefresherSuite {
+  const clock = new ManualClock(t0);
+  let dynamo: LocalDynamo | undefined;
+  let uat: Sandbox | undefined;
+  beforeAll(async () => {
+    dynamo = await startDynalite();
+    uat = await startSandbox({ environment: 'uat', clock, quiet: true, ...sandbox });
+  });
+  afterAll(async () => {
+    await uat?.close();
+    await dynamo?.close();
+  });
+  const started = <T>(part: T | undefined): T => {
+    if (part === undefined) throw new Error('refresherSuite: its parts start before the tests of the file');
+    return part;
+  };
+  const suite: RefresherSuite = {
+    clock,
+    get dynamo() {
+      return started(dynamo);
+    },
+    get uat() {
+      return started(uat);
+    },
+    reset(settings) {
+      clock.set(t0);
+      if (settings) suite.uat.update(settings);
+      suite.uat.resetStats();
+    },
+    async advisorWorld({ storeCredentials = true } = {}) {
+      const world = await startWorld(clock, suite.dynamo);
+      const set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: suite.uat.url });
+      if (storeCredentials) world.storeCredentialsOf(set, 'uat-advisor', suite.uat);
+      return { world, set };
+    },
+  };
+  return suite;
+}
