@@ -44,28 +44,40 @@ export type PermitGrant = z.infer<typeof permitAnswer>;
 
 export const returnAnswer = z.object({ returned: z.number().int().min(0) }).loose();
 
-export const listAnswer = z
+/** What the broker reports of a quota window in the set list: also what was used of it, where it says so. */
+const windowUsage = quotaWindow.extend({
+  /** Permits granted in the window (plus the ledger's margin); absent from brokers before it was added. */
+  used: z.number().optional(),
+});
+
+/**
+ * One set of `GET /v1/credential-sets`, as the consumer library and the operator CLI read it. The fields
+ * only the CLI shows are optional: older brokers do not send them.
+ */
+const listedSet = z
   .object({
-    credentialSets: z.array(
-      z
-        .object({
-          id: z.string(),
-          environment: z.string(),
-          companyRole: z.string(),
-          health: z
-            .object({
-              state: z.string(),
-              expiresAt: z.number().nullable(),
-              lastError: z
-                .object({ code: z.string(), at: z.string(), requestId: z.string().optional() })
-                .nullable(),
-            })
-            .loose(),
-        })
-        .loose(),
-    ),
+    id: z.string(),
+    environment: z.string(),
+    companyRole: z.string(),
+    health: z
+      .object({
+        state: z.string(),
+        expiresAt: z.number().nullable(),
+        refreshedAt: z.string().nullable().optional(),
+        lastError: z
+          .object({ code: z.string(), at: z.string(), requestId: z.string().optional() })
+          .nullable(),
+        consecutiveFailures: z.number().optional(),
+        nextAttemptAt: z.string().nullable().optional(),
+        rateLimitedUntil: z.string().nullable().optional(),
+      })
+      .loose(),
+    quota: z.array(windowUsage).nullable().optional(),
   })
   .loose();
+export type ListedSet = z.infer<typeof listedSet>;
+
+export const listAnswer = z.object({ credentialSets: z.array(listedSet) }).loose();
 
 const errorBody = z
   .object({

@@ -1,46 +1,17 @@
-import { z } from 'zod';
-import { brokerError, shapeProblem, unexpected } from '../../client/broker-responses.js';
+import {
+  brokerError,
+  type ListedSet,
+  listAnswer,
+  shapeProblem,
+  unexpected,
+} from '../../client/broker-responses.js';
 import { BrokerUnreachableError } from '../../client/errors.js';
 import { FunctionUrlSigner } from '../../client/sigv4.js';
 import type { BrokerTarget } from '../broker-target.js';
 import type { CliIo } from '../io.js';
 
-const windowUsage = z
-  .object({
-    limit: z.number(),
-    windowSeconds: z.number(),
-    remaining: z.number(),
-    /** Permits granted in the window (plus the ledger's margin); absent from brokers before it was added. */
-    used: z.number().optional(),
-    class: z.string().optional(),
-  })
-  .loose();
-
-/** One set of `GET /v1/credential-sets`. The operator fields are optional: older brokers do not send them. */
-const setHealth = z
-  .object({
-    id: z.string(),
-    environment: z.string(),
-    companyRole: z.string(),
-    health: z
-      .object({
-        state: z.string(),
-        expiresAt: z.number().nullable(),
-        refreshedAt: z.string().nullable().optional(),
-        lastError: z
-          .object({ code: z.string(), at: z.string(), requestId: z.string().optional() })
-          .nullable(),
-        consecutiveFailures: z.number().optional(),
-        nextAttemptAt: z.string().nullable().optional(),
-        rateLimitedUntil: z.string().nullable().optional(),
-      })
-      .loose(),
-    quota: z.array(windowUsage).nullable().optional(),
-  })
-  .loose();
-export type SetHealthView = z.infer<typeof setHealth>;
-
-const listAnswer = z.object({ credentialSets: z.array(setHealth) }).loose();
+/** One set of `GET /v1/credential-sets`, the operator fields included where the broker sends them. */
+export type SetHealthView = ListedSet;
 
 const TIMEOUT_MS = 15_000;
 
