@@ -18,7 +18,7 @@ import {
   maxInAnySpan,
   seededRandom,
 } from '../test/support/ledger-harness.js';
-import type { BenchRow, BenchTable } from './index.js';
+import type { BenchRow, BenchTable } from './format-table.js';
 import {
   type Contender,
   createFlexibleTable,

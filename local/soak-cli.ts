@@ -1,7 +1,7 @@
 /** `npm run soak`: the end-to-end soak in fixed- and sliding-window mode (in parallel); prints a table. */
 
+import { formatTable } from '../bench/format-table.js';
 import { runSoak, SOAK_DEFAULTS, soakFailures } from './soak.js';
-import { formatTable } from './soak-report.js';
 
 const MIN_QUOTA_USED_PCT = 95;
 
@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const results = await Promise.all(
     (['fixed', 'sliding'] as const).map((windowKind) => runSoak({ ...settings, windowKind }, progress)),
   );
-  process.stdout.write(`${formatTable(results.flatMap((r) => r.rows))}\n\n`);
+  process.stdout.write(`${formatTable({ title: 'soak', rows: results.flatMap((r) => r.rows) })}\n\n`);
   for (const result of results) {
     process.stdout.write(
       `${result.settings.windowKind}: ${result.logLines} log lines, secrets in logs: ${result.secretsInLogs}, ` +

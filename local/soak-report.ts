@@ -1,5 +1,7 @@
 /**
  * Arithmetic of the soak report: what the vendor's limits allow, and the busiest span of a record.
+ * Spans here are half-open, [t, t + window), as a vendor counts them; the ledger's tests count closed spans
+ * of window + margin (test/support/ledger-harness.ts), the ledger's own promise.
  * Pure functions, so the soak's verdicts can be checked on their own.
  */
 
@@ -36,19 +38,4 @@ export function busiestSpan(sortedTimes: readonly number[], spanMs: number): num
     best = Math.max(best, last - first + 1);
   }
   return best;
-}
-
-/** A plain aligned table, as `npm run soak` and `npm run bench` print them. */
-export function formatTable(rows: readonly Record<string, string | number>[]): string {
-  const first = rows[0];
-  if (!first) return '(no rows)';
-  const columns = Object.keys(first);
-  const cells = [columns, ...rows.map((row) => columns.map((c) => String(row[c] ?? '')))];
-  const widths = columns.map((_, i) => Math.max(...cells.map((line) => (line[i] ?? '').length)));
-  const line = (values: readonly string[]) =>
-    values
-      .map((v, i) => v.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.slice(1).map(line)].join('\n');
 }
