@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../errors.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor/types.js';
+import { isLoopbackHostname } from '../vendor/vendor-url.js';
 
 /** One limit of the vendor's quota: at most `limit` requests in any span of `windowSeconds`. */
 export const rateLimitSchema = z.object({
@@ -15,10 +16,7 @@ export const VENDOR_DEFAULT_LIMITS: RateLimit[] = [
   { limit: 1000, windowSeconds: 3600 },
 ];
 
-const isLoopbackHost = (hostname: string): boolean =>
-  hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
-
-/** HTTPS only; plain HTTP only for loopback (the sandbox). */
+/** HTTPS only; plain HTTP only for loopback (the sandbox), by the vendor client's own loopback rule. */
 export const vendorBaseUrlSchema = z
   .string()
   .url()
@@ -26,7 +24,7 @@ export const vendorBaseUrlSchema = z
     (value) => {
       if (!URL.canParse(value)) return false;
       const url = new URL(value);
-      return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+      return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHostname(url.hostname));
     },
     { message: 'must be https:// (plain http:// is accepted only for loopback addresses)' },
   );
