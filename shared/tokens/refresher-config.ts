@@ -1,4 +1,5 @@
 import { type CredentialSetConfig, parseCredentialSets } from '../config/credential-sets.js';
+import { requiredEnv } from '../config/env.js';
 import { ConfigurationError } from '../errors.js';
 
 export interface RefresherConfig {
@@ -10,12 +11,6 @@ export interface RefresherConfig {
 
 /** The refresher's configuration from its environment, once at cold start; a wrong value names itself. */
 export function loadRefresherConfig(env: Record<string, string | undefined>): RefresherConfig {
-  const required = (name: string): string => {
-    const value = env[name]?.trim();
-    if (!value)
-      throw new ConfigurationError(`invalid configuration: environment variable ${name} is not set`);
-    return value;
-  };
   const concurrencyText = env.REFRESH_CONCURRENCY?.trim() || '4';
   const concurrency = Number(concurrencyText);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 32) {
@@ -24,8 +19,8 @@ export function loadRefresherConfig(env: Record<string, string | undefined>): Re
     );
   }
   return {
-    sets: parseCredentialSets(required('CREDENTIAL_SETS'), 'CREDENTIAL_SETS'),
-    tokensTableName: required('TOKENS_TABLE_NAME'),
+    sets: parseCredentialSets(requiredEnv(env, 'CREDENTIAL_SETS'), 'CREDENTIAL_SETS'),
+    tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     concurrency,
   };
 }

@@ -1,6 +1,6 @@
 import { type ConsumerConfig, parseConsumers } from '../config/consumers.js';
 import { type CredentialSetConfig, parseCredentialSets } from '../config/credential-sets.js';
-import { ConfigurationError } from '../errors.js';
+import { requiredEnv } from '../config/env.js';
 
 export interface VendConfig {
   sets: CredentialSetConfig[];
@@ -10,24 +10,18 @@ export interface VendConfig {
   refresherFunctionName: string;
 }
 
-function required(env: Record<string, string | undefined>, name: string): string {
-  const value = env[name]?.trim();
-  if (!value) throw new ConfigurationError(`invalid configuration: environment variable ${name} is not set`);
-  return value;
-}
-
 /** The vend function's configuration from its environment, once at cold start; a wrong value names itself. */
 export function loadVendConfig(env: Record<string, string | undefined>): VendConfig {
-  const sets = parseCredentialSets(required(env, 'CREDENTIAL_SETS'), 'CREDENTIAL_SETS');
+  const sets = parseCredentialSets(requiredEnv(env, 'CREDENTIAL_SETS'), 'CREDENTIAL_SETS');
   return {
     sets,
     consumers: parseConsumers(
-      required(env, 'CONSUMERS'),
+      requiredEnv(env, 'CONSUMERS'),
       sets.map((set) => set.id),
       'CONSUMERS',
     ),
-    tokensTableName: required(env, 'TOKENS_TABLE_NAME'),
-    ledgerTableName: required(env, 'LEDGER_TABLE_NAME'),
-    refresherFunctionName: required(env, 'REFRESHER_FUNCTION_NAME'),
+    tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
+    ledgerTableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),
+    refresherFunctionName: requiredEnv(env, 'REFRESHER_FUNCTION_NAME'),
   };
 }
