@@ -6,6 +6,7 @@ import type { CredentialSetInput } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
 import { tokenId } from '../shared/vendor/token-id.js';
 import { type BrokerWorld, SET_ID, startBrokerWorld, TENANT } from './support/client-world.js';
+import { idealGrantTimes } from './support/ledger-harness.js';
 import { seededRandom } from './support/sandbox-http.js';
 
 /**
@@ -29,28 +30,6 @@ interface SoakRun {
   served: number;
   start: number;
   end: number;
-}
-
-/**
- * The most requests any scheduler could send in [startMs, endMs] with no closed span of `windowMs + extraMs`
- * holding more than `limit`, for every limit at once: sending each as early as the limits allow is optimal.
- */
-function bestPossible(
-  limits: readonly { limit: number; windowMs: number }[],
-  startMs: number,
-  endMs: number,
-  extraMs: number,
-): number {
-  const times: number[] = [];
-  for (;;) {
-    let t = times.at(-1) ?? startMs;
-    for (const { limit, windowMs } of limits) {
-      const back = times[times.length - limit];
-      if (back !== undefined) t = Math.max(t, back + windowMs + extraMs + 1);
-    }
-    if (t > endMs) return times.length;
-    times.push(t);
-  }
 }
 
 async function soak(options: {
@@ -192,8 +171,8 @@ describe('soak: 20 consumers on one token, 50 a minute (30 min)', () => {
   it('sends at least 95 % of what the ledger could ever allow in the time', () => {
     const { rateLimits } = run.w.set;
     const limits = rateLimits.general.map((l) => ({ limit: l.limit, windowMs: l.windowSeconds * 1000 }));
-    const best = bestPossible(limits, run.start, run.end, rateLimits.marginSeconds * 1000);
-    const bare = bestPossible(limits, run.start, run.end, 0);
+    const best = idealGrantTimes(limits, run.start, run.end, rateLimits.marginSeconds * 1000).length;
+    const bare = idealGrantTimes(limits, run.start, run.end, 0).length;
     const sent = run.hits.filter((hit) => hit.at <= run.end).length;
     console.info(
       `soak: ${sent} vendor requests in 30 min by ${CONSUMERS} consumers: ${((100 * sent) / best).toFixed(1)} % ` +

@@ -72,17 +72,8 @@ function valueSize(value: AttributeValue): number {
   throw new Error('attribute type not measured by this helper');
 }
 
-/** A small seeded PRNG (mulberry32), so every run of a simulation is reproducible from its seed. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Reproducible simulations: the one seeded PRNG of the test support. */
+export { seededRandom } from './sandbox-http.js';
 
 /** Counts the DynamoDB requests a client sends, by command, each attempt (retries included) as it leaves. */
 export function countDynamoCalls(client: DynamoDBClient): {
