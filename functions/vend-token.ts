@@ -23,6 +23,7 @@ export const handler = createVendHandler({
   store: new DynamoTokenStore({ client: dynamo, tableName: config.tokensTableName }),
   ledger: new DynamoRateLedger({ client: dynamo, tableName: config.ledgerTableName, telemetry }),
   // The vend function may not read credentials: re-logins are the refresher's, by synchronous invoke.
+  reports: { client: dynamo, tableName: config.ledgerTableName, settings: config.reportLimits },
   refresher: new LambdaRefreshInvoker({
     client: new LambdaClient({ region: process.env.AWS_REGION, maxAttempts: 2 }),
     functionName: config.refresherFunctionName,

@@ -135,6 +135,12 @@ export async function startLocalBroker(
       store,
       ledger: new DynamoRateLedger({ client, tableName: LOCAL_LEDGER_TABLE, clock, telemetry }),
       refresher: new InProcessRefreshInvoker(refresher),
+      // Report windows compress with the rest of time, like the refresher's intervals.
+      reports: {
+        client,
+        tableName: LOCAL_LEDGER_TABLE,
+        settings: { windowSeconds: 60 / scale, rejectionReloginIntervalSeconds: 300 / scale },
+      },
       clock,
       telemetry,
       cacheTtlMs: Math.max(30_000 / scale, 100),

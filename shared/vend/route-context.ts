@@ -5,6 +5,7 @@ import type { Telemetry } from '../observability.js';
 import type { Caller } from './access-policy.js';
 import type { VendRequest } from './http-request.js';
 import type { QuotaView } from './quota-view.js';
+import type { ReportLimiter } from './report-limits.js';
 import type { RouteName } from './router.js';
 import type { TokenProvider } from './token-provider.js';
 
@@ -23,6 +24,9 @@ export interface Audit {
   rejectedTokenId?: string;
   vendorErrorCode?: string;
   vendorRequestId?: string;
+  /** Rate-limit reports: the Retry-After / reset as reported, when the broker capped them (seconds). */
+  reportedRetryAfterSeconds?: number;
+  reportedReset?: number;
   /** Behind a 5xx: the code (or class name) of the error that caused it. */
   cause?: string;
 }
@@ -34,6 +38,8 @@ export interface VendServices {
   clock: Clock;
   telemetry: Telemetry;
   maxBodyBytes: number;
+  /** Rate-limit and rejection reports per caller and per set, and the set's report-driven re-logins. */
+  reports: ReportLimiter;
 }
 
 /** Everything a route needs: the checked request, the identified caller and the authorised set. */

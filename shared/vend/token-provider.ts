@@ -2,8 +2,17 @@ import type { Clock } from '../clock.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
 import type { CredentialSetState, TokenView } from '../tokens/token-state.js';
 import type { RefreshInvoker, RefreshOutcome, RefreshRequest } from './refresh-invoker.js';
+import { ReportLimitedError } from './report-limits.js';
 import type { StateSource, TokenStateCache } from './token-state-cache.js';
 import { TokenUnavailableError } from './vend-errors.js';
+
+/** Where re-logins driven by rejection reports are claimed (the report limiter, shared by all containers). */
+export interface ReloginGate {
+  claim(
+    setId: string,
+    rejectedTokenId: string,
+  ): Promise<{ ok: true; release(): Promise<void> } | { ok: false; retryAfterSeconds: number }>;
+}
 
 export type TokenSource = StateSource | 'refresh';
 
@@ -77,18 +86,41 @@ export class TokenProvider {
 
   /**
    * A consumer's vendor call was refused with `rejectedTokenId`. Re-login only when that token is still the
-   * current one; otherwise (it is the previous token, or older) the current token is the answer.
+   * current one; otherwise (it is the previous token, or older) the current token is the answer. With a
+   * `gate`, the re-login must first be claimed from it (the set's bound on report-driven re-logins, shared
+   * by all containers); a refused claim answers 429 with the time left, unless the token changed meanwhile.
    */
-  async afterRejection(set: CredentialSetConfig, rejectedTokenId: string): Promise<ProvidedToken> {
+  async afterRejection(
+    set: CredentialSetConfig,
+    rejectedTokenId: string,
+    gate?: ReloginGate,
+  ): Promise<ProvidedToken> {
     const state = await this.#cache.read(set.id);
     if (state?.current?.tokenId !== rejectedTokenId) {
       return this.usableToken(set, set.refresh.hardFloorSeconds);
     }
-    const outcome = await this.#refresh(set, {
-      credentialSetId: set.id,
-      reason: 'TOKEN_REJECTED',
-      rejectedTokenId,
-    });
+    let release: (() => Promise<void>) | undefined;
+    // Joining this process's re-login for the same token needs no claim of its own.
+    if (gate && !this.#inFlight.has(`${set.id}#${rejectedTokenId}`)) {
+      const claim = await gate.claim(set.id, rejectedTokenId);
+      if (!claim.ok) {
+        const now = this.#usable(await this.#cache.read(set.id), set.refresh.hardFloorSeconds);
+        if (now && now.tokenId !== rejectedTokenId) return { token: now, source: 'store', loggedIn: false };
+        // 429, not 503: nothing is down; the set had its report-driven re-login of the interval.
+        throw new ReportLimitedError('the credential set was re-logged in after a rejection recently', {
+          retryAfterSeconds: claim.retryAfterSeconds,
+          details: { reason: 'RELOGIN_LIMIT' },
+        });
+      }
+      release = claim.release;
+    }
+    // The claim is given back only when the refresher logged nobody in (UNAVAILABLE): an answer of CURRENT
+    // without a login of ours means someone replaced the token, possibly for this very claim's reports.
+    const outcome = await this.#refresh(
+      set,
+      { credentialSetId: set.id, reason: 'TOKEN_REJECTED', rejectedTokenId },
+      release,
+    );
     const current = this.#usable(await this.#cache.read(set.id), set.refresh.hardFloorSeconds);
     if (current && current.tokenId !== rejectedTokenId) {
       return { token: current, source: 'refresh', loggedIn: outcome.loggedIn };
@@ -120,9 +152,12 @@ export class TokenProvider {
   async #refresh(
     set: CredentialSetConfig,
     request: RefreshRequest,
+    /** Called when the refresher said UNAVAILABLE (or was not asked): no login came of this request. */
+    noLogin?: () => Promise<void>,
   ): Promise<Extract<RefreshOutcome, { status: 'CURRENT' }>> {
     const quietUntil = this.#quietUntil.get(set.id) ?? 0;
     if (quietUntil > this.#clock.now()) {
+      await noLogin?.();
       throw new TokenUnavailableError('the credential set has no usable token at the moment', {
         retryAfterSeconds: (quietUntil - this.#clock.now()) / 1000,
       });
@@ -137,6 +172,7 @@ export class TokenProvider {
     }
     const outcome = await this.#waitBounded(shared);
     if (outcome.status === 'UNAVAILABLE') {
+      await noLogin?.();
       this.#quietUntil.set(set.id, this.#clock.now() + Math.max(1, outcome.retryAfterSeconds) * 1000);
       throw new TokenUnavailableError(
         `the credential set has no usable token (${safeCode(outcome.errorCode)})`,

@@ -1,6 +1,7 @@
 import { type ConsumerConfig, parseConsumers } from '../config/consumers.js';
-import { type CredentialSetConfig, parseCredentialSets } from '../config/credential-sets.js';
+import { type CredentialSetConfig, parseConfig, parseCredentialSets } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
+import { type ReportLimitSettings, reportLimitSettingsSchema } from './report-limits.js';
 
 export interface VendConfig {
   sets: CredentialSetConfig[];
@@ -8,6 +9,8 @@ export interface VendConfig {
   tokensTableName: string;
   ledgerTableName: string;
   refresherFunctionName: string;
+  /** REPORT_LIMITS (JSON, optional): the report limits; unset fields keep their defaults (report-limits.ts). */
+  reportLimits: ReportLimitSettings;
 }
 
 /** The vend function's configuration from its environment, once at cold start; a wrong value names itself. */
@@ -23,5 +26,6 @@ export function loadVendConfig(env: Record<string, string | undefined>): VendCon
     tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     ledgerTableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),
     refresherFunctionName: requiredEnv(env, 'REFRESHER_FUNCTION_NAME'),
+    reportLimits: parseConfig(reportLimitSettingsSchema, env.REPORT_LIMITS?.trim() || {}, 'REPORT_LIMITS'),
   };
 }

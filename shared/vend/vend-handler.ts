@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import middy from '@middy/core';
 import type { Context, LambdaFunctionURLEventWithIAMAuthorizer } from 'aws-lambda';
 import type { Clock } from '../clock.js';
@@ -13,6 +14,7 @@ import { AccessPolicy } from './access-policy.js';
 import { readEvent, type VendRequest } from './http-request.js';
 import { QuotaView } from './quota-view.js';
 import type { RefreshInvoker } from './refresh-invoker.js';
+import { ReportLimiter, type ReportLimitSettingsInput } from './report-limits.js';
 import { errorResult, type VendResult } from './responses.js';
 import type { Audit, SetRouteContext, VendServices } from './route-context.js';
 import { matchRoute, type RouteName } from './router.js';
@@ -31,6 +33,11 @@ export interface VendHandlerDeps {
   store: Pick<TokenStore, 'read'>;
   ledger: RateLedger;
   refresher: RefreshInvoker;
+  /**
+   * Where the report limits are counted, for every container alike: the ledger table (items `report#...`)
+   * through the same DynamoDB client. `settings` default as in report-limits.ts.
+   */
+  reports: { client: DynamoDBClient; tableName: string; settings?: ReportLimitSettingsInput };
   clock: Clock;
   telemetry: Telemetry;
   /** How long a set's state is served from memory (default 30 s). */
@@ -83,6 +90,7 @@ export function createVendHandler(deps: VendHandlerDeps) {
     clock,
     telemetry,
     maxBodyBytes: deps.maxBodyBytes ?? 8 * 1024,
+    reports: new ReportLimiter({ ...deps.reports, clock }),
   };
 
   async function dispatch(request: VendRequest, audit: Audit): Promise<VendResult> {

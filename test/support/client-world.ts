@@ -81,11 +81,8 @@ export async function startBrokerWorld(
   await clock.advance(61_000);
   // Tests count what the clients cause, not the broker's own first login.
   sandbox.resetStats();
-  const ledger = new DynamoRateLedger({
-    client: dynamo.client,
-    tableName: await dynamo.createTable('ledger'),
-    clock,
-  });
+  const ledgerTable = await dynamo.createTable('ledger');
+  const ledger = new DynamoRateLedger({ client: dynamo.client, tableName: ledgerTable, clock });
   const brokerTelemetry = new MemoryTelemetry();
   const handler = createVendHandler({
     sets: [set],
@@ -93,6 +90,7 @@ export async function startBrokerWorld(
     store: world.store,
     ledger,
     refresher: new InProcessRefreshInvoker(refresher),
+    reports: { client: dynamo.client, tableName: ledgerTable },
     clock,
     telemetry: brokerTelemetry,
   });

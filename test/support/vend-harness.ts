@@ -16,6 +16,7 @@ import { DynamoTokenStore } from '../../shared/tokens/dynamo-token-store.js';
 import { Refresher } from '../../shared/tokens/refresher.js';
 import type { TokenStore } from '../../shared/tokens/token-store.js';
 import { InProcessRefreshInvoker, type RefreshInvoker } from '../../shared/vend/refresh-invoker.js';
+import type { ReportLimitSettingsInput } from '../../shared/vend/report-limits.js';
 import type { ErrorBody, VendResult } from '../../shared/vend/responses.js';
 import { createVendHandler, type VendEvent, type VendHandlerDeps } from '../../shared/vend/vend-handler.js';
 import { VendorClient } from '../../shared/vendor/client.js';
@@ -158,6 +159,8 @@ export async function startVendHarness(
         'cacheTtlMs' | 'nearThresholdTtlMs' | 'refreshWaitMs' | 'maxBodyBytes' | 'quotaCacheMs'
       >
     >;
+    /** Report limits (defaults as in production). */
+    reportLimits?: ReportLimitSettingsInput;
     clock?: ManualClock;
   } = {},
 ): Promise<VendHarness> {
@@ -202,6 +205,11 @@ export async function startVendHarness(
       store,
       ledger,
       refresher: refreshInvoker,
+      reports: {
+        client: dynamo.client,
+        tableName: ledgerTable,
+        ...(options.reportLimits ? { settings: options.reportLimits } : {}),
+      },
       clock,
       telemetry,
       ...options.vend,
@@ -242,6 +250,25 @@ export async function startVendHarness(
 /** The portfolio caller's GET token for uat-advisor; with `query`, that query string instead of the fixture's. */
 export const getToken = (h: VendHarness, query?: string) =>
   h.invoke(query === undefined ? fixture('get-token') : withChanges(fixture('get-token'), { query }));
+
+/**
+ * Settles requests while moving the harness clock in small steps, with a tiny real pause for the HTTP and
+ * DynamoDB I/O in between: a refresher waiting for another container's login polls on the clock.
+ */
+export async function settleWithClock(
+  h: VendHarness,
+  requests: Promise<VendResult>[],
+): Promise<VendResult[]> {
+  let done = false;
+  const all = Promise.all(requests).finally(() => {
+    done = true;
+  });
+  while (!done) {
+    await h.clock.advance(20);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  return all;
+}
 
 /** Successful vendor logins of the sandbox user uat-advisor. */
 export const advisorLogins = (h: VendHarness) => h.sandbox.stats().logins['uat-advisor']?.successes ?? 0;

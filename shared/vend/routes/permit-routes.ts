@@ -6,6 +6,7 @@ import { parseBody, permitRequestBody, permitReturnBody, rateLimitReportBody } f
 import { jsonResult, noContentResult, type VendResult } from '../responses.js';
 import type { SetRouteContext } from '../route-context.js';
 import { BadRequestError, PermitsDeniedError } from '../vend-errors.js';
+import { admitReport, capFeedback } from './report-guards.js';
 
 /** The limits a permit of `permitClass` counts against; 400 for a class the set does not configure. */
 function limitsFor(set: CredentialSetConfig, permitClass: string | undefined): RateLimit[] {
@@ -108,17 +109,16 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
 /** POST /v1/credential-sets/{id}/rate-limit-reports: a consumer saw a vendor 429 or X-RateLimit-* headers. */
 export async function reportRateLimit(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
-  const report = parseBody(rateLimitReportBody, readJsonBody(context.request, services.maxBodyBytes));
-  await requireLiveToken(context, report.tokenId);
-  services.quota.invalidate(report.tokenId);
-  await services.ledger.reportVendorFeedback({
-    tokenId: report.tokenId,
-    limits: set.rateLimits,
-    ...(report.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: report.retryAfterSeconds }),
-    ...(report.limit === undefined ? {} : { limit: report.limit }),
-    ...(report.remaining === undefined ? {} : { remaining: report.remaining }),
-    ...(report.reset === undefined ? {} : { reset: report.reset }),
-  });
+  const { tokenId, ...reported } = parseBody(
+    rateLimitReportBody,
+    readJsonBody(context.request, services.maxBodyBytes),
+  );
+  await requireLiveToken(context, tokenId);
+  // Counted only once it would act: a malformed report is refused for free and writes nothing.
+  await admitReport(context, 'rateLimitReports');
+  const report = capFeedback(context, reported);
+  services.quota.invalidate(tokenId);
+  await services.ledger.reportVendorFeedback({ tokenId, limits: set.rateLimits, ...report });
   audit.decision = report.retryAfterSeconds === undefined ? 'RATE_HEADERS_REPORTED' : 'VENDOR_429_REPORTED';
   if (report.retryAfterSeconds !== undefined) {
     services.telemetry.metric(Metric.VendorRateLimitReported, MetricUnit.Count, 1, {

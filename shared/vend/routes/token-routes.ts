@@ -4,11 +4,13 @@ import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
 import type { TokenView } from '../../tokens/token-state.js';
 import { readJsonBody, readQueryParameter } from '../http-request.js';
+import { ReportLimitedError } from '../report-limits.js';
 import { parseBody, tokenRejectionBody } from '../request-bodies.js';
 import { jsonResult, type VendResult } from '../responses.js';
 import type { SetRouteContext, VendServices } from '../route-context.js';
 import type { ProvidedToken } from '../token-provider.js';
 import { BadRequestError } from '../vend-errors.js';
+import { admitReport, reloginGate } from './report-guards.js';
 
 /**
  * `minValiditySeconds`: by default the vendor's rule (re-login 5 minutes before `exp`), which is the set's
@@ -84,17 +86,31 @@ export async function getToken(context: SetRouteContext): Promise<VendResult> {
   return jsonResult(200, body);
 }
 
-/** POST /v1/credential-sets/{id}/token/rejections: the vendor answered 401 to a consumer's call. */
+/**
+ * POST /v1/credential-sets/{id}/token/rejections: the vendor answered 401 to a consumer's call. A rejection
+ * of the previous (or an older) token answers the current one; a rejection of the current token re-logs in,
+ * at most once per `rejectionReloginIntervalSeconds` per set for any number of callers (a consumer's word is
+ * not proof, and each re-login may cut off every other consumer's token): past that, 429 with Retry-After.
+ */
 export async function reportTokenRejection(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
   const report = parseBody(tokenRejectionBody, readJsonBody(context.request, services.maxBodyBytes));
   audit.rejectedTokenId = report.tokenId;
   audit.vendorErrorCode = report.errorCode;
   if (report.requestId) audit.vendorRequestId = report.requestId;
+  // Over the report limit: 429 and nothing else (no read, no re-login); the caller's GET still works.
+  await admitReport(context, 'rejectionReports');
   services.telemetry.metric(Metric.TokenRejectionsReported, MetricUnit.Count, 1, {
     [DIMENSION_CREDENTIAL_SET]: set.id,
   });
-  const provided = await services.provider.afterRejection(set, report.tokenId);
+  let provided: ProvidedToken;
+  try {
+    provided = await services.provider.afterRejection(set, report.tokenId, reloginGate(context));
+  } catch (error) {
+    if (error instanceof ReportLimitedError && error.details?.reason === 'RELOGIN_LIMIT')
+      audit.decision = 'RELOGIN_LIMITED';
+    throw error;
+  }
   noted(context, provided, provided.loggedIn ? 'RELOGIN_AFTER_REJECTION' : 'CURRENT_AFTER_REJECTION');
   const body = await tokenBody(services, set, provided.token);
   return jsonResult(200, { ...body, reloggedIn: provided.loggedIn });
