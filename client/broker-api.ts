@@ -122,22 +122,25 @@ export class BrokerApi {
 
   async returnPermits(
     setId: string,
-    request: { tokenId: string; count: number; grantedAt: number; class?: string | undefined },
+    request: { tokenId: string; count: number; receipt: string },
   ): Promise<number> {
-    const body = {
-      tokenId: request.tokenId,
-      count: request.count,
-      grantedAt: request.grantedAt,
-      ...(request.class ? { class: request.class } : {}),
-    };
-    const answer = await this.#call({
-      method: 'POST',
-      path: setPath(setId, '/permits/returns'),
-      body,
-      schema: returnAnswer,
-      retry: false,
-    });
-    return answer.returned;
+    const body = { tokenId: request.tokenId, count: request.count, receipt: request.receipt };
+    try {
+      const answer = await this.#call({
+        method: 'POST',
+        path: setPath(setId, '/permits/returns'),
+        body,
+        schema: returnAnswer,
+        // Safe to re-send: the receipt is spent once, whatever arrives twice.
+        retry: true,
+      });
+      return answer.returned;
+    } catch (error) {
+      // A re-sent give-back whose first answer was lost finds its receipt spent: it is back already.
+      if (error instanceof BrokerApiError && error.status === 409 && error.code === 'RECEIPT_SPENT')
+        return request.count;
+      throw error;
+    }
   }
 
   async reportRejection(

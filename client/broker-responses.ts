@@ -37,6 +37,8 @@ export const permitAnswer = z
     granted: z.number().int().min(1),
     grantedAt: z.number(),
     validUntil: z.number(),
+    /** Opaque: presented to give unused permits of the grant back. */
+    receipt: z.string().min(1).max(256),
     remaining: z.array(quotaWindow),
   })
   .loose();

@@ -4,6 +4,8 @@ import type { QuotaWindow } from './types.js';
 export interface Batch {
   grantedAt: number;
   validUntil: number;
+  /** Presented to give the unused permits back. */
+  receipt: string;
   /** On this client's clock: when it was asked for + the grant's validity − the safety margin. */
   usableUntil: number;
   left: number;

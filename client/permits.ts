@@ -37,7 +37,7 @@ const quotaWindows = (value: unknown): QuotaWindow[] | undefined =>
 /**
  * Rate permits from the broker's ledger in small adaptive batches (see PermitPool), one grant in flight per
  * pool, denials waited out on the clock within each caller's deadline. Unused permits go back to the ledger
- * (with the grant's `grantedAt`) when they are about to lapse, when the token changes, after a vendor 429 and
+ * (with the grant's receipt) when they are about to lapse, when the token changes, after a vendor 429 and
  * on close.
  */
 export class Permits {
@@ -163,6 +163,7 @@ export class Permits {
       const batch: Batch = {
         grantedAt: grant.grantedAt,
         validUntil: grant.validUntil,
+        receipt: grant.receipt,
         // On this clock from the ask, not from the broker's timestamps: a client clock ahead of the broker's
         // would see every batch lapsed on arrival, one behind would send too late; and a slow answer eats
         // into the validity instead of extending it.
@@ -212,12 +213,7 @@ export class Permits {
       const count = batch.left;
       batch.left = 0;
       const done: Promise<void> = this.#options.api
-        .returnPermits(pool.setId, {
-          tokenId: pool.tokenId,
-          count,
-          grantedAt: batch.grantedAt,
-          class: pool.cls,
-        })
+        .returnPermits(pool.setId, { tokenId: pool.tokenId, count, receipt: batch.receipt })
         .then(
           (returned) => {
             this.#options.telemetry.debug('permits given back', {

@@ -63,7 +63,11 @@ describe('BrokerClient permits: adaptive batches and give-back', () => {
 
     await w.clock.advance(w.set.rateLimits.permitValiditySeconds * 1000);
     await eventually(() => returns(w).length === 1);
-    expect(returns(w)[0]).toMatchObject({ tokenId: token.tokenId, count: 7, grantedAt: expect.any(Number) });
+    expect(returns(w)[0]).toMatchObject({
+      tokenId: token.tokenId,
+      count: 7,
+      receipt: expect.stringMatching(/^r1\./),
+    });
     await eventually(async () => minuteRemaining(await w.remaining(token.tokenId)) === 50 - 8);
 
     await client.acquirePermit(SET_ID, token.tokenId);

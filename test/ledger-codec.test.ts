@@ -32,12 +32,26 @@ const stateArb = fc
       }),
       { maxLength: 6 },
     ),
+    ids: fc.uniqueArray(fc.tuple(fc.integer({ min: 1, max: 1e7 }), fc.stringMatching(/^[A-Za-z0-9_-]{5}$/)), {
+      maxLength: 8,
+    }),
+    secret: fc.option(fc.stringMatching(/^[A-Za-z0-9_-]{22}$/), { nil: undefined }),
   })
   .map(
     (s): LedgerState => ({
       version: s.version,
       time: s.time,
       rings: new Map(Object.entries(s.rings)),
+      // Alive at the state's time (a decoded item keeps every id; stateAt prunes the dead ones).
+      ids: new Set(
+        s.ids.map(
+          ([after, random]) =>
+            `${Math.ceil((s.time + after) / 1000)
+              .toString(36)
+              .padStart(7, '0')}${random}`,
+        ),
+      ),
+      secret: s.secret,
       cooldownUntil: s.cooldown === undefined ? 0 : s.time + s.cooldown,
       caps: s.caps.map((cap) => ({ ...cap, until: s.time + cap.until })),
     }),

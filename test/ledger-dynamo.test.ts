@@ -5,12 +5,14 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger, LedgerUnavailableError, type PermitDecision } from '../shared/ledger/index.js';
+import { planFor } from '../shared/ledger/limit-plan.js';
+import { callerTag } from '../shared/ledger/receipts.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import { countDynamoCalls, dynamoItemSize } from './support/ledger-harness.js';
 
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
-  classes: { reports: [{ limit: 10, windowSeconds: 60 }], rebalancing: [{ limit: 20, windowSeconds: 3600 }] },
+  classes: { reports: [{ limit: 10, windowSeconds: 60 }] },
 });
 const TOKEN = '3f9a0c1d2b4e5f60';
 
@@ -113,7 +115,7 @@ describe('DynamoRateLedger against dynalite', () => {
     const b = ledger();
     const grant = granted(await a.acquire({ tokenId: TOKEN, count: 2, limits }));
     // b rewrites the whole item (a give-back), so a's next write, built on what it cached, is refused.
-    await b.giveBack({ tokenId: TOKEN, count: 1, grantedAt: grant.grantedAt, limits });
+    await b.giveBack({ tokenId: TOKEN, count: 1, receipt: grant.receipt, limits });
     const error = await a.acquire({ tokenId: TOKEN, count: 1, limits }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LedgerUnavailableError);
     expect(error).toMatchObject({ code: 'LEDGER_UNAVAILABLE' });
@@ -145,7 +147,12 @@ describe('DynamoRateLedger against dynalite', () => {
     const closed = new DynamoRateLedger({ client: unreachable, tableName: table, clock, telemetry });
     const attempts = [
       closed.acquire({ tokenId: TOKEN, count: 1, limits }),
-      closed.giveBack({ tokenId: TOKEN, count: 1, grantedAt: clock.now(), limits }),
+      closed.giveBack({
+        tokenId: TOKEN,
+        count: 1,
+        receipt: `r1.${TOKEN}..1.1.${callerTag('')}.0000000aaaaa.x`,
+        limits,
+      }),
       closed.reportVendorFeedback({ tokenId: TOKEN, limits, retryAfterSeconds: 5 }),
     ];
     for (const attempt of attempts) await expect(attempt).rejects.toBeInstanceOf(LedgerUnavailableError);
@@ -164,13 +171,19 @@ describe('DynamoRateLedger against dynalite', () => {
     const grant = granted(await a.acquire({ tokenId: TOKEN, count: 50, limits }));
     denied(await b.acquire({ tokenId: TOKEN, count: 10, limits }));
     await clock.advance(2000);
-    await a.giveBack({ tokenId: TOKEN, count: 10, grantedAt: grant.grantedAt, limits });
+    await expect(a.giveBack({ tokenId: TOKEN, count: 10, receipt: grant.receipt, limits })).resolves.toEqual({
+      returned: 10,
+    });
     granted(await b.acquire({ tokenId: TOKEN, count: 10, limits }));
     denied(await b.acquire({ tokenId: TOKEN, count: 1, limits }));
     const writes = counter.writes();
-    // A give-back for a slot that has aged out changes nothing and writes nothing.
-    await clock.advance(4 * 3600_000);
-    await a.giveBack({ tokenId: TOKEN, count: 5, grantedAt: grant.grantedAt, limits });
+    // A receipt is good once: giving back again changes nothing and writes nothing.
+    await expect(
+      a.giveBack({ tokenId: TOKEN, count: 5, receipt: grant.receipt, limits }),
+    ).rejects.toMatchObject({
+      code: 'RECEIPT_REJECTED',
+      problem: 'SPENT',
+    });
     expect(counter.writes()).toBe(writes);
   });
 
@@ -210,14 +223,12 @@ describe('DynamoRateLedger against dynalite', () => {
     expect(denied(await a.acquire({ tokenId: TOKEN, count: 1, class: 'reports', limits })).reason).toBe(
       'QUOTA',
     );
-    granted(await a.acquire({ tokenId: TOKEN, count: 20, class: 'rebalancing', limits }));
-    granted(await a.acquire({ tokenId: TOKEN, count: 20, limits }));
+    granted(await a.acquire({ tokenId: TOKEN, count: 40, limits }));
     denied(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
     expect(await a.remaining(TOKEN, limits)).toEqual([
       { limit: 50, windowSeconds: 60, remaining: 0 },
       { limit: 1000, windowSeconds: 3600, remaining: 950 },
       { limit: 10, windowSeconds: 60, remaining: 0, class: 'reports' },
-      { limit: 20, windowSeconds: 3600, remaining: 0, class: 'rebalancing' },
     ]);
     await expect(a.acquire({ tokenId: TOKEN, count: 1, class: 'nope', limits })).rejects.toMatchObject({
       code: 'UNKNOWN_PERMIT_CLASS',
@@ -246,15 +257,18 @@ describe('DynamoRateLedger against dynalite', () => {
       code: 'INVALID_LEDGER_REQUEST',
     });
     await expect(
-      a.giveBack({ tokenId: TOKEN, count: 1, grantedAt: Number.NaN, limits }),
-    ).rejects.toMatchObject({ code: 'INVALID_LEDGER_REQUEST' });
+      a.giveBack({ tokenId: TOKEN, count: 1, receipt: 'r1.forged', limits }),
+    ).rejects.toMatchObject({
+      code: 'RECEIPT_REJECTED',
+      problem: 'MALFORMED',
+    });
     expect(Object.keys(counter.calls)).toEqual([]);
     await a.remaining(TOKEN, limits);
     expect(counter.writes()).toBe(0);
     expect(await item()).toBeUndefined();
   });
 
-  it('keeps the item at most 1 KB (1 WCU) with both default limits and two classes, under adversarial use', async () => {
+  it('keeps the item within its computed bound and 1 KB (1 WCU) at the class bound, under adversarial use', async () => {
     const a = ledger();
     let largest = 0;
     const tight = rateLimitSettingsSchema.parse({ ...limits, marginSeconds: 5 });
@@ -262,8 +276,11 @@ describe('DynamoRateLedger against dynalite', () => {
     // hour's 1000 so that the sweeps below are granted.
     for (let step = 0; step < 2400; step++) {
       await clock.advance(4000 + (step % 7));
-      const cls = step % 3 === 0 ? (step % 2 ? 'reports' : 'rebalancing') : undefined;
-      await a.acquire({ tokenId: TOKEN, count: 1, class: cls, limits: tight });
+      const cls = step % 3 === 0 ? 'reports' : undefined;
+      const decision = await a.acquire({ tokenId: TOKEN, count: 1, class: cls, limits: tight });
+      // Open receipts and write ids fill the item's id set (it holds at most MAX_HELD_IDS).
+      if (decision.granted && step % 5 === 0)
+        await a.giveBack({ tokenId: TOKEN, count: 1, receipt: decision.receipt, limits: tight });
       if (step % 600 === 599) {
         // After a quiet minute, grants in all 36 sub-slots of one second from two processes: the minute rings'
         // head slots collect 36 sub-slots each while the hour rings still hold their older slots.
@@ -299,8 +316,10 @@ describe('DynamoRateLedger against dynalite', () => {
       if (step % 50 === 0) largest = Math.max(largest, dynamoItemSize((await item()) ?? {}));
     }
     largest = Math.max(largest, dynamoItemSize((await item()) ?? {}));
-    expect(largest).toBeGreaterThan(300);
-    expect(largest).toBeLessThanOrEqual(1024);
-    console.info(`largest ledger item: ${largest} bytes`);
+    const bound = planFor(tight).itemBytesBound;
+    expect(largest).toBeGreaterThan(500);
+    expect(largest).toBeLessThanOrEqual(bound);
+    expect(bound).toBeLessThanOrEqual(1024);
+    console.info(`largest ledger item: ${largest} bytes (bound ${bound})`);
   });
 });

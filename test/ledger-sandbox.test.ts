@@ -82,7 +82,7 @@ describe('rate ledger in front of the vendor sandbox', () => {
             if (clock.now() > decision.validUntil) {
               // Too late to use: hand it back instead of sending outside its validity.
               expiredUnsent++;
-              await ledger.giveBack({ tokenId, count: 1, grantedAt: decision.grantedAt, limits });
+              await ledger.giveBack({ tokenId, count: 1, receipt: decision.receipt, limits });
               continue;
             }
             const answer = await fetch(`${sandbox.url}/users/1/${tenant}/serviceKey/key-${index}`, {

@@ -61,8 +61,16 @@ describe('fuzz: malformed Function URL requests', () => {
         if (result.statusCode >= 400) {
           expect(errorBodyProblems(result)).toEqual([]);
           expect(h.refreshInvoker.calls).toBe(refreshesBefore);
-          // A 429 comes from a denial, which the ledger decides without writing; anything else never reached it.
-          const expected = result.statusCode === 429 ? { ...before, acquire: before.acquire + 1 } : before;
+          // A 429 comes from a denial, and a refused receipt from the ledger's check of it (the item's secret,
+          // the open grants): both decided without writing; anything else never reached the ledger.
+          const { details } = parseBody<{ details?: { field?: string; reason?: string } }>(result);
+          const receiptRefused = details?.field === 'receipt' && details.reason !== undefined;
+          const expected =
+            result.statusCode === 429
+              ? { ...before, acquire: before.acquire + 1 }
+              : receiptRefused
+                ? { ...before, giveBack: before.giveBack + 1 }
+                : before;
           expect(ledgerCalls).toEqual(expected);
         }
       }),

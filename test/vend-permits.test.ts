@@ -18,6 +18,7 @@ interface Remaining {
 interface Grant {
   granted: number;
   grantedAt: number;
+  receipt: string;
   validUntil: number;
   remaining: Remaining[];
 }
@@ -49,6 +50,7 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
       granted: 2,
       grantedAt: h.clock.now(),
       validUntil: h.clock.now() + 3000,
+      receipt: expect.stringMatching(/^r1\.[A-Za-z0-9._-]{20,200}$/),
       remaining: [
         { limit: 50, windowSeconds: 60, remaining: 48 },
         { limit: 1000, windowSeconds: 3600, remaining: 998 },
@@ -194,26 +196,89 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
 });
 
 describe('POST /v1/credential-sets/{id}/permits/returns', () => {
-  it('gives back unused permits with grantedAt; without it gives back nothing', async () => {
+  it('gives back unused permits of a grant by its receipt, once', async () => {
     await start();
     const grant = parseBody<Grant>(await acquire({ tokenId, count: 10 }));
-    const withoutGrantedAt = await giveBack({ tokenId, count: 4 });
-    expect(parseBody(withoutGrantedAt)).toEqual({ credentialSet: 'uat-advisor', tokenId, returned: 0 });
     expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 40 });
-    const returned = await giveBack({ tokenId, count: 4, grantedAt: grant.grantedAt });
+    const returned = await giveBack({ tokenId, count: 4, receipt: grant.receipt });
     expect(returned.statusCode).toBe(200);
     expect(parseBody(returned)).toEqual({ credentialSet: 'uat-advisor', tokenId, returned: 4 });
     expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 44 });
+    // The same receipt again (a retry, or a second try at the other 6): spent, nothing changes.
+    const again = await giveBack({ tokenId, count: 6, receipt: grant.receipt });
+    expect(again.statusCode).toBe(409);
+    expect(parseBody(again)).toMatchObject({
+      errorCode: 'RECEIPT_SPENT',
+      details: { field: 'receipt', reason: 'SPENT' },
+    });
+    expect(errorBodyProblems(again)).toEqual([]);
+    expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 44 });
+  });
+
+  it('gives back at most what the grant gave, whatever count is asked', async () => {
+    await start();
+    const small = parseBody<Grant>(await acquire({ tokenId, count: 2 }));
+    parseBody<Grant>(await acquire({ tokenId, count: 30 }));
+    const returned = await giveBack({ tokenId, count: 30, receipt: small.receipt });
+    expect(parseBody(returned)).toEqual({ credentialSet: 'uat-advisor', tokenId, returned: 2 });
+    expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 20 });
+  });
+
+  it("refuses a forged receipt, another caller's or token's, and an expired one: 4xx, nothing given back", async () => {
+    await start();
+    const grant = parseBody<Grant>(await acquire({ tokenId, count: 5 }));
+    const parts = grant.receipt.split('.');
+    const forged = [...parts.slice(0, 3), (50).toString(36), ...parts.slice(4)].join('.');
+    const otherToken = [parts[0], 'fedcba9876543210', ...parts.slice(2)].join('.');
+    const cases: [string, unknown, number, string, string][] = [
+      ['forged count', { tokenId, count: 5, receipt: forged }, 400, 'INVALID_VALUE', 'FORGED'],
+      ['not a receipt', { tokenId, count: 5, receipt: 'r1.nothing' }, 400, 'INVALID_VALUE', 'MALFORMED'],
+      [
+        "another token's",
+        { tokenId, count: 5, receipt: otherToken },
+        403,
+        'RESOURCE_ACCESS_DENIED',
+        'FOREIGN',
+      ],
+    ];
+    for (const [name, body, status, code, reason] of cases) {
+      const result = await giveBack(body);
+      expect(result.statusCode, name).toBe(status);
+      expect(parseBody(result), name).toMatchObject({
+        errorCode: code,
+        details: { field: 'receipt', reason },
+      });
+      expect(errorBodyProblems(result), name).toEqual([]);
+    }
+    // The batch runner may use this set too, but the grant was the portfolio service's.
+    const foreign = await h.invoke(
+      withChanges(fixture('return-permits'), {
+        body: { tokenId, count: 5, receipt: grant.receipt },
+        callerArn: 'arn:aws:iam::123456789012:user/ops/batch-runner',
+      }),
+    );
+    expect(foreign.statusCode).toBe(403);
+    expect(parseBody(foreign)).toMatchObject({ details: { field: 'receipt', reason: 'FOREIGN' } });
+    expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 45 });
+    await h.clock.advance(10_000);
+    const expired = await giveBack({ tokenId, count: 5, receipt: grant.receipt });
+    expect(expired.statusCode).toBe(410);
+    expect(parseBody(expired)).toMatchObject({
+      errorCode: 'RECEIPT_EXPIRED',
+      details: { reason: 'EXPIRED' },
+    });
+    expect((await quota())?.[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 45 });
   });
 
   it('refuses bad returns with 400', async () => {
     await start();
     for (const [body, code, field] of [
-      [{ tokenId, count: 1, grantedAt: 'yesterday' }, 'INVALID_FORMAT', 'grantedAt'],
-      [{ tokenId, count: 1, grantedAt: -1 }, 'INVALID_VALUE', 'grantedAt'],
-      [{ tokenId, count: 1, grantedAt: Date.UTC(2027, 0, 1) }, 'INVALID_VALUE', 'grantedAt'],
-      [{ tokenId, count: 0, grantedAt: 1 }, 'INVALID_VALUE', 'count'],
-      [{ tokenId: 'fedcba9876543210', count: 1, grantedAt: 1 }, 'INVALID_VALUE', 'tokenId'],
+      [{ tokenId, count: 1 }, 'MISSING_REQUIRED_FIELD', 'receipt'],
+      [{ tokenId, count: 1, receipt: 7 }, 'INVALID_FORMAT', 'receipt'],
+      [{ tokenId, count: 1, receipt: 'has spaces in it' }, 'INVALID_FORMAT', 'receipt'],
+      [{ tokenId, count: 1, receipt: 'r1.x', grantedAt: 1 }, 'INVALID_VALUE', 'grantedAt'],
+      [{ tokenId, count: 0, receipt: 'r1.x' }, 'INVALID_VALUE', 'count'],
+      [{ tokenId: 'fedcba9876543210', count: 1, receipt: 'r1.x' }, 'INVALID_VALUE', 'tokenId'],
     ] as const) {
       const result = await giveBack(body);
       expect(result.statusCode, JSON.stringify(body)).toBe(400);

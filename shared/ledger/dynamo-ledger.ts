@@ -3,20 +3,34 @@ import { type Clock, systemClock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { MemoryTelemetry, type Telemetry } from '../observability.js';
 import { BatchQueue } from './batch-queue.js';
-import { LedgerUnavailableError } from './errors.js';
+import { LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
 import { ALL_CLASSES, acquire, giveBack, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
 import { type LimitPlan, planFor } from './limit-plan.js';
+import {
+  callerTag,
+  HELD_IDS_LIMIT,
+  issueReceipt,
+  MAX_HELD_IDS,
+  newId,
+  newSecret,
+  pruneIds,
+  receiptTtlMs,
+  signatureHolds,
+  WRITE_ID_TTL_MS,
+} from './receipts.js';
 import type {
   GiveBackRequest,
+  GiveBackResult,
+  LedgerUsage,
   PermitDecision,
   PermitRequest,
   RateLedger,
   VendorFeedbackReport,
   WindowRemaining,
 } from './types.js';
-import { type LedgerUsage, usageAt } from './usage.js';
+import { usageAt } from './usage.js';
 import { checkFeedback, checkGiveBack, checkPermit, checkTokenId } from './validation.js';
 import { applyVendorFeedback } from './vendor-feedback.js';
 
@@ -39,7 +53,11 @@ export interface DynamoRateLedgerOptions {
   cacheFreshMs?: number;
 }
 
-/** An operation of a batch, applied to the working state at ledger time g. */
+/**
+ * An operation of a batch, applied to the working state at ledger time g. It is applied again, from scratch,
+ * on every attempt (fresh state after a conflict), so it must depend on nothing but its arguments; a grant
+ * adds its new receipt id to `state.ids`.
+ */
 interface Op {
   plan: LimitPlan;
   apply(state: LedgerState, g: number, now: number): { change: 'none' | 'grant' | 'other'; result: unknown };
@@ -62,6 +80,18 @@ const MAX_HINT_SPREAD_MS = 1000;
  * on fresh state on conflict.
  * Concurrent grants in the same slot add to it instead of conflicting (fast-grant.ts). A denial writes
  * nothing and is always decided on a fresh read. No answer from DynamoDB, no permit.
+ *
+ * Exactly once, whatever is retried. Every write carries a write id, kept for a while in the item's id set
+ * (receipts.ts), and every write is conditional in a way that a second copy of it fails: a full write on the
+ * version it read, a head addition on "my write id is not in the set yet". When the SDK re-sends a write whose
+ * answer was lost, the copy fails its condition; when a write fails (its condition, or for good after the
+ * SDK's retries), the item is read and the write id decides: there, the write was applied (by an earlier
+ * attempt) and its results stand; absent, someone else wrote and the batch is decided again on fresh state.
+ * Why ids in the item, rather than turning SDK retries off: a lost answer is ambiguous whoever retries, and
+ * only the item can say what happened to it; the version alone cannot, once others have written after us.
+ * Where an id has gone (evicted from the capped set), every operation still errs on the safe side: a grant
+ * counted twice only wastes quota, a give-back finds its receipt spent, and vendor feedback carries absolute
+ * times, so applying it again changes nothing.
  */
 export class DynamoRateLedger implements RateLedger {
   readonly #table: LedgerTable;
@@ -86,13 +116,27 @@ export class DynamoRateLedger implements RateLedger {
 
   async acquire(request: PermitRequest): Promise<PermitDecision> {
     const { tokenId, plan, count, cls } = checkPermit(request);
+    const caller = callerTag(request.caller ?? '');
     const spreadMs = Math.min(
       MAX_HINT_SPREAD_MS,
       HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
     );
     const decision = await this.#enqueue<PermitDecision>(tokenId, plan, (state, g, now) => {
       const outcome = acquire(state, plan, g, count, cls);
-      if (outcome.granted) return { change: 'grant', result: outcome };
+      if (outcome.granted) {
+        const id = newId(g + receiptTtlMs(plan));
+        state.ids.add(id);
+        const receipt = issueReceipt(state.secret as string, {
+          key: tokenId,
+          cls,
+          count,
+          grantedAt: g,
+          caller,
+          id,
+        });
+        const decision: PermitDecision = { ...outcome, receipt };
+        return { change: 'grant', result: decision };
+      }
       const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
       const denial: PermitDecision = {
         granted: false,
@@ -113,18 +157,44 @@ export class DynamoRateLedger implements RateLedger {
     return decision;
   }
 
-  async giveBack(request: GiveBackRequest): Promise<void> {
-    const { tokenId, plan, count, cls, grantedAt } = checkGiveBack(request);
-    await this.#enqueue(tokenId, plan, (state) => ({
-      change: giveBack(state, plan, count, grantedAt, cls) ? 'other' : 'none',
-      result: undefined,
-    }));
+  /**
+   * Takes back unused permits of one grant, named by its receipt: at most what it gave, once, for the caller
+   * it was issued to. A receipt that cannot be honoured throws ReceiptRejectedError and changes nothing.
+   */
+  async giveBack(request: GiveBackRequest): Promise<GiveBackResult> {
+    const { tokenId, plan, count, receipt } = checkGiveBack(request);
+    const { claims, payload, mac } = receipt;
+    const reject = (problem: ReceiptRejectedError['problem'], message: string) =>
+      new ReceiptRejectedError(problem, message);
+    if (claims.key !== tokenId) throw reject('FOREIGN', 'issued for another token');
+    if (claims.caller !== callerTag(request.caller ?? ''))
+      throw reject('FOREIGN', 'issued to another caller');
+    const ttlMs = receiptTtlMs(plan);
+    const result = await this.#enqueue<GiveBackResult | ReceiptRejectedError>(tokenId, plan, (state, g) => {
+      if (state.secret === undefined || !signatureHolds(state.secret, payload, mac))
+        return { change: 'none', result: reject('FORGED', 'not issued by this ledger, or altered') };
+      if (g >= claims.grantedAt + ttlMs)
+        return { change: 'none', result: reject('EXPIRED', `older than ${ttlMs / 1000} s`) };
+      const outcome = giveBack(state, plan, claims, count);
+      if (!outcome) return { change: 'none', result: reject('SPENT', 'already given back') };
+      return { change: 'other', result: outcome };
+    });
+    this.#telemetry.debug('rate ledger: give-back', {
+      tokenId,
+      count,
+      class: claims.cls,
+      ...(result instanceof ReceiptRejectedError ? { refused: result.problem } : result),
+    });
+    if (result instanceof ReceiptRejectedError) throw result;
+    return result;
   }
 
   async reportVendorFeedback(report: VendorFeedbackReport): Promise<void> {
     const { tokenId, plan, feedback } = checkFeedback(report);
+    // Absolute times, fixed once: applying the same report again (a retry) changes nothing.
+    const at = this.#clock.now();
     const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g) => {
-      const changed = applyVendorFeedback(state, plan, g, feedback);
+      const changed = applyVendorFeedback(state, plan, g, at, feedback);
       return { change: changed ? 'other' : 'none', result: changed };
     });
     this.#telemetry.info('rate ledger: vendor feedback', { tokenId, ...feedback, tightened });
@@ -200,6 +270,8 @@ export class DynamoRateLedger implements RateLedger {
       const now = this.#clock.now();
       const g = Math.max(now, read.time);
       const work = stateAt(read, g, marginMs);
+      // The first write creates the item's receipt secret; a concurrent creator wins by the condition.
+      work.secret ??= newSecret();
       const outcomes = ops.map((op) => op.apply(work, g, now));
       const results = outcomes.map((outcome) => outcome.result);
       if (outcomes.every((outcome) => outcome.change === 'none')) {
@@ -212,13 +284,37 @@ export class DynamoRateLedger implements RateLedger {
         fresh = true;
         continue;
       }
-      const additions = outcomes.every((outcome) => outcome.change !== 'other')
-        ? headAdditions(read, work, plans, g)
-        : undefined;
+      // A grant's new receipt id names the write; a batch without one gets an id of its own. The cap drops
+      // older ids first (a batch of more grants than the cap keeps the newest receipts, and the write id).
+      const created = [...work.ids].filter((id) => !read.ids.has(id)).sort();
+      const writeId = created.at(-1) ?? newId(g + WRITE_ID_TTL_MS);
+      const kept = created.slice(-MAX_HELD_IDS);
+      work.ids = pruneIds(work.ids, g, new Set(kept.includes(writeId) ? kept : [writeId]));
+      const added = [...work.ids].filter((id) => !read.ids.has(id));
+      const additions =
+        outcomes.every((outcome) => outcome.change !== 'other') &&
+        read.secret !== undefined &&
+        read.ids.size + added.length <= HELD_IDS_LIMIT
+          ? headAdditions(read, work, plans, g)
+          : undefined;
       work.version = read.version + 1;
-      const written = additions
-        ? await this.#table.addToHeads(tokenId, additions, snapshot)
-        : await this.#table.writeFull(tokenId, work, retainMs, snapshot);
+      let written: Awaited<ReturnType<LedgerTable['writeFull']>>;
+      try {
+        written = additions
+          ? await this.#table.addToHeads(tokenId, additions, snapshot, { writeId, added })
+          : await this.#table.writeFull(tokenId, work, retainMs, snapshot);
+      } catch (error) {
+        // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows.
+        const current = await this.#table.read(tokenId);
+        if (!current.state.ids.has(writeId)) throw error;
+        written = { ok: true, snapshot: current };
+      }
+      if (!written.ok) {
+        const current = written.current ?? (await this.#table.read(tokenId));
+        // The condition failed because an earlier attempt of this very write (re-sent by the SDK) applied.
+        if (current.state.ids.has(writeId)) written = { ok: true, snapshot: current };
+        else snapshot = current;
+      }
       if (written.ok) {
         this.#remember(tokenId, written.snapshot);
         return results;
@@ -227,7 +323,6 @@ export class DynamoRateLedger implements RateLedger {
         throw new LedgerUnavailableError(`rate ledger busy: ${conflicts} conflicting writes in a row`);
       this.#telemetry.debug('rate ledger: write conflict, retrying', { tokenId, conflicts });
       await this.#pause(conflicts);
-      snapshot = written.current ?? (await this.#table.read(tokenId));
       fresh = true;
     }
   }

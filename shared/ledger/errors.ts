@@ -25,3 +25,21 @@ export class UnknownPermitClassError extends LedgerRequestError {
 export class InvalidLedgerRequestError extends LedgerRequestError {
   readonly code = 'INVALID_LEDGER_REQUEST';
 }
+
+/**
+ * Why a receipt gave nothing back: MALFORMED (not a receipt), FORGED (not signed by this ledger item, or
+ * altered), FOREIGN (issued to another caller, token or set), SPENT (already given back, or evicted from the
+ * item's short list of open grants), EXPIRED (past the time its permits could still be given back).
+ */
+export type ReceiptProblem = 'MALFORMED' | 'FORGED' | 'FOREIGN' | 'SPENT' | 'EXPIRED';
+
+/** A give-back whose receipt cannot be honoured: nothing was changed. The vend API maps `problem` to a 4xx. */
+export class ReceiptRejectedError extends LedgerRequestError {
+  readonly code = 'RECEIPT_REJECTED';
+  readonly problem: ReceiptProblem;
+
+  constructor(problem: ReceiptProblem, message: string) {
+    super(`receipt ${problem.toLowerCase()}: ${message}`);
+    this.problem = problem;
+  }
+}

@@ -4,15 +4,20 @@ export {
   InvalidPermitCountError,
   LedgerRequestError,
   LedgerUnavailableError,
+  type ReceiptProblem,
+  ReceiptRejectedError,
   UnknownPermitClassError,
 } from './errors.js';
 export type {
   DenialReason,
   GiveBackRequest,
+  GiveBackResult,
+  LedgerUsage,
   PermitDecision,
   PermitRequest,
   RateLedger,
   VendorFeedbackReport,
   WindowRemaining,
+  WindowUsage,
 } from './types.js';
-export { type LedgerUsage, usageAt, type WindowUsage } from './usage.js';
+export { usageAt } from './usage.js';

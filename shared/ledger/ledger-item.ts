@@ -1,13 +1,15 @@
 import type { AttributeValue, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
 import type { HeadAddition } from './fast-grant.js';
+import { HELD_IDS_LIMIT } from './receipts.js';
 import type { StoredLedger } from './state-codec.js';
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the
  * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cap` vendor caps, `purgeAt` TTL (Unix
  * seconds), and per ring with grants in its head slot `h:<ring key>` (count) and `s:<ring key>` (the set of the
- * sub-slots its grants fell in; the largest counts). Head attributes are top-level because only top-level
+ * sub-slots its grants fell in; the largest counts), `g` the ids of recent writes and open grants (a string set,
+ * see receipts.ts), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
  * attributes can be ADDed to, and ADD is what lets concurrent grants in one slot commute.
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
@@ -33,11 +35,13 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
     time: number('t'),
     heads,
     headSubs,
+    ids: item.g?.SS ?? [],
     purgeAt: number(TTL_ATTRIBUTE),
   };
   if (item.r?.S !== undefined) stored.rings = item.r.S;
   if (item.cd?.N !== undefined) stored.cooldownUntil = Number(item.cd.N);
   if (item.cap?.S !== undefined) stored.caps = item.cap.S;
+  if (item.k?.S !== undefined) stored.secret = item.k.S;
   return stored;
 }
 
@@ -49,7 +53,7 @@ export function fullWrite(
   tableName: string,
   tokenId: string,
   stored: StoredLedger,
-  read: { version: number; fastWrites: number; headKeys: readonly string[] },
+  read: { version: number; fastWrites: number; headKeys: readonly string[]; secret: string | undefined },
 ): UpdateItemCommandInput {
   const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#t': 't', '#p': TTL_ATTRIBUTE };
   const values: Record<string, AttributeValue> = {
@@ -71,6 +75,9 @@ export function fullWrite(
   attribute('r', stored.rings ? { S: stored.rings } : undefined);
   attribute('cd', stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
   attribute('cap', stored.caps ? { S: stored.caps } : undefined);
+  attribute('g', stored.ids.length > 0 ? { SS: stored.ids } : undefined);
+  // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
+  if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
   for (const key of new Set([...Object.keys(stored.heads), ...read.headKeys])) {
     const count = stored.heads[key];
     attribute(`${HEAD}${key}`, count ? { N: String(count) } : undefined);
@@ -96,17 +103,32 @@ export function fullWrite(
   };
 }
 
-/** Adds grants to head slots, each guarded by its bound, if no full write happened since `version`. */
+/**
+ * Adds grants to head slots, each guarded by its bound, if no full write happened since `version`; adds the
+ * batch's ids to the item's set, guarded by "the write id is not there yet" (a re-sent copy of an applied
+ * write fails instead of adding twice) and by the set's size (a full set needs a full write, which prunes).
+ */
 export function headWrite(
   tableName: string,
   tokenId: string,
   additions: readonly HeadAddition[],
   version: number,
+  ids: { writeId: string; added: readonly string[] },
 ): UpdateItemCommandInput {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n' };
-  const values: Record<string, AttributeValue> = { ':expected': { N: String(version) }, ':one': { N: '1' } };
-  const adds = ['#n :one'];
-  const conditions = ['#v = :expected'];
+  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#g': 'g' };
+  const values: Record<string, AttributeValue> = {
+    ':expected': { N: String(version) },
+    ':one': { N: '1' },
+    ':ids': { SS: [...ids.added] },
+    ':writeId': { S: ids.writeId },
+    ':roomBefore': { N: String(HELD_IDS_LIMIT - ids.added.length) },
+  };
+  const adds = ['#n :one', '#g :ids'];
+  const conditions = [
+    '#v = :expected',
+    'NOT contains(#g, :writeId)',
+    '(attribute_not_exists(#g) OR size(#g) <= :roomBefore)',
+  ];
   additions.forEach((addition, i) => {
     names[`#h${i}`] = `${HEAD}${addition.key}`;
     names[`#s${i}`] = `${SUBS}${addition.key}`;

@@ -1,4 +1,5 @@
 import { GENERAL_SCOPE, type LimitPlan, type RingSpec, ringLength, ringsFor } from './limit-plan.js';
+import { pruneIds, type ReceiptClaims } from './receipts.js';
 import {
   earliestFit,
   emptyRing,
@@ -34,6 +35,10 @@ export interface LedgerState {
   /** No grant before this (epoch ms): a vendor 429's Retry-After. */
   cooldownUntil: number;
   caps: VendorCap[];
+  /** Ids of the recent writes and of the grants that may still be given back (see receipts.ts). */
+  ids: Set<string>;
+  /** The item's receipt secret; undefined until the item is first written. */
+  secret: string | undefined;
 }
 
 /** For remainingAt: every limit of the settings, general and of every class. */
@@ -45,6 +50,8 @@ export const emptyState = (version = 0): LedgerState => ({
   rings: new Map(),
   cooldownUntil: 0,
   caps: [],
+  ids: new Set(),
+  secret: undefined,
 });
 
 /** Parses `<scope>/<window ms base 36>`. */
@@ -70,6 +77,8 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     rings,
     cooldownUntil: state.cooldownUntil > g ? state.cooldownUntil : 0,
     caps: state.caps.filter((cap) => cap.until > g).map((cap) => ({ ...cap })),
+    ids: pruneIds(state.ids, g),
+    secret: state.secret,
   };
 }
 
@@ -117,23 +126,31 @@ export function acquire(
   };
 }
 
-/** Takes unused permits back out of the slots they were recorded in; false when nothing changed. */
+/**
+ * Takes back up to `k` permits of the grant a (verified) receipt names, out of the slots they were recorded in,
+ * and spends the receipt: its id leaves the set. `undefined` when the receipt is no longer open (given back
+ * already, or evicted): then nothing changes. Vendor caps are not refilled: the vendor may have counted the
+ * request anyway (more careful).
+ */
 export function giveBack(
   state: LedgerState,
   plan: LimitPlan,
+  claims: ReceiptClaims,
   k: number,
-  grantedAt: number,
-  cls: string | undefined,
-): boolean {
-  if (grantedAt > state.time) return false;
-  let changed = false;
-  for (const spec of ringsFor(plan, cls)) {
+): { returned: number } | undefined {
+  if (!state.ids.delete(claims.id)) return undefined;
+  if (claims.grantedAt > state.time) return { returned: 0 };
+  const count = Math.min(k, claims.count);
+  let returned = 0;
+  for (const spec of ringsFor(plan, claims.cls)) {
     const ring = state.rings.get(spec.key);
-    if (ring && returnGrant(ring, spec.slotMs, slotIndex(state.time, spec.slotMs), grantedAt, k))
-      changed = true;
+    const taken = ring
+      ? returnGrant(ring, spec.slotMs, slotIndex(state.time, spec.slotMs), claims.grantedAt, count)
+      : 0;
+    // Every ring of the grant gave back the same, unless a slot aged out in one (a longer window keeps it).
+    returned = Math.max(returned, taken);
   }
-  // Vendor caps are not refilled: the vendor may have counted the request anyway (more careful).
-  return changed;
+  return { returned };
 }
 
 /**

@@ -26,7 +26,9 @@ export type WriteOutcome = { ok: true; snapshot: Snapshot } | { ok: false; curre
 
 /**
  * The ledger table through the real DynamoDB client: consistent reads, and the two conditional writes. A lost
- * condition is an answer (`ok: false`); every other SDK error is thrown for the caller to fail closed on.
+ * condition is an answer (`ok: false`, with the item as it is when DynamoDB returns it); every other SDK error
+ * is thrown. Neither says whether an earlier attempt of the same write (an SDK retry after a lost answer) was
+ * applied: the caller tells that by its write id (see DynamoRateLedger).
  */
 export class LedgerTable {
   readonly #client: DynamoDBClient;
@@ -55,13 +57,19 @@ export class LedgerTable {
         version: read.state.version,
         fastWrites: read.fastWrites,
         headKeys: read.headKeys,
+        secret: read.state.secret,
       }),
     );
   }
 
   /** Adds grants to the head slots, each within its bound, if no full write happened since `read`. */
-  addToHeads(tokenId: string, additions: readonly HeadAddition[], read: Snapshot): Promise<WriteOutcome> {
-    return this.#write(headWrite(this.#tableName, tokenId, additions, read.state.version));
+  addToHeads(
+    tokenId: string,
+    additions: readonly HeadAddition[],
+    read: Snapshot,
+    ids: { writeId: string; added: readonly string[] },
+  ): Promise<WriteOutcome> {
+    return this.#write(headWrite(this.#tableName, tokenId, additions, read.state.version, ids));
   }
 
   async #write(input: ConstructorParameters<typeof UpdateItemCommand>[0]): Promise<WriteOutcome> {

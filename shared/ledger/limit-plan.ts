@@ -1,5 +1,6 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
+import { HELD_IDS_LIMIT, ID_LENGTH } from './receipts.js';
 
 /**
  * How the rate-limit settings of a credential set become rings of slot counters.
@@ -11,6 +12,21 @@ export const SLOTS_PER_WINDOW = 60;
 export const SUB_SLOTS = 36;
 export const GENERAL_SCOPE = '*';
 const CLASS_NAME = /^[a-z][a-z0-9-]*$/;
+/**
+ * A permit may be sent until the end of its validity; the margin the rings are widened by must also hold the
+ * request's trip from the consumer to the vendor after that moment and the clocks' disagreement. So the
+ * validity must leave at least this share of the margin free (3 s of 5 s by default leaves 2 s).
+ */
+export const MIN_SLACK_FRACTION = 0.2;
+/** Request classes per credential set (each adds rings to the one ledger item; see ITEM_BYTES_BUDGET). */
+export const MAX_CLASSES = 4;
+/**
+ * Every ledger write is charged by the larger of the item before and after it, in 1 KB units: the item is kept
+ * within one unit at its worst (every ring as full as its limits allow, every id and cap slot taken).
+ */
+export const ITEM_BYTES_BUDGET = 1024;
+/** Vendor caps kept at most (see vendor-feedback.ts): this many, or one per scope if there are more scopes. */
+export const MAX_CAPS = 4;
 
 export interface RingSpec {
   /** `<scope>/<window ms, base 36>`: names the ring in the stored item. */
@@ -34,6 +50,8 @@ export interface LimitPlan {
   validityMs: number;
   /** The longest span of any ring. */
   maxSpanMs: number;
+  /** The most bytes the ledger item of this plan can take (ledgerItemBound). */
+  itemBytesBound: number;
   /** How long after its last full write the state still matters: grants go up to a slot later, then span. */
   retainMs: number;
 }
@@ -70,7 +88,12 @@ function compile(settings: RateLimitSettings): LimitPlan {
   if (!Number.isFinite(permitValiditySeconds) || permitValiditySeconds <= 0)
     fail('permitValiditySeconds must be a number > 0');
   // The bound holds only if every permit is sent inside the margin the rings were widened by.
-  if (permitValiditySeconds > marginSeconds) fail('permitValiditySeconds must not exceed marginSeconds');
+  if (permitValiditySeconds > marginSeconds * (1 - MIN_SLACK_FRACTION))
+    fail(
+      `permitValiditySeconds must leave at least ${MIN_SLACK_FRACTION * 100} % of marginSeconds as slack (at most ${
+        marginSeconds * (1 - MIN_SLACK_FRACTION)
+      })`,
+    );
   const marginMs = Math.round(marginSeconds * 1000);
   const specs = (scope: string, limits: unknown, path: string): RingSpec[] => {
     if (!Array.isArray(limits) || limits.length === 0) fail(`${path} must be a non-empty list of limits`);
@@ -95,11 +118,17 @@ function compile(settings: RateLimitSettings): LimitPlan {
   };
   const general = specs(GENERAL_SCOPE, settings.general, 'general');
   const classes = new Map<string, RingSpec[]>();
+  if (Object.keys(settings.classes ?? {}).length > MAX_CLASSES) fail(`at most ${MAX_CLASSES} classes`);
   for (const [name, limits] of Object.entries(settings.classes ?? {})) {
     if (!CLASS_NAME.test(name)) fail('class names must be lowercase letters, digits and dashes');
     classes.set(name, specs(name, limits, `classes.${name}`));
   }
   const all = [...general, ...[...classes.values()].flat()];
+  const itemBytesBound = ledgerItemBound(all, classes.size);
+  if (itemBytesBound > ITEM_BYTES_BUDGET)
+    fail(
+      `these limits could make the ledger item ${itemBytesBound} bytes, over one write unit (${ITEM_BYTES_BUDGET}): use fewer classes or windows`,
+    );
   return {
     general,
     classes,
@@ -107,5 +136,45 @@ function compile(settings: RateLimitSettings): LimitPlan {
     validityMs: Math.round(permitValiditySeconds * 1000),
     maxSpanMs: Math.max(...all.map((spec) => spec.spanMs)),
     retainMs: Math.max(...all.map((spec) => spec.spanMs + spec.slotMs)),
+    itemBytesBound,
   };
+}
+
+const base36Digits = (n: number): number => Math.max(1, Math.ceil(Math.log(n + 1) / Math.log(36)));
+/** DynamoDB's size of a number: about one byte per two significant digits, plus one. */
+const numberBytes = (n: number): number => Math.ceil(String(n).length / 2) + 1;
+/** The attributes every item has, at their largest: pk (`token#` + 64), v, n, t, purgeAt, cd, k. */
+const FIXED_BYTES = 2 + 70 + (1 + 8) + (1 + 8) + (1 + 8) + (7 + 7) + (2 + 8) + (1 + 22);
+
+/**
+ * The most bytes a ledger item can take with these rings (state-codec.ts, ledger-item.ts), by DynamoDB's
+ * rules (attribute names count; strings by their UTF-8 length). Per ring, the head as two attributes and the
+ * older slots as `<sub digit><count>` separated by commas. A ring covers one span and two slots, and no span
+ * holds more than the limit: so at most limit + 2 older slots are not empty, and they hold at most twice the
+ * limit in all, so few of them can need more than one count digit.
+ * Checked against items filled as full as they get in the ledger's tests.
+ */
+export function ledgerItemBound(specs: readonly RingSpec[], classCount: number): number {
+  let bytes = FIXED_BYTES + (1 + HELD_IDS_LIMIT * ID_LENGTH);
+  let rings = 1; // the attribute name `r`
+  let longestScope = 1;
+  for (const spec of specs) {
+    const most = 2 * spec.limit;
+    const older = Math.min(spec.length - 1, spec.limit + 2);
+    const slots =
+      spec.length -
+      1 +
+      2 * older +
+      Math.floor(most / 36) +
+      Math.floor(most / 1296) +
+      Math.floor(most / 46656);
+    rings += spec.key.length + 1 + slots + 1;
+    // h:<key> = count, s:<key> = { sub-slot }
+    bytes += 2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + numberBytes(35);
+    longestScope = Math.max(longestScope, spec.scope.length);
+  }
+  const caps = Math.max(MAX_CAPS, classCount + 1);
+  const capBytes =
+    3 + caps * (longestScope + 1 + base36Digits(Math.max(...specs.map((s) => s.limit))) + 1 + 9 + 1);
+  return bytes + rings + capBytes;
 }

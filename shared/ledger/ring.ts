@@ -91,11 +91,12 @@ export function recordGrant(ring: Ring, slotMs: number, g: number, k: number): v
   ring.subs[0] = Math.max(ring.subs[0] ?? 0, subSlot(g, slotMs));
 }
 
-/** Takes `k` back from the slot of `grantedAt` (never below zero); false if that slot has aged out or is empty. */
-export function returnGrant(ring: Ring, slotMs: number, head: number, grantedAt: number, k: number): boolean {
+/** Takes up to `k` back from the slot of `grantedAt` (never below zero); how many came out (0 if aged out). */
+export function returnGrant(ring: Ring, slotMs: number, head: number, grantedAt: number, k: number): number {
   const j = head - slotIndex(grantedAt, slotMs);
   const count = ring.counts[j] ?? 0;
-  if (j < 0 || count === 0) return false;
-  ring.counts[j] = Math.max(0, count - k);
-  return true;
+  if (j < 0 || count === 0) return 0;
+  const taken = Math.min(count, k);
+  ring.counts[j] = count - taken;
+  return taken;
 }

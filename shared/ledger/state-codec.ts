@@ -1,5 +1,6 @@
 import { LedgerUnavailableError } from './errors.js';
 import { emptyState, type LedgerState, parseRingKey, type VendorCap } from './ledger-state.js';
+import { idExpiry, isId } from './receipts.js';
 import type { Ring } from './ring.js';
 
 /**
@@ -22,6 +23,10 @@ export interface StoredLedger {
   headSubs: Record<string, number>;
   cooldownUntil?: number;
   caps?: string;
+  /** Write and open-grant ids (receipts.ts); a string set in the item. */
+  ids: string[];
+  /** The receipt secret (base64url), set once when the item is created. */
+  secret?: string;
   /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
   purgeAt: number;
 }
@@ -67,8 +72,10 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
     time: state.time,
     heads,
     headSubs,
-    purgeAt: Math.ceil(lastRelevant / 1000) + PURGE_SLACK_SECONDS,
+    ids: [...state.ids].sort(),
+    purgeAt: Math.ceil(Math.max(lastRelevant, ...[...state.ids].map(idExpiry)) / 1000) + PURGE_SLACK_SECONDS,
   };
+  if (state.secret !== undefined) stored.secret = state.secret;
   if (rings.length > 0) stored.rings = rings.join(';');
   if (state.cooldownUntil > 0) stored.cooldownUntil = state.cooldownUntil;
   if (caps) stored.caps = caps;
@@ -95,7 +102,15 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
   if (!isCount(stored.time)) unreadable('time');
   if (!Number.isFinite(stored.purgeAt)) unreadable('purgeAt');
   const state = emptyState(stored.version);
+  if (stored.secret !== undefined) {
+    if (!/^[A-Za-z0-9_-]{22}$/.test(stored.secret)) unreadable('secret');
+    state.secret = stored.secret;
+  }
   if (stored.purgeAt * 1000 <= now) return state;
+  for (const id of stored.ids) {
+    if (!isId(id)) unreadable('ids');
+    state.ids.add(id);
+  }
   state.time = stored.time;
   const ringOf = (key: string): Ring => {
     if (!RING_KEY.test(key) || !(parseRingKey(key).windowMs > 0)) unreadable('ring key');

@@ -1,5 +1,4 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
-import type { LedgerUsage } from './usage.js';
 
 /** What is left of one limit (general, or of a class) at the time of the answer. */
 export interface WindowRemaining {
@@ -11,8 +10,10 @@ export interface WindowRemaining {
 }
 
 export interface PermitRequest {
-  /** The access token's id (a hash of the token, never the token). */
+  /** The access token's id (a hash of the token, never the token): names the ledger item. */
   tokenId: string;
+  /** Who asks (a stable id of the consumer, e.g. its principal): the receipt is bound to it. Default ''. */
+  caller?: string;
   count: number;
   /** A named class of resource-intensive endpoints (reports, rebalancing): counts against it and the general limits. */
   class?: string;
@@ -25,8 +26,10 @@ export type PermitDecision =
   | {
       granted: true;
       count: number;
-      /** Ledger time of the grant (epoch ms); give back with this value. */
+      /** Ledger time of the grant (epoch ms). */
       grantedAt: number;
+      /** Opaque and signed: presented to give unused permits of this grant back (once, by the same caller). */
+      receipt: string;
       /** The permits may be used for sending until then (epoch ms); not after. */
       validUntil: number;
       remaining: WindowRemaining[];
@@ -43,11 +46,18 @@ export type PermitDecision =
 
 export interface GiveBackRequest {
   tokenId: string;
+  /** The same caller the grant was made for (default ''). */
+  caller?: string;
+  /** The receipt of the grant the permits came from. */
+  receipt: string;
+  /** How many of the grant's permits come back: at most what it gave; the receipt is spent either way. */
   count: number;
-  /** The `grantedAt` of the decision the permits came from. */
-  grantedAt: number;
-  class?: string;
   limits: RateLimitSettings;
+}
+
+/** What a give-back did: permits taken out of the ledger (0 when the grant's slot had already aged out). */
+export interface GiveBackResult {
+  returned: number;
 }
 
 /** What a consumer saw on a vendor answer: a 429's Retry-After, or the X-RateLimit-* headers. */
@@ -65,10 +75,23 @@ export interface VendorFeedbackReport {
 
 export interface RateLedger {
   acquire(request: PermitRequest): Promise<PermitDecision>;
-  giveBack(request: GiveBackRequest): Promise<void>;
+  /** Throws ReceiptRejectedError (nothing changed) for a forged, foreign, spent or expired receipt. */
+  giveBack(request: GiveBackRequest): Promise<GiveBackResult>;
   reportVendorFeedback(report: VendorFeedbackReport): Promise<void>;
   /** A read, no write. */
   remaining(tokenId: string, limits: RateLimitSettings): Promise<WindowRemaining[]>;
   /** A read, no write: granted and left per limit, and the vendor cooldown (for the operator's status). */
   usage?(tokenId: string, limits: RateLimitSettings): Promise<LedgerUsage>;
+}
+
+/** One limit as the operator sees it: what was granted in the window (plus the margin), and what is left. */
+export interface WindowUsage extends WindowRemaining {
+  used: number;
+}
+
+/** What a token's ledger says, for the operator: usage per limit and the vendor's cooldown, if one is on. */
+export interface LedgerUsage {
+  windows: WindowUsage[];
+  /** Epoch ms: a vendor 429's Retry-After reported by a consumer; no permit for anyone before it. */
+  cooldownUntil?: number;
 }

@@ -1,19 +1,7 @@
 import { ALL_CLASSES, type LedgerState, remainingAt } from './ledger-state.js';
 import type { LimitPlan } from './limit-plan.js';
 import { emptyRing, usedAt } from './ring.js';
-import type { WindowRemaining } from './types.js';
-
-/** One limit as the operator sees it: what was granted in the window (plus the margin), and what is left. */
-export interface WindowUsage extends WindowRemaining {
-  used: number;
-}
-
-/** What a token's ledger says, for the operator: usage per limit and the vendor's cooldown, if one is on. */
-export interface LedgerUsage {
-  windows: WindowUsage[];
-  /** Epoch ms: a vendor 429's Retry-After reported by a consumer; no permit for anyone before it. */
-  cooldownUntil?: number;
-}
+import type { LedgerUsage, WindowRemaining } from './types.js';
 
 /**
  * The usage of every limit (general, then each class) at ledger time g, on a state already moved to g

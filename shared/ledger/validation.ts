@@ -1,7 +1,16 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
-import { InvalidLedgerRequestError, InvalidPermitCountError, UnknownPermitClassError } from './errors.js';
+import {
+  InvalidLedgerRequestError,
+  InvalidPermitCountError,
+  ReceiptRejectedError,
+  UnknownPermitClassError,
+} from './errors.js';
 import { type LimitPlan, planFor, ringsFor } from './limit-plan.js';
+import { parseReceipt } from './receipts.js';
 import type { VendorFeedback } from './vendor-feedback.js';
+
+/** Receipts are about 100 characters; anything much longer is not one. */
+export const MAX_RECEIPT_LENGTH = 256;
 
 /**
  * Input checks of the ledger's operations, before anything is read or written. The vend API maps the errors'
@@ -55,15 +64,25 @@ export function checkPermit(request: {
 export function checkGiveBack(request: {
   tokenId: unknown;
   count: unknown;
-  grantedAt: unknown;
-  class?: unknown;
+  receipt: unknown;
   limits: RateLimitSettings;
-}): CheckedPermit & { grantedAt: number } {
-  const checked = checkPermit(request);
-  const { grantedAt } = request;
-  if (typeof grantedAt !== 'number' || !Number.isSafeInteger(grantedAt) || grantedAt < 0)
-    throw new InvalidLedgerRequestError('grantedAt must be the epoch milliseconds of the grant');
-  return { ...checked, grantedAt };
+}): {
+  tokenId: string;
+  plan: LimitPlan;
+  count: number;
+  receipt: NonNullable<ReturnType<typeof parseReceipt>>;
+} {
+  const tokenId = checkTokenId(request?.tokenId);
+  const plan = planFor(request.limits);
+  const { count } = request;
+  if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1)
+    throw new InvalidPermitCountError('count must be an integer ≥ 1');
+  const receipt =
+    typeof request.receipt === 'string' && request.receipt.length <= MAX_RECEIPT_LENGTH
+      ? parseReceipt(request.receipt)
+      : undefined;
+  if (!receipt) throw new ReceiptRejectedError('MALFORMED', 'not a receipt of a permit grant');
+  return { tokenId, plan, count, receipt };
 }
 
 export function checkFeedback(report: {

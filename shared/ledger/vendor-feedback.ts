@@ -1,9 +1,6 @@
 import type { LedgerState, VendorCap } from './ledger-state.js';
-import { GENERAL_SCOPE, type LimitPlan, type RingSpec, ringsFor } from './limit-plan.js';
+import { GENERAL_SCOPE, type LimitPlan, MAX_CAPS, type RingSpec } from './limit-plan.js';
 import { emptyRing, usedAfter, usedAt } from './ring.js';
-
-/** Enough for a cap per class plus a few general ones; beyond, caps of one scope are merged (more careful). */
-const MAX_CAPS = 6;
 
 export interface VendorFeedback {
   retryAfterSeconds?: number;
@@ -16,40 +13,48 @@ export interface VendorFeedback {
 /**
  * Vendor feedback may only make the ledger more careful: a 429's Retry-After becomes a cooldown for every
  * consumer of the token; X-RateLimit-Remaining/-Reset become a cap "at most `remaining` more until `reset`",
- * stored only when it is tighter than what the ledger already enforces. Returns whether the state changed.
+ * stored only when it is tighter than what the ledger already enforces for that window. Times count from `at`,
+ * when the report arrived, not from the ledger time of the write, so applying a report twice (a retry) gives
+ * the same state. No report reaches further than the longest window plus the margin (`plan.maxSpanMs`): no
+ * vendor limit can need a longer pause, and one consumer must not be able to stop a set for longer.
+ * Returns whether the state changed.
  */
 export function applyVendorFeedback(
   state: LedgerState,
   plan: LimitPlan,
   g: number,
+  at: number,
   feedback: VendorFeedback,
 ): boolean {
   let changed = false;
   if (feedback.retryAfterSeconds !== undefined) {
-    const until = g + Math.ceil(feedback.retryAfterSeconds * 1000);
-    if (until > state.cooldownUntil) {
+    const until = at + Math.min(Math.ceil(feedback.retryAfterSeconds * 1000), plan.maxSpanMs);
+    if (until > g && until > state.cooldownUntil) {
       state.cooldownUntil = until;
       changed = true;
     }
   }
-  if (feedback.remaining !== undefined) changed = addCap(state, plan, g, feedback) || changed;
+  if (feedback.remaining !== undefined) changed = addCap(state, plan, g, at, feedback) || changed;
   return changed;
 }
 
-function addCap(state: LedgerState, plan: LimitPlan, g: number, feedback: VendorFeedback): boolean {
+function addCap(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  at: number,
+  feedback: VendorFeedback,
+): boolean {
   const remaining = feedback.remaining ?? 0;
   const { scope, spec } = matchLimit(state, plan, g, feedback.limit);
-  const reported = feedback.reset !== undefined ? feedback.reset * 1000 : g + spec.windowMs;
+  const reported = feedback.reset !== undefined ? feedback.reset * 1000 : at + spec.windowMs;
   // No vendor window outlasts the longest configured one; a later reset is not credible.
-  const until = Math.min(reported, g + plan.maxSpanMs);
+  const until = Math.min(reported, at + plan.maxSpanMs);
   if (until <= g) return false;
-  // What the rings already allow in [g, until]: if the cap allows as much, it adds nothing.
-  const allowance = Math.min(
-    ...ringsFor(plan, scope === GENERAL_SCOPE ? undefined : scope).map(
-      (ring) =>
-        ring.limit - usedAfter(ring, state.rings.get(ring.key) ?? emptyRing(), g, until - ring.spanMs),
-    ),
-  );
+  // What the ledger already allows in [g, until] in the window the vendor reported on: if the cap allows as
+  // much, it adds nothing. (Only that window: the hour's count matters even while the minute's is lower.)
+  const allowance =
+    spec.limit - usedAfter(spec, state.rings.get(spec.key) ?? emptyRing(), g, until - spec.spanMs);
   if (remaining >= allowance) return false;
   const sameScope = state.caps.filter((cap) => cap.scope === scope);
   if (sameScope.some((cap) => cap.remaining <= remaining && cap.until >= until)) return false;

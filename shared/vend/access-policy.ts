@@ -7,6 +7,8 @@ import { InsufficientPermissionsError, ResourceNotFoundError } from './vend-erro
 export interface Caller {
   /** The ARN as presented (an assumed-role session ARN for roles): for logs. */
   arn: string;
+  /** The principal the rules matched (a role, whatever the session): who a permit receipt belongs to. */
+  principal: PrincipalKey;
   consumers: string[];
   setIds: ReadonlySet<string>;
 }
@@ -42,9 +44,9 @@ export class AccessPolicy {
       principal && (callerAccountId === undefined || callerAccountId === principal.accountId)
         ? this.#rules.get(principal.key)
         : undefined;
-    if (!callerArn || !rule)
+    if (!callerArn || !rule || !principal)
       throw new InsufficientPermissionsError('this caller may not use the token broker');
-    return { arn: callerArn, consumers: rule.consumers, setIds: rule.setIds };
+    return { arn: callerArn, principal: principal.key, consumers: rule.consumers, setIds: rule.setIds };
   }
 
   /** The set, if this caller may use it: 404 for an unknown id, 403 for a set of someone else's. */

@@ -15,14 +15,10 @@ export const permitRequestBody = z.strictObject({
 
 export const permitReturnBody = z.strictObject({
   tokenId,
+  /** At most the grant's count; the receipt is spent whatever the count. */
   count: positiveCount,
-  /**
-   * Epoch ms, as the grant answered it. The ledger counts a grant in the slot of its time; only with this
-   * can the permits be subtracted where they were counted. Without it nothing is given back (see the
-   * return route): subtracting from any other slot could let the quota be exceeded.
-   */
-  grantedAt: z.number().int().min(0).optional(),
-  class: permitClass.optional(),
+  /** The grant's receipt, as the permit answer gave it: it names the grant, its slot and its caller. */
+  receipt: z.string().regex(/^[A-Za-z0-9._*-]{1,256}$/),
 });
 
 /** The vendor's 401 codes that say something about the token itself (TOKEN_MISSING is the consumer's bug). */

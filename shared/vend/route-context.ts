@@ -20,6 +20,8 @@ export interface Audit {
   decision?: string;
   source?: string;
   count?: number;
+  /** Give-backs: permits actually taken back. */
+  returned?: number;
   /** Rejection reports: the token the consumer said was refused, the vendor's code and request id. */
   rejectedTokenId?: string;
   vendorErrorCode?: string;

@@ -1,7 +1,9 @@
 import { BrokerError } from '../errors.js';
+import { ReceiptRejectedError } from '../ledger/errors.js';
 import {
   BadRequestError,
   LedgerUnavailableVendError,
+  ReceiptRefusedError,
   RefresherUnavailableError,
   TokenUnavailableError,
   VendError,
@@ -15,6 +17,7 @@ import {
 export function toVendError(error: unknown): VendError | undefined {
   if (error instanceof VendError) return error;
   if (!(error instanceof BrokerError)) return undefined;
+  if (error instanceof ReceiptRejectedError) return new ReceiptRefusedError(error.problem, error.message);
   switch (error.code) {
     case 'LEDGER_UNAVAILABLE':
       return new LedgerUnavailableVendError('the rate ledger did not answer; no permit without it', {

@@ -91,6 +91,32 @@ export class PermitsDeniedError extends VendError {
   readonly code = 'RATE_LIMIT_EXCEEDED';
 }
 
+/**
+ * A give-back whose receipt cannot be honoured; nothing was changed. `details.reason` says why:
+ * MALFORMED / FORGED → 400 INVALID_VALUE, FOREIGN (another caller's, token's or set's) → 403
+ * RESOURCE_ACCESS_DENIED, SPENT (already given back) → 409 RECEIPT_SPENT, EXPIRED → 410 RECEIPT_EXPIRED.
+ * A client that re-sends a give-back whose answer it lost gets 409: the permits are back already.
+ */
+export class ReceiptRefusedError extends VendError {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(reason: 'MALFORMED' | 'FORGED' | 'FOREIGN' | 'SPENT' | 'EXPIRED', message: string) {
+    super(message, { details: { field: 'receipt', reason } });
+    const [status, code] = RECEIPT_ANSWERS[reason];
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const RECEIPT_ANSWERS = {
+  MALFORMED: [400, 'INVALID_VALUE'],
+  FORGED: [400, 'INVALID_VALUE'],
+  FOREIGN: [403, 'RESOURCE_ACCESS_DENIED'],
+  SPENT: [409, 'RECEIPT_SPENT'],
+  EXPIRED: [410, 'RECEIPT_EXPIRED'],
+} as const;
+
 /** 503: the ledger did not answer; no permit without it (fail closed). */
 export class LedgerUnavailableVendError extends VendError {
   readonly status = 503;

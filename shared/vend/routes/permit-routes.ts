@@ -1,4 +1,5 @@
 import type { CredentialSetConfig, RateLimit } from '../../config/credential-sets.js';
+import { ReceiptRejectedError } from '../../ledger/index.js';
 import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
 import { readJsonBody } from '../http-request.js';
@@ -43,6 +44,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   services.quota.invalidate(request.tokenId);
   const decision = await services.ledger.acquire({
     tokenId: request.tokenId,
+    caller: context.caller.principal,
     count: request.count,
     ...(request.class === undefined ? {} : { class: request.class }),
     limits: set.rateLimits,
@@ -68,42 +70,40 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
     granted: decision.count,
     /** Epoch ms: send the requests before this. */
     validUntil: decision.validUntil,
-    /** Epoch ms: quote it when giving permits back. */
     grantedAt: decision.grantedAt,
+    /** Opaque: present it to give unused permits of this grant back (once). */
+    receipt: decision.receipt,
     remaining: decision.remaining,
   });
 }
 
 /**
- * POST /v1/credential-sets/{id}/permits/returns {"tokenId", "count", "grantedAt"?, "class"?}
- * With `grantedAt` (as the grant answered it) the permits are subtracted from the slot they were counted
- * in. Without it nothing is given back (`returned: 0`) and the permits age out with their window: the
- * ledger cannot tell which slot holds them, and subtracting from another consumer's slot could let more
- * requests reach the vendor in some span than its limit.
+ * POST /v1/credential-sets/{id}/permits/returns {"tokenId", "receipt", "count"}
+ * Gives back up to `count` unused permits of the grant the receipt names, taken out of the slot they were
+ * counted in; the receipt is spent. A receipt that is forged, another caller's or token's, spent or expired
+ * gives nothing back and is answered with a 4xx naming the reason (ReceiptRefusedError).
  */
 export async function returnPermits(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
   const request = parseBody(permitReturnBody, readJsonBody(context.request, services.maxBodyBytes));
-  checkCount(set, request.class, request.count);
-  if (request.grantedAt !== undefined && request.grantedAt > services.clock.now() + 60_000) {
-    throw new BadRequestError('INVALID_VALUE', 'grantedAt', 'is in the future');
-  }
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
-  if (request.grantedAt === undefined) {
-    audit.decision = 'RETURN_IGNORED_NO_GRANTED_AT';
-    return jsonResult(200, { credentialSet: set.id, tokenId: request.tokenId, returned: 0 });
-  }
   services.quota.invalidate(request.tokenId);
-  await services.ledger.giveBack({
-    tokenId: request.tokenId,
-    count: request.count,
-    grantedAt: request.grantedAt,
-    ...(request.class === undefined ? {} : { class: request.class }),
-    limits: set.rateLimits,
-  });
-  audit.decision = 'RETURNED';
-  return jsonResult(200, { credentialSet: set.id, tokenId: request.tokenId, returned: request.count });
+  try {
+    const { returned } = await services.ledger.giveBack({
+      tokenId: request.tokenId,
+      caller: context.caller.principal,
+      receipt: request.receipt,
+      count: request.count,
+      limits: set.rateLimits,
+    });
+    audit.decision = 'RETURNED';
+    audit.returned = returned;
+    return jsonResult(200, { credentialSet: set.id, tokenId: request.tokenId, returned });
+  } catch (error) {
+    if (error instanceof ReceiptRejectedError) audit.decision = `RETURN_REFUSED_${error.problem}`;
+    throw error;
+  }
 }
 
 /** POST /v1/credential-sets/{id}/rate-limit-reports: a consumer saw a vendor 429 or X-RateLimit-* headers. */
