@@ -150,6 +150,8 @@ describe('network failures, timeouts and aborts', () => {
     const error = await failure(client.login(credentials));
     expect(error).toBeInstanceOf(VendorUnreachableError);
     expect((error as Error).message).toContain('ECONNREFUSED');
+    // Refused at connect: nothing was written, so the vendor cannot have acted (a POST may go again).
+    expect(error).toMatchObject({ notSent: true });
     expect(telemetry.logs.filter((l) => l.message === 'vendor call failed; retrying')).toHaveLength(3);
     expect(telemetry.logs.map((l) => l.attributes.errorCode)).toEqual(Array(3).fill('VENDOR_UNREACHABLE'));
     expect(elapsed()).toBe(200 + 400 + 800);

@@ -207,7 +207,7 @@ export class VendorClient implements VendorLogin {
       throw new VendorUnreachableError(
         `vendor unreachable: ${method} ${path} (${networkReason(error)})`,
         undefined,
-        { cause: error },
+        { cause: error, notSent: failedBeforeSending(error) },
       );
     } finally {
       clearTimeout(timer);
@@ -227,6 +227,39 @@ function networkReason(error: unknown): string {
   if (typeof cause?.code === 'string') return cause.code;
   if (typeof cause?.message === 'string' && cause.message !== '') return cause.message.slice(0, 100);
   return error instanceof Error ? error.name : 'unknown error';
+}
+
+/** Failures of name resolution and of connecting: no byte of the request can have been written. */
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * Whether fetch failed before writing the request: undici keeps the system error in `cause` (with the syscall
+ * `connect` or `getaddrinfo`), or an AggregateError of one per address tried. A code alone is not enough
+ * (EHOSTUNREACH can also end a connection in use), so a system error must name its syscall. Anything else
+ * (ECONNRESET on read, "other side closed" on a reused connection) may come after the request was sent.
+ */
+function failedBeforeSending(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  const connectFailure = (e: unknown): boolean => {
+    const { code, syscall } = (e ?? {}) as { code?: unknown; syscall?: unknown };
+    if (code === 'UND_ERR_CONNECT_TIMEOUT') return true;
+    return (
+      typeof code === 'string' &&
+      CONNECT_CODES.has(code) &&
+      (syscall === 'connect' || syscall === 'getaddrinfo')
+    );
+  };
+  if (cause instanceof AggregateError && cause.errors.length > 0) return cause.errors.every(connectFailure);
+  return connectFailure(cause);
 }
 
 function serialiseBody(method: HttpMethod, body: unknown): string | undefined {

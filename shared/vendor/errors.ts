@@ -123,6 +123,17 @@ export class UnexpectedVendorResponseError extends VendorError {
 export class VendorUnreachableError extends VendorError {
   readonly code = 'VENDOR_UNREACHABLE';
   readonly retryable = true;
+  /**
+   * True only when the connection failed before any of the request was written (name resolution, connection
+   * refused or unreachable, connect timeout): the vendor cannot have acted on it. A reset or a close after
+   * connecting is false: the request may have arrived, and a POST may have been carried out.
+   */
+  readonly notSent: boolean;
+
+  constructor(message: string, status: number | undefined, options?: { cause?: unknown; notSent?: boolean }) {
+    super(message, status, options && 'cause' in options ? { cause: options.cause } : undefined);
+    this.notSent = options?.notSent ?? false;
+  }
 }
 
 /** The call took longer than its timeout. */
