@@ -83,6 +83,7 @@ export async function startSandbox(input: SandboxSettings): Promise<Sandbox> {
     const operator = pathname.startsWith(OPERATOR_PREFIX);
     const route = method === 'POST' && LOGIN_PATHS.has(pathname) ? 'login' : 'resources';
     if (!operator && route === 'login') stats.loginRequest();
+    if (!operator && route === 'resources') stats.resourceRequest(method);
 
     const body = await readBody(req);
     if (body.kind === 'failed') {

@@ -12,6 +12,11 @@ export interface SandboxStats {
   loginRequests: number;
   /** By username, when the body named one. */
   logins: Record<string, LoginCounts>;
+  /**
+   * Every resource request received, by method, counted on arrival (before outage, faults and latency): what
+   * reached the vendor, including requests whose answer the client never got.
+   */
+  resourceRequests: Record<string, number>;
   /** Authenticated resource requests that passed auth and rate limiting, by the token's jti (never the token). */
   requestsByToken: Record<string, number>;
   responsesByStatus: Record<string, number>;
@@ -28,6 +33,7 @@ export class StatsRecorder {
   readonly #environment: VendorEnvironment;
   #loginRequests = 0;
   #logins = new Map<string, LoginCounts>();
+  #resourceRequests = new Map<string, number>();
   #requestsByToken = new Map<string, number>();
   #responsesByStatus = new Map<string, number>();
   #errorsByCode = new Map<string, number>();
@@ -38,6 +44,10 @@ export class StatsRecorder {
 
   loginRequest(): void {
     this.#loginRequests++;
+  }
+
+  resourceRequest(method: string): void {
+    bump(this.#resourceRequests, method);
   }
 
   loginOutcome(username: string, success: boolean): void {
@@ -60,6 +70,7 @@ export class StatsRecorder {
   reset(): void {
     this.#loginRequests = 0;
     this.#logins = new Map();
+    this.#resourceRequests = new Map();
     this.#requestsByToken = new Map();
     this.#responsesByStatus = new Map();
     this.#errorsByCode = new Map();
@@ -70,6 +81,7 @@ export class StatsRecorder {
       environment: this.#environment,
       loginRequests: this.#loginRequests,
       logins: Object.fromEntries([...this.#logins].map(([user, counts]) => [user, { ...counts }])),
+      resourceRequests: Object.fromEntries(this.#resourceRequests),
       requestsByToken: Object.fromEntries(this.#requestsByToken),
       responsesByStatus: Object.fromEntries(this.#responsesByStatus),
       errorsByCode: Object.fromEntries(this.#errorsByCode),

@@ -266,6 +266,7 @@ describe('vendor sandbox: stats', () => {
         'prod-advisor': { attempts: 3, successes: 1, failures: 2 },
         'prod-execution': { attempts: 1, successes: 0, failures: 1 },
       },
+      resourceRequests: { GET: 3 },
       requestsByToken: { [jti]: 2 },
       responsesByStatus: { '200': 1, '400': 1, '401': 2, '403': 1, '404': 1, '503': 2 },
       errorsByCode: {
@@ -287,6 +288,7 @@ describe('vendor sandbox: stats', () => {
       environment: 'prod',
       loginRequests: 0,
       logins: {},
+      resourceRequests: {},
       requestsByToken: {},
       responsesByStatus: {},
       errorsByCode: {},
