@@ -116,10 +116,18 @@ export class BrokerClient {
       maxWaitMs: setting('maxPermitWaitMs', options.maxPermitWaitMs, 60_000, 'nonNegative'),
       random: this.#retry.random,
     });
+    const marginSeconds = setting('tokenMarginSeconds', options.tokenMarginSeconds, 60, 'nonNegative');
     this.#tokens = new TokenCache({
       api: this.#api,
       clock: this.#clock,
-      marginSeconds: setting('tokenMarginSeconds', options.tokenMarginSeconds, 60, 'nonNegative'),
+      marginSeconds,
+      spreadSeconds: setting(
+        'tokenSwitchSpreadSeconds',
+        options.tokenSwitchSpreadSeconds,
+        marginSeconds,
+        'nonNegative',
+      ),
+      random: this.#retry.random,
       floorSeconds: setting('validityFloorSeconds', options.validityFloorSeconds, 300, 'positive'),
       telemetry: this.#telemetry,
       onReplaced: (setId, oldTokenId) => this.#permits.releaseToken(setId, oldTokenId),

@@ -32,13 +32,17 @@ export function abortable<T>(shared: Promise<T>, signal: AbortSignal | undefined
 
 /**
  * The tokens of this process, per credential set. A token is reused until
- * `expiresAt − max(minValiditySeconds, 300) − margin`, or until a vendor call reports it rejected; concurrent
- * callers share one vend request (single-flight), and concurrent rejections of one token one report.
+ * `expiresAt − max(minValiditySeconds, 300) − margin − spread`, or until a vendor call reports it rejected;
+ * concurrent callers share one vend request (single-flight), and concurrent rejections of one token one report.
+ * `spread` is drawn once per cache: every process holds the same token with the same `expiresAt`, and without
+ * it all of them would ask the broker for the next one in the same second.
  */
 export class TokenCache {
   readonly #api: BrokerApi;
   readonly #clock: Clock;
   readonly #marginMs: number;
+  /** This cache's extra lead before the margin, in [0, spreadSeconds]: only ever leaves a token earlier. */
+  readonly #spreadMs: number;
   readonly #floorSeconds: number;
   readonly #telemetry: Telemetry;
   readonly #onReplaced: (setId: string, oldTokenId: string) => void;
@@ -51,6 +55,10 @@ export class TokenCache {
     api: BrokerApi;
     clock: Clock;
     marginSeconds: number;
+    /** Bound of the switch-over spread (default 0: none). */
+    spreadSeconds?: number;
+    /** Uniform in [0, 1): draws the spread, once. */
+    random?: () => number;
     /** The least validity a token is used with (the vendor's 5-minute rule; lower only in compressed time). */
     floorSeconds?: number;
     telemetry: Telemetry;
@@ -60,6 +68,9 @@ export class TokenCache {
     this.#api = options.api;
     this.#clock = options.clock;
     this.#marginMs = options.marginSeconds * 1000;
+    const spreadMaxMs = (options.spreadSeconds ?? 0) * 1000;
+    const draw = spreadMaxMs > 0 ? (options.random ?? Math.random)() : 0;
+    this.#spreadMs = Math.min(spreadMaxMs, Math.max(0, Math.floor(draw * (spreadMaxMs + 1))));
     this.#floorSeconds = options.floorSeconds ?? MIN_VALIDITY_FLOOR_SECONDS;
     this.#telemetry = options.telemetry;
     this.#onReplaced = options.onReplaced;
@@ -73,18 +84,20 @@ export class TokenCache {
       signal?: AbortSignal | undefined;
     } = {},
   ): Promise<VendedToken> {
-    const needMs = Math.max(options.minValiditySeconds ?? 0, this.#floorSeconds) * 1000 + this.#marginMs;
+    const floorMs = Math.max(options.minValiditySeconds ?? 0, this.#floorSeconds) * 1000;
+    const needMs = floorMs + this.#marginMs + this.#spreadMs;
     const cached = this.#tokens.get(setId);
     if (!options.forceRefresh && cached) {
       if (this.#fits(cached, needMs)) return cached;
       const recent = this.#clock.now() - cached.receivedAt < RECHECK_MS;
-      if (recent && this.#fits(cached, needMs - this.#marginMs)) return cached;
+      if (recent && this.#fits(cached, floorMs)) return cached;
     }
     // A joined fetch may have been asked with a smaller minValiditySeconds: then ask once more, ourselves.
+    // (The validity asked for, not the margin and spread: the answer is the broker's newest token already.)
     let pending = this.#fetching.get(setId);
     if (pending) {
       const token = await abortable(pending, options.signal);
-      if (this.#fits(token, needMs)) return token;
+      if (this.#fits(token, floorMs)) return token;
     }
     // Unless asked otherwise, the broker applies the vendor's rule itself; a lowered floor must be said.
     const ask =

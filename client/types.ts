@@ -92,6 +92,18 @@ export interface VendorRequestOptions {
   signal?: AbortSignal;
   /** How long each permit may be waited for (default: the client's `maxPermitWaitMs`). */
   maxPermitWaitMs?: number;
+  /**
+   * Whether the request may be sent twice without harm. Default: by its method (GET, PUT, DELETE yes; POST
+   * no). A request that is not idempotent is re-sent only where the vendor cannot have acted on it: a 429, a
+   * 503 in the vendor's own error shape (its documented "temporary outage"), a 401 TOKEN_EXPIRED or
+   * TOKEN_INVALID, or a connection that failed before the request was written (DNS, connection refused).
+   * After a timeout, a connection reset, a 500/502/504 or a proxy's 503 page it is not re-sent: the vendor
+   * may have carried it out, and a second one would be a duplicate (or a false 409 DUPLICATE_KEY); the error
+   * is thrown as it was. Set `true` for a POST the vendor can safely see twice (say, one whose key makes a
+   * repeat a 409 the caller handles) to have it retried like a GET; `false` makes a PUT or DELETE as careful
+   * as a POST.
+   */
+  idempotent?: boolean;
 }
 
 export interface BrokerClientOptions {
@@ -111,8 +123,18 @@ export interface BrokerClientOptions {
   brokerTimeoutMs?: number;
   /** Per vendor call attempt, real time (default 10000). */
   vendorTimeoutMs?: number;
-  /** A cached token is used until `expiresAt − max(minValiditySeconds, validityFloorSeconds) − this` (default 60). */
+  /**
+   * A cached token is used until `expiresAt − max(minValiditySeconds, validityFloorSeconds) − this − spread`
+   * (default 60), `spread` drawn once per client (see `tokenSwitchSpreadSeconds`).
+   */
   tokenMarginSeconds?: number;
+  /**
+   * Upper bound of a random extra lead, drawn once per client in [0, this] from `retry.random`, by which the
+   * client leaves a token earlier than the margin says: processes holding the same token ask the broker for
+   * its successor spread over this span instead of all in the same second. It only ever shortens a token's
+   * use, never below its floor. Default: `tokenMarginSeconds`; 0 turns it off.
+   */
+  tokenSwitchSpreadSeconds?: number;
   /**
    * The least validity a token is used with: the vendor's 5-minute rule (default 300). Lower it only where
    * the vendor's lifetimes are compressed (the local broker with TIME_SCALE, the soak).
@@ -124,7 +146,10 @@ export interface BrokerClientOptions {
   permitSafetyMs?: number;
   /** How long a permit is waited for by default (default 60000, on the clock). */
   maxPermitWaitMs?: number;
-  /** The vendor request loop: attempts and backoff for 5xx and 429 (default 4 attempts, 60 s budget). */
+  /**
+   * The vendor request loop: attempts and backoff for 5xx and 429 (default 4 attempts, 60 s budget).
+   * `random` also draws the token switch-over spread and the jitter added to a 429's Retry-After.
+   */
   retry?: Partial<RetrySettings>;
   userAgent?: string;
 }

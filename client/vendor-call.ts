@@ -7,6 +7,7 @@ import {
   VendorCallAbortedError,
   VendorError,
   VendorRateLimitError,
+  VendorUnreachableError,
 } from '../shared/vendor/errors.js';
 import { assertResourcePath } from '../shared/vendor/resource-path.js';
 import { fullJitterDelayMs, type RetrySettings, vendorRetryAdvice } from '../shared/vendor/retry.js';
@@ -52,6 +53,33 @@ function rateLimited(
   return undefined;
 }
 
+/** Methods that HTTP defines as idempotent: sending one twice has the effect of sending it once. */
+const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+
+/**
+ * Whether the vendor cannot have acted on the failed attempt, so that even a POST may be sent again: it refused
+ * it (429), or the connection failed before the request was written (DNS, connection refused). A timeout, a
+ * reset after connecting, a 500, 502 or 504 may come after the vendor carried the request out.
+ *
+ * 503: re-sent when the answer is in the vendor's own error shape. The vendor documents 503 as "temporary
+ * outage; retry with exponential backoff": its application answered, and said it is not taking requests (HTTP's
+ * meaning of 503 too). A 503 of another shape (a load balancer's or proxy's page) is not trusted so far: some
+ * proxies answer 503 when the upstream connection breaks after they forwarded the request (Envoy's "upstream
+ * connect error or disconnect/reset before headers"), so it counts like a 502.
+ */
+function vendorDidNotAct(error: unknown): boolean {
+  if (rateLimited(error)) return true;
+  if (error instanceof VendorUnreachableError) return error.notSent;
+  return error instanceof VendorApiError && error.status === 503;
+}
+
+/**
+ * Most extra wait after a 429's Retry-After, drawn per wait: processes told the same Retry-After come back
+ * spread over this span instead of in the same instant. Retry-After is whole seconds, so one more second
+ * keeps nobody much longer than the vendor asked. Never taken past the retry budget.
+ */
+export const RATE_LIMIT_JITTER_MS = 1000;
+
 /** How many dead tokens one vendor request replaces before it gives up. */
 const MAX_DEAD_TOKENS = 3;
 
@@ -66,9 +94,11 @@ function aborted(signal: AbortSignal | undefined, cause?: unknown): RequestAbort
 /**
  * One vendor request done the way the vendor asks, for every consumer of the token together: a cached token,
  * a permit from the ledger, `Authorization: Bearer`; on 429 report it (a cooldown for every consumer) and wait
- * Retry-After; on 500/502/503/504, network failures and timeouts back off with full jitter, each retry with a
- * new permit; on 401 TOKEN_EXPIRED / TOKEN_INVALID report the rejection, take the broker's answer and retry
- * once; every other 4xx is final. Attempts and waits are bounded by `settings` (maxAttempts, budgetMs).
+ * Retry-After plus a small jitter; on 500/502/503/504, network failures and timeouts back off with full jitter,
+ * each retry with a new permit; on 401 TOKEN_EXPIRED / TOKEN_INVALID report the rejection, take the broker's
+ * answer and retry once; every other 4xx is final. A request that is not idempotent (a POST, unless the caller
+ * says `idempotent: true`) is re-sent only where the vendor cannot have acted (see vendorDidNotAct). Attempts
+ * and waits are bounded by `settings` (maxAttempts, budgetMs).
  */
 export async function vendorCall<T>(
   deps: VendorCallDeps,
@@ -76,6 +106,7 @@ export async function vendorCall<T>(
   request: VendorRequestOptions,
 ): Promise<ResourceResponse<T>> {
   const { clock, settings, signal } = { ...deps, signal: request.signal };
+  const idempotent = request.idempotent ?? IDEMPOTENT_METHODS.has(request.method);
   const startedAt = clock.now();
   let token = await deps.tokens.get(setId, { signal });
   let rejectionRetried = false;
@@ -134,7 +165,21 @@ export async function vendorCall<T>(
         attempt--;
         continue;
       }
-      const delayMs = await retryDelay(deps, setId, token, error, attempt);
+      if (!idempotent && !vendorDidNotAct(error)) {
+        if (vendorRetryAdvice(error).retryable) {
+          deps.telemetry.warn('vendor call failed; not re-sent, the vendor may have acted on it', {
+            credentialSet: setId,
+            tokenId: token.tokenId,
+            method: request.method,
+            attempt,
+            errorCode: error instanceof VendorError ? error.code : 'UNKNOWN',
+            status: error instanceof VendorError ? error.status : undefined,
+          });
+        }
+        throw error;
+      }
+      const budgetLeftMs = settings.budgetMs - (clock.now() - startedAt);
+      const delayMs = await retryDelay(deps, setId, token, error, attempt, budgetLeftMs);
       if (delayMs === undefined || attempt >= settings.maxAttempts) throw error;
       const elapsedMs = clock.now() - startedAt;
       if (elapsedMs + delayMs > settings.budgetMs) throw error;
@@ -156,13 +201,18 @@ export async function vendorCall<T>(
   }
 }
 
-/** How long to wait before the next attempt, or undefined when the error is final. Reports a 429 first. */
+/**
+ * How long to wait before the next attempt, or undefined when the error is final. Reports a 429 first; the wait
+ * after it is Retry-After plus up to RATE_LIMIT_JITTER_MS (as much of it as `budgetLeftMs` allows), while the
+ * broker is told Retry-After as the vendor said it.
+ */
 async function retryDelay(
   deps: VendorCallDeps,
   setId: string,
   token: VendedToken,
   error: unknown,
   attempt: number,
+  budgetLeftMs: number,
 ): Promise<number | undefined> {
   const limited = rateLimited(error);
   if (limited) {
@@ -172,7 +222,10 @@ async function retryDelay(
     deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
     await deps.feedback.vendorRateLimited(setId, token.tokenId, retryAfterSeconds, limited.window);
     deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
-    return retryAfterSeconds * 1000;
+    const retryAfterMs = retryAfterSeconds * 1000;
+    const jitterBoundMs = Math.min(RATE_LIMIT_JITTER_MS, Math.max(0, budgetLeftMs - retryAfterMs));
+    const jitterMs = Math.min(jitterBoundMs, Math.floor(deps.settings.random() * (jitterBoundMs + 1)));
+    return retryAfterMs + jitterMs;
   }
   const advice = vendorRetryAdvice(error);
   if (!advice.retryable) return undefined;

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tokenId } from '../shared/vendor/token-id.js';
 import { type BrokerWorld, SET_ID, startBrokerWorld, TENANT } from './support/client-world.js';
 import { expectNoSecrets, sandboxPasswords } from './support/refresher-harness.js';
+import { seededRandom } from './support/sandbox-http.js';
 
 describe('BrokerClient tokens', () => {
   let w: BrokerWorld;
@@ -50,7 +51,7 @@ describe('BrokerClient tokens', () => {
   });
 
   it('keeps the token until expiresAt − 300 s − margin, then takes the broker current one', async () => {
-    const client = w.client({ tokenMarginSeconds: 60 });
+    const client = w.client({ tokenMarginSeconds: 60, tokenSwitchSpreadSeconds: 0 });
     const first = await client.getToken(SET_ID);
     // The refresher re-logs in at its soft threshold (an hour or so before exp): the broker now has a newer one.
     await w.clock.advance(3 * 3600 * 1000);
@@ -67,6 +68,48 @@ describe('BrokerClient tokens', () => {
     expect((await client.getToken(SET_ID)).tokenId).toBe(second);
     expect((await client.getToken(SET_ID)).tokenId).toBe(second);
     expect(tokenRequests()).toHaveLength(2);
+  });
+
+  it('spreads the switch-over: each client leaves the token at its own time, never inside floor + margin', async () => {
+    const [marginS, spreadS] = [60, 120];
+    const clients = [21, 22, 23, 24, 25].map((seed) =>
+      w.client({
+        tokenMarginSeconds: marginS,
+        tokenSwitchSpreadSeconds: spreadS,
+        retry: { random: seededRandom(seed) },
+      }),
+    );
+    const first = await clients[0]?.getToken(SET_ID);
+    if (!first) throw new Error('no token');
+    for (const client of clients) expect((await client.getToken(SET_ID)).tokenId).toBe(first.tokenId);
+    await w.clock.advance(3 * 3600 * 1000);
+    const run = await w.refresher.runScheduled();
+    const second = run.sets[0]?.tokenId;
+    expect(second).not.toBe(first.tokenId);
+    const expiresMs = first.expiresAt * 1000;
+    const switchedAt: (number | undefined)[] = clients.map(() => undefined);
+    // Every 100 ms from before the earliest allowed switch-over to past the latest one.
+    for (let t = expiresMs - (300 + marginS + spreadS + 1) * 1000; t <= expiresMs - 359_000; t += 100) {
+      w.clock.set(t);
+      for (const [i, client] of clients.entries()) {
+        const token = await client.getToken(SET_ID);
+        if (token.tokenId === first.tokenId) {
+          // Still the old token: never with less than the floor plus the margin left, never after a switch.
+          expect(expiresMs - t).toBeGreaterThanOrEqual((300 + marginS) * 1000);
+          expect(switchedAt[i]).toBeUndefined();
+        } else {
+          expect(token.tokenId).toBe(second);
+          switchedAt[i] ??= t;
+        }
+      }
+    }
+    for (const at of switchedAt) {
+      expect(at).toBeGreaterThan(expiresMs - (300 + marginS + spreadS + 1) * 1000);
+      expect(at).toBeLessThanOrEqual(expiresMs - (300 + marginS) * 1000 + 100);
+    }
+    // Each client asked the broker once for the new token, each at its own time.
+    expect(new Set(switchedAt).size).toBe(clients.length);
+    expect(tokenRequests()).toHaveLength(2 * clients.length);
   });
 
   it('passes minValiditySeconds through: the broker re-logs in when the token has less', async () => {
