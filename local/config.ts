@@ -10,6 +10,7 @@ import {
   VENDOR_DEFAULT_LIMITS,
 } from '../shared/config/credential-sets.js';
 import { ConfigurationError } from '../shared/errors.js';
+import { MIN_SLACK_FRACTION } from '../shared/ledger/limit-plan.js';
 
 /**
  * The local broker's configuration file (default `local/broker.config.json`), with environment overrides:
@@ -154,7 +155,7 @@ export function scaleCredentialSet(set: CredentialSetConfig, scale: number): Cre
       ),
       marginSeconds,
       permitValiditySeconds: Math.min(
-        marginSeconds,
+        marginSeconds * (1 - MIN_SLACK_FRACTION),
         Math.max(set.rateLimits.permitValiditySeconds / scale, MIN_PERMIT_VALIDITY_SECONDS),
       ),
     },

@@ -177,7 +177,7 @@ describe('rate ledger core: properties', () => {
     })
     .filter((s) => s.marginMs >= 10)
     .map((s) =>
-      settings({
+      rateLimitSettingsSchema.safeParse({
         general: s.general,
         classes: { heavy: s.classLimits },
         marginSeconds: s.marginMs / 1000,
@@ -185,13 +185,8 @@ describe('rate ledger core: properties', () => {
       }),
     )
     // Only limits the configuration accepts (the ledger item must stay within one write unit).
-    .filter((limits) => {
-      try {
-        return planFor(limits).itemBytesBound > 0;
-      } catch {
-        return false;
-      }
-    });
+    .filter((parsed) => parsed.success)
+    .map((parsed) => parsed.data as RateLimitSettings);
   const stepsArb = fc.array(
     fc.record({
       dt: fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 40_000 })),
@@ -389,8 +384,24 @@ describe('rate ledger core: input checks', () => {
     });
   });
   it('refuses settings whose permits outlive the margin (the bound would not hold)', () => {
-    expect(() => planFor(settings({ marginSeconds: 1, permitValiditySeconds: 2 }))).toThrow(
-      ConfigurationError,
+    expect(() => settings({ marginSeconds: 1, permitValiditySeconds: 2 })).toThrow(
+      /at least 20 % of marginSeconds/,
     );
+    expect(() => settings({ marginSeconds: 5, permitValiditySeconds: 5 })).toThrow(/slack/);
+    expect(settings({ marginSeconds: 5, permitValiditySeconds: 4 }).permitValiditySeconds).toBe(4);
+    // Straight to the ledger, bypassing the schema: the same refusal.
+    expect(() => planFor({ ...settings(), permitValiditySeconds: 5 })).toThrow(ConfigurationError);
+  });
+
+  it('bounds the classes so that the ledger item stays within one write unit, and says so', () => {
+    const reports = [{ limit: 10, windowSeconds: 60 }];
+    expect(planFor(settings({ classes: { reports } })).itemBytesBound).toBeLessThanOrEqual(1024);
+    expect(() =>
+      settings({ classes: { reports, rebalancing: [{ limit: 20, windowSeconds: 3600 }] } }),
+    ).toThrow(/over one write unit \(1024\)/);
+    const five = Object.fromEntries(
+      ['a', 'b', 'c', 'd', 'e'].map((name) => [name, [{ limit: 1, windowSeconds: 1 }]]),
+    );
+    expect(() => settings({ classes: five })).toThrow(/at most 4 classes/);
   });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../errors.js';
+import { planFor } from '../ledger/limit-plan.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor/types.js';
 import { isLoopbackHostname } from '../vendor/vendor-url.js';
 
@@ -68,15 +69,28 @@ export const refreshSettingsSchema = z
   });
 export type RefreshSettings = z.infer<typeof refreshSettingsSchema>;
 
-export const rateLimitSettingsSchema = z.object({
-  general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
-  /** Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). */
-  classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
-  /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
-  marginSeconds: z.number().nonnegative().default(5),
-  /** How long a granted permit may be used for sending. Must fit inside the margin. */
-  permitValiditySeconds: z.number().positive().default(3),
-});
+export const rateLimitSettingsSchema = z
+  .object({
+    general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
+    /**
+     * Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). Bounded so that the
+     * token's ledger item stays within one DynamoDB write unit (see planFor): at the default general limits,
+     * one class of 10 a minute fits.
+     */
+    classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
+    /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
+    marginSeconds: z.number().nonnegative().default(5),
+    /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
+    permitValiditySeconds: z.number().positive().default(3),
+  })
+  // The ledger's own checks (slack below the margin, classes, item size), with its message, at parse time.
+  .superRefine((settings, ctx) => {
+    try {
+      planFor(settings);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    }
+  });
 export type RateLimitSettings = z.infer<typeof rateLimitSettingsSchema>;
 
 export const credentialSetSchema = z.object({

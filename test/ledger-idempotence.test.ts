@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../shared/clock.js';
+import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
+import { DynamoRateLedger, type PermitDecision } from '../shared/ledger/index.js';
+import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
+
+/**
+ * Each write of the ledger under the fault that used to break it: DynamoDB applies the write, the answer is
+ * lost, the SDK re-sends it, the copy fails its condition. The ledger must take its own write for applied, not
+ * for someone else's, and apply nothing twice.
+ */
+const limits = rateLimitSettingsSchema.parse({});
+const TOKEN = '0a1b2c3d4e5f6071';
+
+const granted = (decision: PermitDecision) => {
+  if (!decision.granted) throw new Error(`expected a grant, got ${decision.reason}`);
+  return decision;
+};
+
+describe('rate ledger: one effect per operation when answers are lost and the SDK retries', () => {
+  let dynamo: LocalDynamo;
+  let faulty: FaultyDynamoDb;
+  let clock: ManualClock;
+  let table: string;
+  const ledger = () =>
+    new DynamoRateLedger({ client: faulty.client, tableName: table, clock, random: () => 0 });
+  /** The next UpdateItem is applied and its answer lost; the SDK's re-send then meets the applied write. */
+  const loseNextWriteAnswer = () => {
+    faulty.faults.set({ commands: ['UpdateItem'] });
+    faulty.faults.script('lostAnswer', 'none');
+  };
+  const minuteRemaining = async () => (await ledger().remaining(TOKEN, limits))[0]?.remaining;
+
+  beforeAll(async () => {
+    dynamo = await startDynalite();
+  });
+  afterAll(async () => {
+    await dynamo.close();
+  });
+  beforeEach(async () => {
+    faulty?.client.destroy();
+    faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint });
+    clock = new ManualClock();
+    table = await dynamo.createTable('ledger-idempotence');
+  });
+
+  it('a give-back whose answer is lost is applied once: grant 50, return 10, and only 10 more are granted', async () => {
+    const a = ledger();
+    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 50, limits }));
+    await clock.advance(1000);
+    loseNextWriteAnswer();
+    await expect(a.giveBack({ tokenId: TOKEN, count: 10, receipt: grant.receipt, limits })).resolves.toEqual({
+      returned: 10,
+    });
+    expect(faulty.faults.stats.lostAnswer).toBe(1);
+    expect(faulty.faults.stats.byCommand.UpdateItem?.sent).toBe(3);
+    expect(await minuteRemaining()).toBe(10);
+    const b = ledger();
+    granted(await b.acquire({ tokenId: TOKEN, count: 10, limits }));
+    const no = await b.acquire({ tokenId: TOKEN, count: 1, limits });
+    expect(no).toMatchObject({ granted: false, reason: 'QUOTA' });
+  });
+
+  it('a first grant (the item is created) whose answer is lost counts once and is answered as granted', async () => {
+    loseNextWriteAnswer();
+    const grant = granted(await ledger().acquire({ tokenId: TOKEN, count: 5, limits }));
+    expect(faulty.faults.stats.lostAnswer).toBe(1);
+    expect(await minuteRemaining()).toBe(45);
+    // Its receipt is the one the item holds: it gives back.
+    await expect(
+      ledger().giveBack({ tokenId: TOKEN, count: 5, receipt: grant.receipt, limits }),
+    ).resolves.toEqual({ returned: 5 });
+    expect(await minuteRemaining()).toBe(50);
+  });
+
+  it('a concurrent grant added to the head slot whose answer is lost is added once', async () => {
+    const a = ledger();
+    granted(await a.acquire({ tokenId: TOKEN, count: 3, limits }));
+    await clock.advance(100);
+    loseNextWriteAnswer();
+    // Same slot, item known: the cheap ADD path, whose copy fails on "my write id is there already".
+    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 4, limits }));
+    expect(faulty.faults.stats.lostAnswer).toBe(1);
+    expect(await minuteRemaining()).toBe(43);
+    await expect(a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits })).resolves.toEqual({
+      returned: 4,
+    });
+    expect(await minuteRemaining()).toBe(47);
+  });
+
+  it('a vendor report whose answer is lost is applied once, from when it arrived', async () => {
+    const a = ledger();
+    granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
+    loseNextWriteAnswer();
+    await a.reportVendorFeedback({ tokenId: TOKEN, limits, retryAfterSeconds: 30 });
+    expect(faulty.faults.stats.lostAnswer).toBe(1);
+    const no = await ledger().acquire({ tokenId: TOKEN, count: 1, limits });
+    expect(no).toMatchObject({ granted: false, reason: 'COOLDOWN', retryAfterMs: 30_000 });
+    await clock.advance(30_000);
+    granted(await ledger().acquire({ tokenId: TOKEN, count: 1, limits }));
+  });
+
+  it('a write that never gets an answer, even after the retries, is recognised when it did apply', async () => {
+    const a = ledger();
+    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 20, limits }));
+    faulty.faults.set({ commands: ['UpdateItem'] });
+    // Applied, answer lost; then the copies are throttled until the SDK gives up; the ledger reads and sees.
+    faulty.faults.script('lostAnswer', 'throttle', 'throttle');
+    await expect(a.giveBack({ tokenId: TOKEN, count: 20, receipt: grant.receipt, limits })).resolves.toEqual({
+      returned: 20,
+    });
+    expect(await minuteRemaining()).toBe(50);
+  });
+
+  it('a write that was not applied and got no answer fails closed: no permit', async () => {
+    const a = ledger();
+    faulty.faults.set({ commands: ['UpdateItem'] });
+    faulty.faults.script('serverError', 'serverError', 'serverError');
+    await expect(a.acquire({ tokenId: TOKEN, count: 5, limits })).rejects.toMatchObject({
+      code: 'LEDGER_UNAVAILABLE',
+    });
+    faulty.faults.off();
+    expect(await minuteRemaining()).toBe(50);
+  });
+});
