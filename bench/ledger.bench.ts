@@ -12,8 +12,10 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock, systemClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { startDynalite } from '../test/support/dynalite.js';
+import { createFaultyDynamoDbClient } from '../test/support/faulty-dynamodb.js';
 import {
   countDynamoCalls,
+  fillLedgerItem,
   idealGrantTimes,
   maxInAnySpan,
   seededRandom,
@@ -41,6 +43,14 @@ const FLEXIBLE_LIMITS = [
 const LEDGER_PROCESSES = 20;
 const CONCURRENCY = [1, 8, 32];
 const THROUGHPUT_MS = 2000;
+/** The default general limits with no class, and at the class bound (one class of 10 a minute). */
+const ITEM_CASES: [string, unknown][] = [
+  ['50/60 s + 1000/3600 s, no class', {}],
+  [
+    '50/60 s + 1000/3600 s + class 10/60 s (the class bound)',
+    { classes: { reports: [{ limit: 10, windowSeconds: 60 }] } },
+  ],
+];
 
 type Dynamo = Awaited<ReturnType<typeof startDynalite>>;
 
@@ -55,10 +65,13 @@ async function onClock<T>(clock: ManualClock, body: () => Promise<T>): Promise<T
   }
 }
 
+/** Faults of the faulty-DynamoDB row: a lost answer of an applied write, a throttle, a 500, per attempt. */
+const FAULTS = { lostAnswer: 0.08, throttle: 0.03, serverError: 0.03 };
+
 async function quotaRow(
   dynamo: Dynamo,
   scenario: Scenario,
-  kind: 'ledger' | 'flexible',
+  kind: 'ledger' | 'ledger-faulty' | 'flexible',
   seed: number,
 ): Promise<BenchRow> {
   const clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000);
@@ -66,12 +79,18 @@ async function quotaRow(
   let contender: Contender;
   let writes: () => number;
   let destroy: () => void;
-  if (kind === 'ledger') {
-    const client = createDynamoDbClient({ endpoint: dynamo.endpoint });
+  if (kind !== 'flexible') {
+    const client =
+      kind === 'ledger'
+        ? createDynamoDbClient({ endpoint: dynamo.endpoint })
+        : createFaultyDynamoDbClient({ endpoint: dynamo.endpoint, seed, ...FAULTS }).client;
     writes = countDynamoCalls(client).writes;
     destroy = () => client.destroy();
     contender = ledgerContender({
-      name: `DynamoRateLedger, ${LEDGER_PROCESSES} processes`,
+      name:
+        kind === 'ledger'
+          ? `DynamoRateLedger, ${LEDGER_PROCESSES} processes`
+          : `DynamoRateLedger, ${LEDGER_PROCESSES} processes, DynamoDB losing ${FAULTS.lostAnswer * 100} % of write answers, ${FAULTS.throttle * 100} % throttles, ${FAULTS.serverError * 100} % 500s`,
       client,
       tableName: await dynamo.createTable('bench-ledger'),
       clock,
@@ -151,12 +170,8 @@ async function throughputRow(
         client,
         tableName: await dynamo.createTable('bench-throughput'),
         clock: systemClock,
-        limits: rateLimitSettingsSchema.parse({
-          general: [
-            { limit: 1e8, windowSeconds: 60 },
-            { limit: 1e9, windowSeconds: 3600 },
-          ],
-        }),
+        // Out of reach of a 2 s run, and still within one write unit (limits that need more digits do not fit).
+        limits: rateLimitSettingsSchema.parse({ general: [{ limit: 36 ** 4 - 1, windowSeconds: 3600 }] }),
         processes: kind === 'ledger-shared' ? 1 : consumers,
         tokenId: 'throughput',
       });
@@ -176,8 +191,24 @@ export async function run(): Promise<BenchTable[]> {
   try {
     const quota: BenchRow[] = [];
     for (const [index, scenario] of (['steady', 'bursts'] as const).entries())
-      for (const kind of ['ledger', 'flexible'] as const)
+      for (const kind of ['ledger', 'ledger-faulty', 'flexible'] as const)
         quota.push(await quotaRow(dynamo, scenario, kind, 100 + index));
+    const items: BenchRow[] = [];
+    for (const [name, input] of ITEM_CASES) {
+      const limits = rateLimitSettingsSchema.parse(input);
+      const filled = await fillLedgerItem({
+        client: dynamo.client,
+        tableName: await dynamo.createTable('bench-item'),
+        limits,
+        hours: 1.1,
+      });
+      items.push({
+        limits: name,
+        'bound (bytes, computed)': filled.bound,
+        'largest measured (bytes)': filled.largest,
+        'write units per write at the bound': Math.ceil(filled.bound / 1024),
+      });
+    }
     const speed: BenchRow[] = [];
     for (const kind of ['ledger-shared', 'ledger-per-consumer', 'flexible'] as const)
       speed.push(await throughputRow(dynamo, kind));
@@ -187,8 +218,13 @@ export async function run(): Promise<BenchTable[]> {
         rows: quota,
       },
       {
-        title: `Grants per second, real time, limits out of reach, ${THROUGHPUT_MS / 1000} s per cell`,
+        title: `Grants per second, real time, in-process (no HTTP), limits out of reach, ${THROUGHPUT_MS / 1000} s per cell`,
         rows: speed,
+      },
+      {
+        title:
+          'Ledger item size, through the real codec and a real write to dynalite: a permit of every class asked every second for 1.1 simulated hours, id set full, as many vendor caps as the item keeps',
+        rows: items,
       },
     ];
   } finally {

@@ -9,7 +9,7 @@ import { planFor } from '../shared/ledger/limit-plan.js';
 import { callerTag } from '../shared/ledger/receipts.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { type LocalDynamo, startDynalite } from './support/dynalite.js';
-import { countDynamoCalls, dynamoItemSize } from './support/ledger-harness.js';
+import { countDynamoCalls, dynamoItemSize, fillLedgerItem } from './support/ledger-harness.js';
 
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
   classes: { reports: [{ limit: 10, windowSeconds: 60 }] },
@@ -266,6 +266,14 @@ describe('DynamoRateLedger against dynalite', () => {
     await a.remaining(TOKEN, limits);
     expect(counter.writes()).toBe(0);
     expect(await item()).toBeUndefined();
+  });
+
+  it('keeps the item within its computed bound and 1 KB (1 WCU) at the class bound, filled as full as it gets', async () => {
+    const { largest, bound } = await fillLedgerItem({ client, tableName: table, limits, hours: 1.1 });
+    console.info(`ledger item at the class bound, filled: ${largest} bytes (bound ${bound})`);
+    expect(largest).toBeGreaterThan(0.75 * bound);
+    expect(largest).toBeLessThanOrEqual(bound);
+    expect(bound).toBeLessThanOrEqual(1024);
   });
 
   it('keeps the item within its computed bound and 1 KB (1 WCU) at the class bound, under adversarial use', async () => {

@@ -318,6 +318,21 @@ describe('rate ledger core: vendor feedback', () => {
     expect(fresh.feedback(T0 + 1000, { limit: 50, remaining: 2, reset })).toBe(true);
   });
 
+  it("the hour's remaining count tightens the ledger even while 50 or more are left (the minute's limit)", () => {
+    const core = new Core(settings());
+    expect(core.acquire(T0, 40).granted).toBe(true);
+    // The vendor says 60 are left of its hour until half an hour from now; the ledger believes 960.
+    const reset = Math.floor((T0 + 1800_000) / 1000);
+    expect(core.feedback(T0 + 1000, { limit: 1000, remaining: 60, reset })).toBe(true);
+    expect(core.acquire(T0 + 70_000, 50).granted).toBe(true);
+    expect(core.acquire(T0 + 140_000, 10).granted).toBe(true);
+    expect(core.acquire(T0 + 210_000, 1)).toMatchObject({
+      granted: false,
+      reason: 'VENDOR_CAP',
+      retryAt: reset * 1000,
+    });
+  });
+
   it('a report naming a class limit caps only that class', () => {
     const core = new Core(settings({ classes: { reports: [{ limit: 7, windowSeconds: 60 }] } }));
     const reset = Math.floor((T0 + 30_000) / 1000);

@@ -18,7 +18,6 @@ import {
   pruneIds,
   receiptTtlMs,
   signatureHolds,
-  WRITE_ID_TTL_MS,
 } from './receipts.js';
 import type {
   GiveBackRequest,
@@ -287,7 +286,7 @@ export class DynamoRateLedger implements RateLedger {
       // A grant's new receipt id names the write; a batch without one gets an id of its own. The cap drops
       // older ids first (a batch of more grants than the cap keeps the newest receipts, and the write id).
       const created = [...work.ids].filter((id) => !read.ids.has(id)).sort();
-      const writeId = created.at(-1) ?? newId(g + WRITE_ID_TTL_MS);
+      const writeId = created.at(-1) ?? newId(g + Math.max(...plans.map(receiptTtlMs)));
       const kept = created.slice(-MAX_HELD_IDS);
       work.ids = pruneIds(work.ids, g, new Set(kept.includes(writeId) ? kept : [writeId]));
       const added = [...work.ids].filter((id) => !read.ids.has(id));

@@ -161,13 +161,11 @@ export function ledgerItemBound(specs: readonly RingSpec[], classCount: number):
   for (const spec of specs) {
     const most = 2 * spec.limit;
     const older = Math.min(spec.length - 1, spec.limit + 2);
-    const slots =
-      spec.length -
-      1 +
-      2 * older +
-      Math.floor(most / 36) +
-      Math.floor(most / 1296) +
-      Math.floor(most / 46656);
+    // Each slot holding 36^d or more needs a (d+1)th digit; no more of them than the permits allow.
+    let extraDigits = 0;
+    for (let power = 36; power <= spec.limit; power *= 36)
+      extraDigits += Math.min(older, Math.floor(most / power));
+    const slots = spec.length - 1 + 2 * older + extraDigits;
     rings += spec.key.length + 1 + slots + 1;
     // h:<key> = count, s:<key> = { sub-slot }
     bytes += 2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + numberBytes(35);

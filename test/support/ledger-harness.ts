@@ -1,4 +1,11 @@
-import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { ManualClock } from '../../shared/clock.js';
+import type { RateLimitSettings } from '../../shared/config/credential-sets.js';
+import { ledgerKey } from '../../shared/ledger/ledger-item.js';
+import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
+import { LedgerTable } from '../../shared/ledger/ledger-table.js';
+import { MAX_CAPS, planFor } from '../../shared/ledger/limit-plan.js';
+import { HELD_IDS_LIMIT, newId, newSecret } from '../../shared/ledger/receipts.js';
 
 /** Helpers of the rate-ledger tests and benchmark: span checks, the ideal schedule, DynamoDB item size. */
 
@@ -98,4 +105,57 @@ export function countDynamoCalls(client: DynamoDBClient): {
       for (const name of Object.keys(calls)) delete calls[name];
     },
   };
+}
+
+/**
+ * The ledger item of one token driven toward its largest, through the real codec and a real full write: a
+ * permit asked every second of every class and of the general limits (so every slot of every ring that the
+ * limits allow holds grants), the id set full, a cooldown, and as many vendor caps as the item keeps, each as
+ * long as one can be. Each minute the state is written and the stored item measured.
+ * Returns the largest measured size and the plan's computed bound.
+ */
+export async function fillLedgerItem(options: {
+  client: DynamoDBClient;
+  tableName: string;
+  limits: RateLimitSettings;
+  hours: number;
+}): Promise<{ largest: number; bound: number }> {
+  const plan = planFor(options.limits);
+  const clock = new ManualClock();
+  const table = new LedgerTable(options.client, options.tableName, clock);
+  const tokenId = 'f111111111111111';
+  const scopes = [undefined, ...plan.classes.keys()];
+  let snapshot = await table.read(tokenId);
+  let state = stateAt(snapshot.state, clock.now(), plan.marginMs);
+  state.secret = newSecret();
+  let largest = 0;
+  const end = clock.now() + options.hours * 3600_000;
+  for (let second = 0; clock.now() < end; second++) {
+    await clock.advance(1000);
+    const g = clock.now();
+    state = stateAt(state, g, plan.marginMs);
+    for (const cls of scopes) acquire(state, plan, g, 1, cls);
+    while (state.ids.size < HELD_IDS_LIMIT) state.ids.add(newId(g + 10_000 + state.ids.size));
+    if (second % 60 === 59) {
+      // As many vendor caps as the item keeps, each as long as a cap can be (the longest scope's name, the
+      // largest count, the furthest end).
+      const specs = [...plan.general, ...[...plan.classes.values()].flat()];
+      const scope = specs.reduce((a, b) => (b.scope.length > a.scope.length ? b : a)).scope;
+      state.caps = Array.from({ length: Math.max(MAX_CAPS, plan.classes.size + 1) }, () => ({
+        scope,
+        remaining: Math.max(...specs.map((spec) => spec.limit)),
+        until: g + plan.maxSpanMs,
+      }));
+      state.cooldownUntil = g + 1;
+      state.version = snapshot.state.version + 1;
+      const written = await table.writeFull(tokenId, state, plan.retainMs, snapshot);
+      if (!written.ok) throw new Error('the fill is the only writer; its write cannot conflict');
+      snapshot = written.snapshot;
+      const { Item } = await options.client.send(
+        new GetItemCommand({ TableName: options.tableName, Key: ledgerKey(tokenId) }),
+      );
+      largest = Math.max(largest, dynamoItemSize(Item ?? {}));
+    }
+  }
+  return { largest, bound: plan.itemBytesBound };
 }
