@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
@@ -13,8 +14,18 @@ export interface LocalDynamo {
 
 let tableCounter = 0;
 
-/** An in-memory dynalite on 127.0.0.1 spoken to by the real @aws-sdk/client-dynamodb. */
+/**
+ * An in-memory dynalite on 127.0.0.1 spoken to by the real @aws-sdk/client-dynamodb.
+ *
+ * Opt-in: with `TEST_DYNAMO_ENDPOINT` set (e.g. `http://127.0.0.1:8000`, AWS's DynamoDB Local started with
+ * `-inMemory -sharedDb`), no dynalite is started and the same interface speaks to that endpoint instead, so DynamoDB
+ * code can be checked on both engines (they differ: DynamoDB Local returns the item on a failed condition with
+ * ReturnValuesOnConditionCheckFailure ALL_OLD and validates expressions more strictly). The server is shared and
+ * outlives the run: table names then also carry a random per-process id, and `close()` only destroys the client.
+ */
 export async function startDynalite(): Promise<LocalDynamo> {
+  const external = process.env.TEST_DYNAMO_ENDPOINT;
+  if (external) return externalDynamo(external);
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -31,6 +42,25 @@ export async function startDynalite(): Promise<LocalDynamo> {
     async close() {
       client.destroy();
       await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}
+
+/** Tables from earlier runs stay in a shared server, and a pid can come back: names get this run's id too. */
+const runId = randomBytes(4).toString('hex');
+
+function externalDynamo(endpoint: string): LocalDynamo {
+  const client = createDynamoDbClient({ endpoint });
+  return {
+    endpoint,
+    client,
+    async createTable(prefix = 'table') {
+      const name = `${prefix}-${process.pid}-${runId}-${++tableCounter}`;
+      await createTable(client, name);
+      return name;
+    },
+    async close() {
+      client.destroy();
     },
   };
 }

@@ -54,7 +54,7 @@ export interface FaultRates {
 }
 
 export interface FaultyDynamoDbOptions extends FaultRates {
-  /** Endpoint of a running dynalite (`startDynalite().endpoint`). */
+  /** Endpoint of a running dynalite or DynamoDB Local (`startDynalite().endpoint`). */
   endpoint: string;
   /** Seed of the fault draws. Default 1. */
   seed?: number;
