@@ -32,9 +32,11 @@ const stateArb = fc
       }),
       { maxLength: 6 },
     ),
-    ids: fc.uniqueArray(fc.tuple(fc.integer({ min: 1, max: 1e7 }), fc.stringMatching(/^[A-Za-z0-9_-]{5}$/)), {
-      maxLength: 8,
-    }),
+    spent: fc.uniqueArray(
+      fc.tuple(fc.integer({ min: 1, max: 1e7 }), fc.stringMatching(/^[A-Za-z0-9_-]{4}$/)),
+      { maxLength: 10 },
+    ),
+    writeIds: fc.uniqueArray(fc.stringMatching(/^[A-Za-z0-9_-]{5}$/), { maxLength: 12 }),
     secret: fc.option(fc.stringMatching(/^[A-Za-z0-9_-]{22}$/), { nil: undefined }),
   })
   .map(
@@ -43,8 +45,9 @@ const stateArb = fc
       time: s.time,
       rings: new Map(Object.entries(s.rings)),
       // Alive at the state's time (a decoded item keeps every id; stateAt prunes the dead ones).
-      ids: new Set(
-        s.ids.map(
+      writeIds: new Set(s.writeIds),
+      spent: new Set(
+        s.spent.map(
           ([after, random]) =>
             `${Math.ceil((s.time + after) / 1000)
               .toString(36)

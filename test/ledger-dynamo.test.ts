@@ -150,7 +150,7 @@ describe('DynamoRateLedger against dynalite', () => {
       closed.giveBack({
         tokenId: TOKEN,
         count: 1,
-        receipt: `r1.${TOKEN}..1.1.${callerTag('')}.0000000aaaaa.x`,
+        receipt: `r1.${TOKEN}..1.1.${callerTag('')}.0000000aaaa.x`,
         limits,
       }),
       closed.reportVendorFeedback({ tokenId: TOKEN, limits, retryAfterSeconds: 5 }),
@@ -286,7 +286,7 @@ describe('DynamoRateLedger against dynalite', () => {
       await clock.advance(4000 + (step % 7));
       const cls = step % 3 === 0 ? 'reports' : undefined;
       const decision = await a.acquire({ tokenId: TOKEN, count: 1, class: cls, limits: tight });
-      // Open receipts and write ids fill the item's id set (it holds at most MAX_HELD_IDS).
+      // Spent receipts fill the item's set of them (SPENT_LIMIT at most).
       if (decision.granted && step % 5 === 0)
         await a.giveBack({ tokenId: TOKEN, count: 1, receipt: decision.receipt, limits: tight });
       if (step % 600 === 599) {

@@ -18,7 +18,7 @@ import {
   stateAt,
 } from '../shared/ledger/ledger-state.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
-import { newId } from '../shared/ledger/receipts.js';
+import { newReceiptId } from '../shared/ledger/receipts.js';
 import { checkFeedback, checkGiveBack, checkPermit } from '../shared/ledger/validation.js';
 import { applyVendorFeedback } from '../shared/ledger/vendor-feedback.js';
 import { maxInAnySpan, type TimedCount } from './support/ledger-harness.js';
@@ -54,10 +54,9 @@ class Core {
   /** Gives back k of a grant of k at grantedAt (its receipt verified): whether any permit came back. */
   giveBack(g: number, k: number, grantedAt: number, cls?: string): boolean {
     this.#at(g);
-    const id = newId(g + 10_000);
-    this.state.ids.add(id);
-    const claims = { key: 'token', cls, count: k, grantedAt, caller: '', id };
-    return (giveBack(this.state, this.plan, claims, k)?.returned ?? 0) > 0;
+    const claims = { key: 'token', cls, count: k, grantedAt, caller: '', id: newReceiptId(g + 10_000) };
+    const outcome = giveBack(this.state, this.plan, claims, k);
+    return typeof outcome === 'object' && outcome.returned > 0;
   }
   feedback(g: number, report: Parameters<typeof applyVendorFeedback>[4]): boolean {
     const time = this.#at(g);

@@ -10,14 +10,13 @@ import { LedgerTable, type Snapshot } from './ledger-table.js';
 import { type LimitPlan, planFor } from './limit-plan.js';
 import {
   callerTag,
-  HELD_IDS_LIMIT,
   issueReceipt,
-  MAX_HELD_IDS,
-  newId,
+  newReceiptId,
   newSecret,
-  pruneIds,
+  newWriteId,
   receiptTtlMs,
   signatureHolds,
+  WRITE_IDS_LIMIT,
 } from './receipts.js';
 import type {
   GiveBackRequest,
@@ -123,8 +122,7 @@ export class DynamoRateLedger implements RateLedger {
     const decision = await this.#enqueue<PermitDecision>(tokenId, plan, (state, g, now) => {
       const outcome = acquire(state, plan, g, count, cls);
       if (outcome.granted) {
-        const id = newId(g + receiptTtlMs(plan));
-        state.ids.add(id);
+        const id = newReceiptId(g + receiptTtlMs(plan));
         const receipt = issueReceipt(state.secret as string, {
           key: tokenId,
           cls,
@@ -169,22 +167,31 @@ export class DynamoRateLedger implements RateLedger {
     if (claims.caller !== callerTag(request.caller ?? ''))
       throw reject('FOREIGN', 'issued to another caller');
     const ttlMs = receiptTtlMs(plan);
-    const result = await this.#enqueue<GiveBackResult | ReceiptRejectedError>(tokenId, plan, (state, g) => {
+    const result = await this.#enqueue<GiveBackResult | Error>(tokenId, plan, (state, g) => {
       if (state.secret === undefined || !signatureHolds(state.secret, payload, mac))
         return { change: 'none', result: reject('FORGED', 'not issued by this ledger, or altered') };
       if (g >= claims.grantedAt + ttlMs)
         return { change: 'none', result: reject('EXPIRED', `older than ${ttlMs / 1000} s`) };
       const outcome = giveBack(state, plan, claims, count);
-      if (!outcome) return { change: 'none', result: reject('SPENT', 'already given back') };
+      if (outcome === 'SPENT') return { change: 'none', result: reject('SPENT', 'already given back') };
+      if (outcome === 'FULL')
+        return {
+          change: 'none',
+          result: new LedgerUnavailableError('rate ledger busy: too many give-backs at once; try again'),
+        };
       return { change: 'other', result: outcome };
     });
     this.#telemetry.debug('rate ledger: give-back', {
       tokenId,
       count,
       class: claims.cls,
-      ...(result instanceof ReceiptRejectedError ? { refused: result.problem } : result),
+      ...(result instanceof ReceiptRejectedError
+        ? { refused: result.problem }
+        : result instanceof Error
+          ? { refused: 'BUSY' }
+          : result),
     });
-    if (result instanceof ReceiptRejectedError) throw result;
+    if (result instanceof Error) throw result;
     return result;
   }
 
@@ -283,35 +290,31 @@ export class DynamoRateLedger implements RateLedger {
         fresh = true;
         continue;
       }
-      // A grant's new receipt id names the write; a batch without one gets an id of its own. The cap drops
-      // older ids first (a batch of more grants than the cap keeps the newest receipts, and the write id).
-      const created = [...work.ids].filter((id) => !read.ids.has(id)).sort();
-      const writeId = created.at(-1) ?? newId(g + Math.max(...plans.map(receiptTtlMs)));
-      const kept = created.slice(-MAX_HELD_IDS);
-      work.ids = pruneIds(work.ids, g, new Set(kept.includes(writeId) ? kept : [writeId]));
-      const added = [...work.ids].filter((id) => !read.ids.has(id));
+      // Each attempt is a new write with its own id: a full write leaves only its own in the item.
+      const writeId = newWriteId();
+      work.writeIds = new Set([writeId]);
       const additions =
         outcomes.every((outcome) => outcome.change !== 'other') &&
         read.secret !== undefined &&
-        read.ids.size + added.length <= HELD_IDS_LIMIT
+        read.writeIds.size < WRITE_IDS_LIMIT
           ? headAdditions(read, work, plans, g)
           : undefined;
       work.version = read.version + 1;
       let written: Awaited<ReturnType<LedgerTable['writeFull']>>;
       try {
         written = additions
-          ? await this.#table.addToHeads(tokenId, additions, snapshot, { writeId, added })
+          ? await this.#table.addToHeads(tokenId, additions, snapshot, writeId)
           : await this.#table.writeFull(tokenId, work, retainMs, snapshot);
       } catch (error) {
         // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows.
         const current = await this.#table.read(tokenId);
-        if (!current.state.ids.has(writeId)) throw error;
+        if (!current.state.writeIds.has(writeId)) throw error;
         written = { ok: true, snapshot: current };
       }
       if (!written.ok) {
         const current = written.current ?? (await this.#table.read(tokenId));
         // The condition failed because an earlier attempt of this very write (re-sent by the SDK) applied.
-        if (current.state.ids.has(writeId)) written = { ok: true, snapshot: current };
+        if (current.state.writeIds.has(writeId)) written = { ok: true, snapshot: current };
         else snapshot = current;
       }
       if (written.ok) {

@@ -1,15 +1,15 @@
 import type { AttributeValue, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
 import type { HeadAddition } from './fast-grant.js';
-import { HELD_IDS_LIMIT } from './receipts.js';
+import { WRITE_IDS_LIMIT } from './receipts.js';
 import type { StoredLedger } from './state-codec.js';
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the
  * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cap` vendor caps, `purgeAt` TTL (Unix
  * seconds), and per ring with grants in its head slot `h:<ring key>` (count) and `s:<ring key>` (the set of the
- * sub-slots its grants fell in; the largest counts), `g` the ids of recent writes and open grants (a string set,
- * see receipts.ts), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
+ * sub-slots its grants fell in; the largest counts), `g` the spent receipt ids and `w` the write ids since the
+ * last full write (string sets, see receipts.ts), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
  * attributes can be ADDed to, and ADD is what lets concurrent grants in one slot commute.
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
@@ -35,7 +35,8 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
     time: number('t'),
     heads,
     headSubs,
-    ids: item.g?.SS ?? [],
+    spent: item.g?.SS ?? [],
+    writeIds: item.w?.SS ?? [],
     purgeAt: number(TTL_ATTRIBUTE),
   };
   if (item.r?.S !== undefined) stored.rings = item.r.S;
@@ -75,7 +76,8 @@ export function fullWrite(
   attribute('r', stored.rings ? { S: stored.rings } : undefined);
   attribute('cd', stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
   attribute('cap', stored.caps ? { S: stored.caps } : undefined);
-  attribute('g', stored.ids.length > 0 ? { SS: stored.ids } : undefined);
+  attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
+  attribute('w', stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
   // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
   for (const key of new Set([...Object.keys(stored.heads), ...read.headKeys])) {
@@ -105,29 +107,29 @@ export function fullWrite(
 
 /**
  * Adds grants to head slots, each guarded by its bound, if no full write happened since `version`; adds the
- * batch's ids to the item's set, guarded by "the write id is not there yet" (a re-sent copy of an applied
- * write fails instead of adding twice) and by the set's size (a full set needs a full write, which prunes).
+ * write id to the item's write ids, guarded by "it is not there yet" (a re-sent copy of an applied write fails
+ * instead of adding twice) and by the set's size (a full set waits for a full write, which resets it).
  */
 export function headWrite(
   tableName: string,
   tokenId: string,
   additions: readonly HeadAddition[],
   version: number,
-  ids: { writeId: string; added: readonly string[] },
+  writeId: string,
 ): UpdateItemCommandInput {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#g': 'g' };
+  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#w': 'w' };
   const values: Record<string, AttributeValue> = {
     ':expected': { N: String(version) },
     ':one': { N: '1' },
-    ':ids': { SS: [...ids.added] },
-    ':writeId': { S: ids.writeId },
-    ':roomBefore': { N: String(HELD_IDS_LIMIT - ids.added.length) },
+    ':ids': { SS: [writeId] },
+    ':writeId': { S: writeId },
+    ':full': { N: String(WRITE_IDS_LIMIT) },
   };
-  const adds = ['#n :one', '#g :ids'];
+  const adds = ['#n :one', '#w :ids'];
   const conditions = [
     '#v = :expected',
-    'NOT contains(#g, :writeId)',
-    '(attribute_not_exists(#g) OR size(#g) <= :roomBefore)',
+    'NOT contains(#w, :writeId)',
+    '(attribute_not_exists(#w) OR size(#w) < :full)',
   ];
   additions.forEach((addition, i) => {
     names[`#h${i}`] = `${HEAD}${addition.key}`;

@@ -1,5 +1,5 @@
 import { GENERAL_SCOPE, type LimitPlan, type RingSpec, ringLength, ringsFor } from './limit-plan.js';
-import { pruneIds, type ReceiptClaims } from './receipts.js';
+import { aliveReceiptIds, type ReceiptClaims, SPENT_LIMIT } from './receipts.js';
 import {
   earliestFit,
   emptyRing,
@@ -35,8 +35,10 @@ export interface LedgerState {
   /** No grant before this (epoch ms): a vendor 429's Retry-After. */
   cooldownUntil: number;
   caps: VendorCap[];
-  /** Ids of the recent writes and of the grants that may still be given back (see receipts.ts). */
-  ids: Set<string>;
+  /** Ids of the receipts given back that could still be presented again (see receipts.ts). */
+  spent: Set<string>;
+  /** Ids of the writes since the last full write, that one's included (see receipts.ts). */
+  writeIds: Set<string>;
   /** The item's receipt secret; undefined until the item is first written. */
   secret: string | undefined;
 }
@@ -50,7 +52,8 @@ export const emptyState = (version = 0): LedgerState => ({
   rings: new Map(),
   cooldownUntil: 0,
   caps: [],
-  ids: new Set(),
+  spent: new Set(),
+  writeIds: new Set(),
   secret: undefined,
 });
 
@@ -77,7 +80,8 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     rings,
     cooldownUntil: state.cooldownUntil > g ? state.cooldownUntil : 0,
     caps: state.caps.filter((cap) => cap.until > g).map((cap) => ({ ...cap })),
-    ids: pruneIds(state.ids, g),
+    spent: aliveReceiptIds(state.spent, g),
+    writeIds: new Set(state.writeIds),
     secret: state.secret,
   };
 }
@@ -127,18 +131,20 @@ export function acquire(
 }
 
 /**
- * Takes back up to `k` permits of the grant a (verified) receipt names, out of the slots they were recorded in,
- * and spends the receipt: its id leaves the set. `undefined` when the receipt is no longer open (given back
- * already, or evicted): then nothing changes. Vendor caps are not refilled: the vendor may have counted the
- * request anyway (more careful).
+ * Takes back up to `k` permits of the grant a (verified, unexpired) receipt names, out of the slots they were
+ * recorded in, and spends the receipt: its id joins the spent ones. 'SPENT' when it was given back already,
+ * 'FULL' when the spent ids fill their place (a flood of give-backs: the ledger keeps counting): then nothing
+ * changes. Vendor caps are not refilled: the vendor may have counted the request anyway (more careful).
  */
 export function giveBack(
   state: LedgerState,
   plan: LimitPlan,
   claims: ReceiptClaims,
   k: number,
-): { returned: number } | undefined {
-  if (!state.ids.delete(claims.id)) return undefined;
+): { returned: number } | 'SPENT' | 'FULL' {
+  if (state.spent.has(claims.id)) return 'SPENT';
+  if (state.spent.size >= SPENT_LIMIT) return 'FULL';
+  state.spent.add(claims.id);
   if (claims.grantedAt > state.time) return { returned: 0 };
   const count = Math.min(k, claims.count);
   let returned = 0;

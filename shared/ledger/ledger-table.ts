@@ -67,9 +67,9 @@ export class LedgerTable {
     tokenId: string,
     additions: readonly HeadAddition[],
     read: Snapshot,
-    ids: { writeId: string; added: readonly string[] },
+    writeId: string,
   ): Promise<WriteOutcome> {
-    return this.#write(headWrite(this.#tableName, tokenId, additions, read.state.version, ids));
+    return this.#write(headWrite(this.#tableName, tokenId, additions, read.state.version, writeId));
   }
 
   async #write(input: ConstructorParameters<typeof UpdateItemCommand>[0]): Promise<WriteOutcome> {

@@ -1,6 +1,6 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
-import { HELD_IDS_LIMIT, ID_LENGTH } from './receipts.js';
+import { RECEIPT_ID_LENGTH, SPENT_LIMIT, WRITE_ID_LENGTH, WRITE_IDS_LIMIT } from './receipts.js';
 
 /**
  * How the rate-limit settings of a credential set become rings of slot counters.
@@ -155,7 +155,7 @@ const FIXED_BYTES = 2 + 70 + (1 + 8) + (1 + 8) + (1 + 8) + (7 + 7) + (2 + 8) + (
  * Checked against items filled as full as they get in the ledger's tests.
  */
 export function ledgerItemBound(specs: readonly RingSpec[], classCount: number): number {
-  let bytes = FIXED_BYTES + (1 + HELD_IDS_LIMIT * ID_LENGTH);
+  let bytes = FIXED_BYTES + (1 + SPENT_LIMIT * RECEIPT_ID_LENGTH) + (1 + WRITE_IDS_LIMIT * WRITE_ID_LENGTH);
   let rings = 1; // the attribute name `r`
   let longestScope = 1;
   for (const spec of specs) {

@@ -3,65 +3,69 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 /**
  * Grant receipts and write ids.
  *
- * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and the id of
- * the grant, signed with HMAC-SHA256 under a random secret that only the ledger item holds (attribute `k`,
- * created with the item, readable only by the vend function: the table is the trust boundary). A give-back
- * presents the receipt; the signature proves the ledger issued it exactly so (count, slot, class cannot be
- * changed), the claims prove whose it is, and the id proves it has not been used: the item keeps the ids of
- * the grants that may still be given back (`g`, a small string set), and a give-back removes its id in the
- * same conditional write that takes the permits back. So a receipt returns at most what its grant gave, once,
- * and only to the caller it was issued to.
+ * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and a random id,
+ * signed with HMAC-SHA256 under a random secret that only the ledger item holds (attribute `k`, created with
+ * the item, readable only by the vend function: the table is the trust boundary). A give-back presents the
+ * receipt: the signature proves the ledger issued it exactly so (count, slot, class cannot be changed), the
+ * claims say whose it is and whether it is still young enough, and the item's short set of SPENT receipt ids
+ * (`g`) says whether it was used: a give-back adds its id there in the same conditional write that takes the
+ * permits back, and the id stays until the receipt could no longer be used anyway. So a receipt returns at
+ * most what its grant gave, once, and only to the caller it was issued to. Grants store nothing for their
+ * receipts: tracking spent receipts costs item space per give-back (a full write anyway), tracking open ones
+ * would cost it per grant and take the cheap concurrent path (fast-grant.ts) away from busy tokens.
  *
- * The same string set holds the write id of every write (grant, give-back, feedback), so that after a lost
- * answer (the SDK re-sends a write that was applied, and the re-send fails its condition) the ledger can tell
- * its own applied write from someone else's by reading the item. Every id carries its own end of life, so
- * the set prunes itself; it is also capped (MAX_HELD_IDS) so that the item stays within one write unit.
+ * Write ids (`w`, a string set): every write adds its own, so that after a lost answer (the SDK re-sends a write
+ * that was applied, and the copy fails its condition) the ledger can tell its own applied write from someone
+ * else's by reading the item. A full write replaces the set with its own id; head additions add theirs, and a
+ * head addition is conditional on its id not being there yet. Head additions happen only within one slot of
+ * the shortest window (a second at 60 s), so the set never holds more than the writes of about a second.
  */
 
-/** A full write keeps at most this many ids in the item's set; the oldest go first (a receipt evicted early
- * returns nothing). */
-export const MAX_HELD_IDS = 8;
+/** Spent receipt ids kept at most; a give-back beyond finds the ledger busy (503: try again in a second). */
+export const SPENT_LIMIT = 10;
+/** Write ids at most: head additions beyond this wait for the next full write, which resets the set. */
+export const WRITE_IDS_LIMIT = 12;
 /**
- * Concurrent grants add their ids without rewriting the item (fast-grant.ts) while the set holds fewer than
- * this; the next full write prunes it back to MAX_HELD_IDS. The item's size bound counts this many.
- */
-export const HELD_IDS_LIMIT = 12;
-/**
- * What a permit's validity leaves for a give-back to arrive: a late timer and the trip to the broker. Receipts
- * and write ids live no longer than they must, because the item's id set is small: at the vendor's 50 a minute
- * and 3 s permits, about 6 ids are alive at a time.
+ * What a permit's validity leaves for a give-back to arrive: a late timer and the trip to the broker. Spent
+ * receipt ids are kept as long as the receipt can be used: at the vendor's 50 a minute and 3 s permits, a
+ * give-back a second keeps about 7 at a time.
  */
 export const GIVE_BACK_SLACK_MS = 1000;
 
 const EXPIRY_DIGITS = 7;
-const ID = /^[0-9a-z]{7}[A-Za-z0-9_-]{5}$/;
-/** Characters of an id: 7 of expiry, 5 random (30 bits). */
-export const ID_LENGTH = 12;
+const RECEIPT_ID = /^[0-9a-z]{7}[A-Za-z0-9_-]{4}$/;
+const WRITE_ID = /^[A-Za-z0-9_-]{5}$/;
+/** Characters of a receipt id: 7 of expiry (seconds, base 36), 4 random (24 bits). */
+export const RECEIPT_ID_LENGTH = 11;
+/** Characters of a write id: 30 random bits (unique enough among the dozen writes of a second). */
+export const WRITE_ID_LENGTH = 5;
+
+const randomChars = (n: number): string =>
+  randomBytes(Math.ceil((n * 3) / 4))
+    .toString('base64url')
+    .slice(0, n);
 
 /**
- * A fresh id: its end of life (seconds, base 36, fixed width so that ids sort by it) and 30 random bits, which
- * is plenty: ids need to be unique only among the few alive in one item.
+ * A receipt id: its end of life (seconds, base 36, fixed width) and 24 random bits: it must differ only from the
+ * other receipts of the same item, ledger key, caller, count and grant time that are spent at the same time.
  */
-export function newId(expiresAtMs: number): string {
+export function newReceiptId(expiresAtMs: number): string {
   const expiry = Math.ceil(expiresAtMs / 1000)
     .toString(36)
     .padStart(EXPIRY_DIGITS, '0');
-  return `${expiry}${randomBytes(4).toString('base64url').slice(0, 5)}`;
+  return `${expiry}${randomChars(4)}`;
 }
 
-export const isId = (id: string): boolean => ID.test(id);
+export const newWriteId = (): string => randomChars(WRITE_ID_LENGTH);
+export const isReceiptId = (id: string): boolean => RECEIPT_ID.test(id);
+export const isWriteId = (id: string): boolean => WRITE_ID.test(id);
 
-/** Epoch ms after which the id no longer matters. */
-export const idExpiry = (id: string): number => Number.parseInt(id.slice(0, EXPIRY_DIGITS), 36) * 1000;
+/** Epoch ms after which the receipt can no longer be given back (and its spent id no longer matters). */
+export const receiptIdExpiry = (id: string): number => Number.parseInt(id.slice(0, EXPIRY_DIGITS), 36) * 1000;
 
-/** The ids still alive at `now`: those in `keep` (the write's own), then the newest others, MAX_HELD_IDS in all. */
-export function pruneIds(
-  ids: Iterable<string>,
-  now: number,
-  keep: ReadonlySet<string> = new Set(),
-): Set<string> {
-  const alive = [...ids].filter((id) => !keep.has(id) && idExpiry(id) > now).sort();
-  return new Set([...keep, ...alive.slice(Math.max(0, alive.length - (MAX_HELD_IDS - keep.size)))]);
+/** The spent receipt ids that still matter at `now`. */
+export function aliveReceiptIds(ids: Iterable<string>, now: number): Set<string> {
+  return new Set([...ids].filter((id) => receiptIdExpiry(id) > now));
 }
 
 /** A new receipt secret for a new ledger item: 128 random bits. */
@@ -79,7 +83,7 @@ export interface ReceiptClaims {
   grantedAt: number;
   /** callerTag of the caller the grant was made for. */
   caller: string;
-  /** The grant's id in the item's set. */
+  /** The receipt's id (newReceiptId): recorded among the item's spent ids when it is given back. */
   id: string;
 }
 
@@ -108,7 +112,7 @@ export function parseReceipt(
   const parts = text.split('.');
   if (parts.length !== 8 || parts[0] !== VERSION) return undefined;
   const [, key, cls, count, grantedAt, caller, id, mac] = parts as [string, ...string[]] as string[];
-  if (!key || cls === undefined || !count || !grantedAt || !caller || !id || !mac || !isId(id))
+  if (!key || cls === undefined || !count || !grantedAt || !caller || !id || !mac || !isReceiptId(id))
     return undefined;
   const claims: ReceiptClaims = {
     key,
@@ -131,9 +135,8 @@ export function signatureHolds(secret: string, payload: string, mac: string): bo
 }
 
 /**
- * How long a grant of this plan can be given back (and how long a write id is kept): twice the permit
- * validity, plus GIVE_BACK_SLACK_MS. Unused permits are given back when they lapse, within their validity; a
- * write id is checked right after its write's retries, well within a second or two.
+ * How long a grant of this plan can be given back: twice the permit validity, plus GIVE_BACK_SLACK_MS. Unused
+ * permits are given back when they lapse, within their validity.
  */
 export const receiptTtlMs = (plan: { validityMs: number }): number =>
   2 * plan.validityMs + GIVE_BACK_SLACK_MS;

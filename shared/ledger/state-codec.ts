@@ -1,6 +1,6 @@
 import { LedgerUnavailableError } from './errors.js';
 import { emptyState, type LedgerState, parseRingKey, type VendorCap } from './ledger-state.js';
-import { idExpiry, isId } from './receipts.js';
+import { isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
 import type { Ring } from './ring.js';
 
 /**
@@ -23,8 +23,10 @@ export interface StoredLedger {
   headSubs: Record<string, number>;
   cooldownUntil?: number;
   caps?: string;
-  /** Write and open-grant ids (receipts.ts); a string set in the item. */
-  ids: string[];
+  /** Spent receipt ids (receipts.ts); a string set in the item. */
+  spent: string[];
+  /** Write ids since the last full write (receipts.ts); a string set in the item. */
+  writeIds: string[];
   /** The receipt secret (base64url), set once when the item is created. */
   secret?: string;
   /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
@@ -72,8 +74,11 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
     time: state.time,
     heads,
     headSubs,
-    ids: [...state.ids].sort(),
-    purgeAt: Math.ceil(Math.max(lastRelevant, ...[...state.ids].map(idExpiry)) / 1000) + PURGE_SLACK_SECONDS,
+    spent: [...state.spent].sort(),
+    writeIds: [...state.writeIds].sort(),
+    purgeAt:
+      Math.ceil(Math.max(lastRelevant, ...[...state.spent].map(receiptIdExpiry)) / 1000) +
+      PURGE_SLACK_SECONDS,
   };
   if (state.secret !== undefined) stored.secret = state.secret;
   if (rings.length > 0) stored.rings = rings.join(';');
@@ -106,10 +111,15 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     if (!/^[A-Za-z0-9_-]{22}$/.test(stored.secret)) unreadable('secret');
     state.secret = stored.secret;
   }
+  // Write ids matter even in an item past its purge time: they say whether a write just applied.
+  for (const id of stored.writeIds) {
+    if (!isWriteId(id)) unreadable('write ids');
+    state.writeIds.add(id);
+  }
   if (stored.purgeAt * 1000 <= now) return state;
-  for (const id of stored.ids) {
-    if (!isId(id)) unreadable('ids');
-    state.ids.add(id);
+  for (const id of stored.spent) {
+    if (!isReceiptId(id)) unreadable('spent receipts');
+    state.spent.add(id);
   }
   state.time = stored.time;
   const ringOf = (key: string): Ring => {

@@ -5,7 +5,13 @@ import { ledgerKey } from '../../shared/ledger/ledger-item.js';
 import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
 import { LedgerTable } from '../../shared/ledger/ledger-table.js';
 import { MAX_CAPS, planFor } from '../../shared/ledger/limit-plan.js';
-import { HELD_IDS_LIMIT, newId, newSecret } from '../../shared/ledger/receipts.js';
+import {
+  newReceiptId,
+  newSecret,
+  newWriteId,
+  SPENT_LIMIT,
+  WRITE_IDS_LIMIT,
+} from '../../shared/ledger/receipts.js';
 
 /** Helpers of the rate-ledger tests and benchmark: span checks, the ideal schedule, DynamoDB item size. */
 
@@ -135,7 +141,8 @@ export async function fillLedgerItem(options: {
     const g = clock.now();
     state = stateAt(state, g, plan.marginMs);
     for (const cls of scopes) acquire(state, plan, g, 1, cls);
-    while (state.ids.size < HELD_IDS_LIMIT) state.ids.add(newId(g + 10_000 + state.ids.size));
+    while (state.spent.size < SPENT_LIMIT) state.spent.add(newReceiptId(g + 10_000 + state.spent.size));
+    while (state.writeIds.size < WRITE_IDS_LIMIT) state.writeIds.add(newWriteId());
     if (second % 60 === 59) {
       // As many vendor caps as the item keeps, each as long as a cap can be (the longest scope's name, the
       // largest count, the furthest end).
