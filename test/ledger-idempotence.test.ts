@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger, type PermitDecision } from '../shared/ledger/index.js';
+import { WRITE_IDS_LIMIT } from '../shared/ledger/receipts.js';
 import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
 
@@ -87,6 +88,27 @@ describe('rate ledger: one effect per operation when answers are lost and the SD
       returned: 4,
     });
     expect(await minuteRemaining()).toBe(47);
+  });
+
+  it('in a busy second, a head addition past the write ids’ room is never re-sent after a lost answer: at most once, failed closed', async () => {
+    const a = ledger();
+    granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
+    // The first write of the second is a full one (one write id); eleven head additions fill the set.
+    for (let i = 0; i < WRITE_IDS_LIMIT - 1; i++)
+      granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
+    expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT);
+    faulty.faults.resetStats();
+    loseNextWriteAnswer();
+    await expect(a.acquire({ tokenId: TOKEN, count: 2, limits })).rejects.toMatchObject({
+      code: 'LEDGER_UNAVAILABLE',
+    });
+    // Sent once and applied (its answer lost): counted once, never twice; no permit was handed out for it.
+    expect(faulty.faults.stats.byCommand.UpdateItem?.sent).toBe(1);
+    expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT - 2);
+    // A throttle, though, is retried: DynamoDB refused it unapplied.
+    faulty.faults.script('throttle', 'none');
+    granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
+    expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT - 3);
   });
 
   it('a vendor report whose answer is lost is applied once, from when it arrived', async () => {

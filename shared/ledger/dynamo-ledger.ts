@@ -87,9 +87,10 @@ const MAX_HINT_SPREAD_MS = 1000;
  * attempt) and its results stand; absent, someone else wrote and the batch is decided again on fresh state.
  * Why ids in the item, rather than turning SDK retries off: a lost answer is ambiguous whoever retries, and
  * only the item can say what happened to it; the version alone cannot, once others have written after us.
- * Where an id has gone (evicted from the capped set), every operation still errs on the safe side: a grant
- * counted twice only wastes quota, a give-back finds its receipt spent, and vendor feedback carries absolute
- * times, so applying it again changes nothing.
+ * Where no id can tell (a full write replaced the ids since, or a head addition in a second too busy to carry
+ * one, which is then never re-sent after an ambiguous failure), every operation errs on the safe side: a
+ * grant is failed closed or counted twice (either only wastes quota), a give-back finds its receipt spent,
+ * and vendor feedback carries absolute times, so applying it again changes nothing.
  */
 export class DynamoRateLedger implements RateLedger {
   readonly #table: LedgerTable;
@@ -294,19 +295,21 @@ export class DynamoRateLedger implements RateLedger {
       const writeId = newWriteId();
       work.writeIds = new Set([writeId]);
       const additions =
-        outcomes.every((outcome) => outcome.change !== 'other') &&
-        read.secret !== undefined &&
-        read.writeIds.size < WRITE_IDS_LIMIT
+        outcomes.every((outcome) => outcome.change !== 'other') && read.secret !== undefined
           ? headAdditions(read, work, plans, g)
           : undefined;
+      // Head additions beyond the write ids' room (busy seconds) go without one, and are then sent only once.
+      const recognisable = additions === undefined || read.writeIds.size < WRITE_IDS_LIMIT;
       work.version = read.version + 1;
       let written: Awaited<ReturnType<LedgerTable['writeFull']>>;
       try {
         written = additions
-          ? await this.#table.addToHeads(tokenId, additions, snapshot, writeId)
+          ? await this.#table.addToHeads(tokenId, additions, snapshot, recognisable ? writeId : undefined)
           : await this.#table.writeFull(tokenId, work, retainMs, snapshot);
       } catch (error) {
-        // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows.
+        // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows;
+        // a write without an id cannot be told, and is failed closed (if it applied, it over-counts: safe).
+        if (!recognisable) throw error;
         const current = await this.#table.read(tokenId);
         if (!current.state.writeIds.has(writeId)) throw error;
         written = { ok: true, snapshot: current };

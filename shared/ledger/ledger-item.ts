@@ -115,22 +115,20 @@ export function headWrite(
   tokenId: string,
   additions: readonly HeadAddition[],
   version: number,
-  writeId: string,
+  writeId: string | undefined,
 ): UpdateItemCommandInput {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#w': 'w' };
-  const values: Record<string, AttributeValue> = {
-    ':expected': { N: String(version) },
-    ':one': { N: '1' },
-    ':ids': { SS: [writeId] },
-    ':writeId': { S: writeId },
-    ':full': { N: String(WRITE_IDS_LIMIT) },
-  };
-  const adds = ['#n :one', '#w :ids'];
-  const conditions = [
-    '#v = :expected',
-    'NOT contains(#w, :writeId)',
-    '(attribute_not_exists(#w) OR size(#w) < :full)',
-  ];
+  const names: Record<string, string> = { '#v': 'v', '#n': 'n' };
+  const values: Record<string, AttributeValue> = { ':expected': { N: String(version) }, ':one': { N: '1' } };
+  const adds = ['#n :one'];
+  const conditions = ['#v = :expected'];
+  if (writeId !== undefined) {
+    names['#w'] = 'w';
+    values[':ids'] = { SS: [writeId] };
+    values[':writeId'] = { S: writeId };
+    values[':full'] = { N: String(WRITE_IDS_LIMIT) };
+    adds.push('#w :ids');
+    conditions.push('NOT contains(#w, :writeId)', '(attribute_not_exists(#w) OR size(#w) < :full)');
+  }
   additions.forEach((addition, i) => {
     names[`#h${i}`] = `${HEAD}${addition.key}`;
     names[`#s${i}`] = `${SUBS}${addition.key}`;

@@ -3,13 +3,50 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   UpdateItemCommand,
+  type UpdateItemCommandInput,
+  type UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
+import type { DeserializeMiddleware } from '@smithy/types';
 import type { Clock } from '../clock.js';
 import { LedgerUnavailableError } from './errors.js';
 import type { HeadAddition } from './fast-grant.js';
 import { fullWrite, headWrite, ledgerKey, toStored } from './ledger-item.js';
 import { emptyState, type LedgerState } from './ledger-state.js';
 import { decodeState, encodeState } from './state-codec.js';
+
+/** The SDK re-sent a write whose earlier attempt may have been applied: not sent (see sentOnce). */
+export class NotResentError extends Error {
+  readonly code = 'NOT_RESENT';
+  constructor(readonly earlier: unknown) {
+    super('a write that may have been applied was not sent again');
+    this.name = 'NotResentError';
+  }
+}
+
+const THROTTLES = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
+
+/**
+ * For a write without a write id: the SDK may retry it after a throttle (DynamoDB refused it unapplied), but
+ * after any other failure (a lost answer, a timeout, a 500: it may have been applied) the next attempt is not
+ * sent. Added to the command's own stack inside the retry loop, so it sees every attempt.
+ */
+const SENT_ONCE = { step: 'deserialize', name: 'ledgerSentOnce', priority: 'high', override: true } as const;
+function sentOnce(): DeserializeMiddleware<UpdateItemCommandInput, UpdateItemCommandOutput> {
+  let ambiguous: { error: unknown } | undefined;
+  return (next) => async (args) => {
+    if (ambiguous) throw new NotResentError(ambiguous.error);
+    try {
+      return await next(args);
+    } catch (error) {
+      if (!THROTTLES.has((error as { name?: string })?.name ?? '')) ambiguous = { error };
+      throw error;
+    }
+  };
+}
 
 /** What a process knows of a ledger item. */
 export interface Snapshot {
@@ -62,19 +99,30 @@ export class LedgerTable {
     );
   }
 
-  /** Adds grants to the head slots, each within its bound, if no full write happened since `read`. */
+  /**
+   * Adds grants to the head slots, each within its bound, if no full write happened since `read`. Without a
+   * write id (the item's set of them is full), the addition cannot be recognised after a lost answer, so it is
+   * never re-sent after one (see sentOnce): it applies at most once, and a failure without an answer is the
+   * caller's to fail closed on.
+   */
   addToHeads(
     tokenId: string,
     additions: readonly HeadAddition[],
     read: Snapshot,
-    writeId: string,
+    writeId: string | undefined,
   ): Promise<WriteOutcome> {
-    return this.#write(headWrite(this.#tableName, tokenId, additions, read.state.version, writeId));
+    const input = headWrite(this.#tableName, tokenId, additions, read.state.version, writeId);
+    return this.#write(input, writeId === undefined);
   }
 
-  async #write(input: ConstructorParameters<typeof UpdateItemCommand>[0]): Promise<WriteOutcome> {
+  async #write(
+    input: ConstructorParameters<typeof UpdateItemCommand>[0],
+    once = false,
+  ): Promise<WriteOutcome> {
     try {
-      const { Attributes } = await this.#client.send(new UpdateItemCommand(input));
+      const command = new UpdateItemCommand(input);
+      if (once) command.middlewareStack.add(sentOnce(), SENT_ONCE);
+      const { Attributes } = await this.#client.send(command);
       if (!Attributes) throw new LedgerUnavailableError('rate ledger write returned no item');
       return { ok: true, snapshot: this.#decode(Attributes) };
     } catch (error) {

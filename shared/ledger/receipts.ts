@@ -18,12 +18,14 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * that was applied, and the copy fails its condition) the ledger can tell its own applied write from someone
  * else's by reading the item. A full write replaces the set with its own id; head additions add theirs, and a
  * head addition is conditional on its id not being there yet. Head additions happen only within one slot of
- * the shortest window (a second at 60 s), so the set never holds more than the writes of about a second.
+ * the shortest window (a second at 60 s), so the set holds the writes of about a second, at most
+ * WRITE_IDS_LIMIT: in a busier second, further head additions go without an id and are never re-sent after an
+ * ambiguous failure (ledger-table.ts, sentOnce): they apply at most once and fail closed.
  */
 
 /** Spent receipt ids kept at most; a give-back beyond finds the ledger busy (503: try again in a second). */
 export const SPENT_LIMIT = 10;
-/** Write ids at most: head additions beyond this wait for the next full write, which resets the set. */
+/** Write ids at most; head additions beyond go without one (see above) until a full write resets the set. */
 export const WRITE_IDS_LIMIT = 12;
 /**
  * What a permit's validity leaves for a give-back to arrive: a late timer and the trip to the broker. Spent
