@@ -187,6 +187,18 @@ describe('DynamoRateLedger against dynalite', () => {
     expect(counter.writes()).toBe(writes);
   });
 
+  it('a receipt expires with its own id, even if the configuration lengthens the give-back window later', async () => {
+    const a = ledger();
+    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 5, limits }));
+    await a.giveBack({ tokenId: TOKEN, count: 1, receipt: grant.receipt, limits });
+    // Validity 3 s: the receipt (and its spent id) lived 7 s. A deploy with 4 s permits would allow 9 s.
+    await clock.advance(8000);
+    const longer = rateLimitSettingsSchema.parse({ ...limits, permitValiditySeconds: 4 });
+    await expect(
+      a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits: longer }),
+    ).rejects.toMatchObject({ problem: 'EXPIRED' });
+  });
+
   it("turns a vendor 429's Retry-After into a cooldown every process obeys until it passes", async () => {
     const a = ledger();
     const b = ledger();

@@ -14,6 +14,7 @@ import {
   newReceiptId,
   newSecret,
   newWriteId,
+  receiptIdExpiry,
   receiptTtlMs,
   signatureHolds,
   WRITE_IDS_LIMIT,
@@ -171,7 +172,9 @@ export class DynamoRateLedger implements RateLedger {
     const result = await this.#enqueue<GiveBackResult | Error>(tokenId, plan, (state, g) => {
       if (state.secret === undefined || !signatureHolds(state.secret, payload, mac))
         return { change: 'none', result: reject('FORGED', 'not issued by this ledger, or altered') };
-      if (g >= claims.grantedAt + ttlMs)
+      // Never past its id's own end (signed with it): the spent id is kept exactly that long, whatever the
+      // configuration says by the time the receipt comes back.
+      if (g >= Math.min(claims.grantedAt + ttlMs, receiptIdExpiry(claims.id)))
         return { change: 'none', result: reject('EXPIRED', `older than ${ttlMs / 1000} s`) };
       const outcome = giveBack(state, plan, claims, count);
       if (outcome === 'SPENT') return { change: 'none', result: reject('SPENT', 'already given back') };
