@@ -12,6 +12,8 @@ export interface SandboxLimit {
 /** `fixed` = windows aligned to the epoch of the vendor clock (floor(now/W)*W); `sliding` = exact log. */
 export type WindowKind = 'fixed' | 'sliding';
 
+export type RateLimitScope = 'token' | 'user';
+
 export interface SandboxSettings {
   environment: VendorEnvironment;
   /** 0 (default) = a free port; the sandbox always binds 127.0.0.1 only. */
@@ -27,6 +29,13 @@ export interface SandboxSettings {
   windowKind?: WindowKind;
   /** When true a new login makes the user's older tokens 401 TOKEN_INVALID. */
   invalidatePreviousTokenOnLogin?: boolean;
+  /**
+   * What the quota is counted per: `token` (default, as §8 says: each access token has its own budget) or
+   * `user` (all tokens of one login user share one budget; the vendor document cannot rule it out).
+   */
+  rateLimitScope?: RateLimitScope;
+  /** The `env` claim written into new tokens (default: the environment's name), e.g. `PROD`, `production`. */
+  envClaim?: string;
   /** 0..1: fraction of requests answered with a random status of `failureStatuses`. */
   failureRate?: number;
   failureStatuses?: number[];
@@ -61,6 +70,8 @@ export const mutableSettingsSchema = z.strictObject({
   limits: z.array(sandboxLimitSchema).max(16).optional(),
   windowKind: z.enum(['fixed', 'sliding']).optional(),
   invalidatePreviousTokenOnLogin: z.boolean().optional(),
+  rateLimitScope: z.enum(['token', 'user']).optional(),
+  envClaim: z.string().min(1).max(64).optional(),
   failureRate: z.number().min(0).max(1).optional(),
   failureStatuses: z.array(z.number().int().min(400).max(599)).min(1).optional(),
   latencyMs: z.number().min(0).max(120_000).optional(),
@@ -70,7 +81,9 @@ export const mutableSettingsSchema = z.strictObject({
 });
 
 /** The settings the sandbox runs with, every default filled in. */
-export interface ResolvedSettings extends Required<MutableSandboxSettings> {
+export interface ResolvedSettings extends Required<Omit<MutableSandboxSettings, 'envClaim'>> {
+  /** Absent: the environment's name. */
+  envClaim?: string;
   environment: VendorEnvironment;
   port: number;
   clock: Clock;
@@ -78,7 +91,7 @@ export interface ResolvedSettings extends Required<MutableSandboxSettings> {
   random: () => number;
 }
 
-const DEFAULTS: Required<MutableSandboxSettings> = {
+const DEFAULTS: Required<Omit<MutableSandboxSettings, 'envClaim'>> = {
   tokenLifetimeSeconds: 14_400,
   limits: [
     { limit: 50, windowSeconds: 60 },
@@ -86,6 +99,7 @@ const DEFAULTS: Required<MutableSandboxSettings> = {
   ],
   windowKind: 'fixed',
   invalidatePreviousTokenOnLogin: false,
+  rateLimitScope: 'token',
   failureRate: 0,
   failureStatuses: [500, 502, 503, 504],
   latencyMs: 0,
@@ -142,6 +156,7 @@ export function resolveSettings(settings: SandboxSettings): ResolvedSettings {
 export function mutableView(settings: ResolvedSettings): Required<MutableSandboxSettings> {
   const view = {} as Record<string, unknown>;
   for (const key of Object.keys(DEFAULTS)) view[key] = settings[key as keyof ResolvedSettings];
+  view.envClaim = settings.envClaim ?? settings.environment;
   return view as Required<MutableSandboxSettings>;
 }
 
