@@ -69,9 +69,11 @@ const listedSet = z
           .nullable(),
         consecutiveFailures: z.number().optional(),
         nextAttemptAt: z.string().nullable().optional(),
+        rejectionsOfSecretVersion: z.number().optional(),
         rateLimitedUntil: z.string().nullable().optional(),
       })
       .loose(),
+    quotaScope: z.enum(['token', 'user']).optional(),
     quota: z.array(windowUsage).nullable().optional(),
   })
   .loose();

@@ -31,6 +31,7 @@ describe('GET /v1/credential-sets', () => {
             nextAttemptAt: null,
             rateLimitedUntil: null,
           },
+          quotaScope: 'token',
           quota: null,
         },
       ],
@@ -57,6 +58,7 @@ describe('GET /v1/credential-sets', () => {
             nextAttemptAt: null,
             rateLimitedUntil: null,
           },
+          quotaScope: 'token',
           // What is left of the current token's quota: 3 permits were granted 31 s ago.
           quota: [
             { limit: 50, windowSeconds: 60, remaining: 47, used: 3 },
@@ -88,7 +90,19 @@ describe('GET /v1/credential-sets', () => {
       consecutiveFailures: 1,
       // The credentials cooldown (900 s by default) before the same secret version is tried again.
       nextAttemptAt: new Date(h.clock.now() + 900_000).toISOString(),
+      rejectionsOfSecretVersion: 1,
       rateLimitedUntil: null,
+    });
+    // Rejected again once the cooldown passed: the wait grows to an hour.
+    await h.clock.advance(900_000);
+    await getToken(h);
+    const again = parseBody<{ credentialSets: { health: Record<string, unknown> }[] }>(
+      await h.invoke(fixture('list-credential-sets')),
+    );
+    expect(again.credentialSets[0]?.health).toMatchObject({
+      consecutiveFailures: 2,
+      rejectionsOfSecretVersion: 2,
+      nextAttemptAt: new Date(h.clock.now() + 3_600_000).toISOString(),
     });
   });
 

@@ -2,6 +2,7 @@ import type { CredentialSetConfig, RateLimit } from '../../config/credential-set
 import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
 import { readJsonBody } from '../http-request.js';
+import { ledgerKeyFor } from '../ledger-key.js';
 import { parseBody, permitRequestBody, permitReturnBody, rateLimitReportBody } from '../request-bodies.js';
 import { jsonResult, noContentResult, type VendResult } from '../responses.js';
 import type { SetRouteContext } from '../route-context.js';
@@ -39,9 +40,9 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
   const dimensions = { [DIMENSION_CREDENTIAL_SET]: set.id };
-  services.quota.invalidate(request.tokenId);
+  services.quota.invalidate(ledgerKeyFor(set, request.tokenId));
   const decision = await services.ledger.acquire({
-    tokenId: request.tokenId,
+    tokenId: ledgerKeyFor(set, request.tokenId),
     count: request.count,
     ...(request.class === undefined ? {} : { class: request.class }),
     limits: set.rateLimits,
@@ -93,9 +94,9 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
     audit.decision = 'RETURN_IGNORED_NO_GRANTED_AT';
     return jsonResult(200, { credentialSet: set.id, tokenId: request.tokenId, returned: 0 });
   }
-  services.quota.invalidate(request.tokenId);
+  services.quota.invalidate(ledgerKeyFor(set, request.tokenId));
   await services.ledger.giveBack({
-    tokenId: request.tokenId,
+    tokenId: ledgerKeyFor(set, request.tokenId),
     count: request.count,
     grantedAt: request.grantedAt,
     ...(request.class === undefined ? {} : { class: request.class }),
@@ -110,9 +111,9 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
   const { set, services, audit } = context;
   const report = parseBody(rateLimitReportBody, readJsonBody(context.request, services.maxBodyBytes));
   await requireLiveToken(context, report.tokenId);
-  services.quota.invalidate(report.tokenId);
+  services.quota.invalidate(ledgerKeyFor(set, report.tokenId));
   await services.ledger.reportVendorFeedback({
-    tokenId: report.tokenId,
+    tokenId: ledgerKeyFor(set, report.tokenId),
     limits: set.rateLimits,
     ...(report.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: report.retryAfterSeconds }),
     ...(report.limit === undefined ? {} : { limit: report.limit }),
