@@ -114,6 +114,9 @@ export function diagnose(set: SetHealthView, nowMs: number): Cause[] {
   if (last && last.code !== null) {
     const failures = health.consecutiveFailures ?? 0;
     if (failures > 1) last.summary += `; ${failures} failed attempts in a row`;
+    const rejections = health.rejectionsOfSecretVersion ?? 0;
+    if (rejections > 1)
+      last.summary += `; this secret version was rejected ${rejections} times, so the wait between attempts grows (a new version is tried at once)`;
     if (next > nowMs) last.summary += `; next login attempt in ${formatDuration((next - nowMs) / 1000)}`;
   }
   const limitedUntil = health.rateLimitedUntil ? Date.parse(health.rateLimitedUntil) : Number.NaN;

@@ -78,6 +78,12 @@ function expiresCell(entry: StatusEntry, nowMs: number): string {
   return entry.expiresAt * 1000 <= nowMs ? 'expired' : formatDuration(entry.expiresAt - nowMs / 1000);
 }
 
+/** When the refresher may next try to log in, if a backoff or a credentials cooldown holds it back. */
+function nextAttemptCell(entry: StatusEntry, nowMs: number): string {
+  const next = entry.nextAttemptAt === null ? Number.NaN : Date.parse(entry.nextAttemptAt);
+  return next > nowMs ? `in ${formatDuration((next - nowMs) / 1000)}` : '-';
+}
+
 /** The table an on-call person reads first: one line per set, the cause last. */
 export function statusTable(entries: StatusEntry[], nowMs: number): string {
   const rows = entries.map((e) => [
@@ -88,6 +94,7 @@ export function statusTable(entries: StatusEntry[], nowMs: number): string {
     e.refreshedAt === null ? 'never' : formatRelative(Date.parse(e.refreshedAt), nowMs),
     e.lastError ? `${e.lastError.code} ${formatRelative(Date.parse(e.lastError.at), nowMs)}` : '-',
     e.lastError?.requestId ?? '-',
+    nextAttemptCell(e, nowMs),
     quotaCell(e),
     causeCell(e.causes),
   ]);
@@ -100,6 +107,7 @@ export function statusTable(entries: StatusEntry[], nowMs: number): string {
       'LAST REFRESH',
       'LAST ERROR',
       'VENDOR REQUEST ID',
+      'NEXT ATTEMPT',
       'QUOTA USED',
       'CAUSE',
     ],
