@@ -55,7 +55,7 @@ export async function answerVendorRequest(
   parts: PipelineParts,
 ): Promise<{ answer: Answer; jti?: string }> {
   const { settings } = parts;
-  if (settings.outage) {
+  if (settings.outage || (settings.loginOutage && request.route === 'login')) {
     return { answer: errorAnswer(ctx, 503, 'SERVICE_UNAVAILABLE', 'Service temporarily unavailable') };
   }
   const fault = parts.faults.take(request.route);

@@ -43,6 +43,8 @@ export interface SandboxSettings {
   latencyMs?: number;
   /** 503 on everything except /_sandbox/*. */
   outage?: boolean;
+  /** 503 on logins only: tokens already issued keep working (the login service is down, the API is not). */
+  loginOutage?: boolean;
   /** The vendor's clock = clock.now() + offset. */
   clockOffsetSeconds?: number;
   /** Default Math.random; tests pass a seeded one. */
@@ -76,6 +78,7 @@ export const mutableSettingsSchema = z.strictObject({
   failureStatuses: z.array(z.number().int().min(400).max(599)).min(1).optional(),
   latencyMs: z.number().min(0).max(120_000).optional(),
   outage: z.boolean().optional(),
+  loginOutage: z.boolean().optional(),
   clockOffsetSeconds: z.number().finite().optional(),
   quiet: z.boolean().optional(),
 });
@@ -104,6 +107,7 @@ const DEFAULTS: Required<Omit<MutableSandboxSettings, 'envClaim'>> = {
   failureStatuses: [500, 502, 503, 504],
   latencyMs: 0,
   outage: false,
+  loginOutage: false,
   clockOffsetSeconds: 0,
   quiet: false,
 };
