@@ -48,8 +48,11 @@ export const refreshSettingsSchema = z
     softThresholdLifetimeFraction: z.number().gt(0).lt(1).default(0.2),
     /** Up to this fraction of the lifetime less, chosen per set from its id (the lifetime-bound jitter). */
     softThresholdLifetimeJitterFraction: z.number().min(0).lt(1).default(0.01),
-    /** The hard floor is at most this fraction of the lifetime (5 minutes of a 10-minute token is half of it). */
-    hardFloorLifetimeFraction: z.number().gt(0).lt(1).default(0.1),
+    /**
+     * The hard floor is at most this fraction of the lifetime: the vendor's 5 minutes are 1-2 % of a 4-8 hour
+     * token, but half of a 10-minute one (30 s of it with the default).
+     */
+    hardFloorLifetimeFraction: z.number().gt(0).lt(1).default(0.05),
     /**
      * The largest vendor clock offset (from its `Date` header) the broker accepts. Every validity decision is
      * made on the vendor's clock as measured at login; a login measuring more than this is refused (the
