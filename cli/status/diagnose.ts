@@ -67,6 +67,11 @@ function loginFailure(set: SetHealthView, code: string, served: boolean, nowMs: 
         `the secret is not {"username", "password"}: put it again with "token-broker put-credentials ${set.id}"`,
         RunbookSection.CredentialsRejected,
       );
+    case 'CLOCK_SKEW_EXCESSIVE':
+      return cause(
+        "the vendor's clock (its Date header) is further from ours than the set accepts (maxClockSkewSeconds)",
+        RunbookSection.NoUsableToken,
+      );
     case 'TOKEN_LIFETIME_INVALID':
       return cause(
         "the vendor's token expires implausibly soon or late (clocks?)",
