@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalDynamo, startDynalite } from './support/dynalite.js';
-import { lifetimeRun } from './support/lifecycle-sims.js';
+import { FIXED_THRESHOLDS, lifetimeRun } from './support/lifecycle-sims.js';
 
 /**
  * Thresholds from each token's own lifetime: one login per token, most of each token's life in use, and the
@@ -35,6 +35,18 @@ describe('token lifetimes', () => {
     },
     120_000,
   );
+
+  it('as a contrast, the fixed 60-minute threshold logs 30-minute tokens in at every run', async () => {
+    const r = await lifetimeRun(dynamo, {
+      lifetimeSeconds: 1800,
+      periodSeconds: 300,
+      stepSeconds: 300,
+      hours: 3,
+      refresh: FIXED_THRESHOLDS,
+    });
+    expect(r.runsThatLoggedIn).toBe(r.runs);
+    expect(r.loginsPerToken).toBeGreaterThanOrEqual(5);
+  }, 120_000);
 
   it('4 h tokens survive a 40-minute login outage from the soft threshold with no consumer refused', async () => {
     const r = await lifetimeRun(dynamo, {
