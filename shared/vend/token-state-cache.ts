@@ -59,7 +59,13 @@ export class TokenStateCache {
       if (this.#versionCheckMs === 0 || now - entry.checkedAt < this.#versionCheckMs) {
         return { state: entry.state, source: 'memory' };
       }
-      const version = await this.#checkVersion(set.id);
+      let version: number | undefined;
+      try {
+        version = await this.#checkVersion(set.id);
+      } catch {
+        // The table did not answer: the entry is still inside its TTL, as good as it was without the check.
+        return { state: entry.state, source: 'memory' };
+      }
       const known = this.#entries.get(set.id);
       if (known && version === known.state?.version) {
         known.checkedAt = Math.max(known.checkedAt, now);
