@@ -26,7 +26,10 @@ export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, 
       `set ${set.id} declares environment ${set.environment} but token ${tokenId} is for ${result.env}`,
     );
   }
-  const skew = result.vendorDate === undefined ? undefined : Math.round((result.vendorDate - now) / 1000);
+  // The Date header has whole seconds, truncated: when the clocks agree it reads up to a second behind ours.
+  // Truncating toward zero keeps that from showing as a second of skew (`|| 0`: no negative zero).
+  const skew =
+    result.vendorDate === undefined ? undefined : Math.trunc((result.vendorDate - now) / 1000) || 0;
   const { maxClockSkewSeconds, maxTokenLifetimeSeconds } = set.refresh;
   if (skew !== undefined && Math.abs(skew) > maxClockSkewSeconds) {
     throw new ClockSkewError(
