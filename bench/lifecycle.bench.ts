@@ -53,7 +53,7 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
             c.lifetimeSeconds >= 3600 ? `${c.lifetimeSeconds / 3600} h` : `${c.lifetimeSeconds / 60} min`,
           'run every': `${c.periodSeconds / 60} min`,
           logins: r.logins,
-          'logins per token': Number(r.loginsPerToken.toFixed(2)),
+          'logins per token': r.loginsPerToken.toFixed(2),
           'runs that logged in': `${r.runsThatLoggedIn}/${r.runs}`,
           'share of life in use (min)': pct(r.minShareInUse),
           'share of life in use (mean)': pct(r.meanShareInUse),
@@ -76,7 +76,7 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
         'outage began with (s left)': r.outageStartedWithLeftSeconds ?? '-',
         '503 to the consumer': r.consumerRefusals,
         'vended below the floor': r.vendedBelowFloor,
-        'logins per token': Number(r.loginsPerToken.toFixed(2)),
+        'logins per token': r.loginsPerToken.toFixed(2),
         'share of life in use (min)': pct(r.minShareInUse),
       });
     }
