@@ -63,6 +63,7 @@ const listedSet = z
       .object({
         state: z.string(),
         expiresAt: z.number().nullable(),
+        expiresInSeconds: z.number().nullable().optional(),
         refreshedAt: z.string().nullable().optional(),
         lastError: z
           .object({ code: z.string(), at: z.string(), requestId: z.string().optional() })

@@ -30,9 +30,11 @@ const IMPLIED_CODE: Record<string, string> = {
 
 function loginFailure(set: SetHealthView, code: string, served: boolean, nowMs: number): Cause {
   const { expiresAt } = set.health;
+  // On the vendor's clock when the broker says; an older broker's answer is counted on ours.
+  const left = set.health.expiresInSeconds ?? (expiresAt === null ? null : expiresAt - nowMs / 1000);
   const impact =
-    served && expiresAt !== null
-      ? `the current token is still served (expires in ${formatDuration(expiresAt - nowMs / 1000)})`
+    served && left !== null
+      ? `the current token is still served (expires in ${formatDuration(left)})`
       : 'consumers get 503 TOKEN_UNAVAILABLE';
   const cause = (summary: string, runbook: RunbookAnchor): Cause => ({
     code,

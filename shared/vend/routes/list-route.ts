@@ -57,6 +57,8 @@ export async function listCredentialSets(context: {
         health: {
           state: setHealth.state,
           expiresAt: setHealth.expiresAt ?? null,
+          /** What the vendor would say is left of the current token (its clock, as measured at login). */
+          expiresInSeconds: state?.current ? setHealth.validitySeconds : null,
           /** When the current token was obtained: the last successful re-login. */
           refreshedAt: state?.current ? iso(state.current.obtainedAt) : null,
           lastError: setHealth.lastError
