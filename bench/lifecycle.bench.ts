@@ -4,6 +4,7 @@
  * vendor sandbox over HTTP on 127.0.0.1.
  */
 
+import { DynamoTokenStore } from '../shared/tokens/index.js';
 import { startDynalite } from '../test/support/dynalite.js';
 import {
   FIXED_THRESHOLDS,
@@ -127,6 +128,67 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
       });
     }
 
+    // What a version check costs next to a full read: real time on loopback dynalite (a relative figure).
+    const costRows: Row[] = [];
+    {
+      const store = new DynamoTokenStore({
+        client: dynamo.client,
+        tableName: await dynamo.createTable('tokens'),
+      });
+      const now = Date.now();
+      const exp = Math.floor(now / 1000) + 14_400;
+      await store.takeLease({
+        credentialSetId: 'uat-advisor',
+        holder: 'bench',
+        leaseId: 'bench',
+        now,
+        leaseExpiresAt: now + 60_000,
+        lastAttemptNoLaterThan: now,
+        expectedTokenId: null,
+      });
+      await store.promote({
+        credentialSetId: 'uat-advisor',
+        leaseId: 'bench',
+        now,
+        token: {
+          tokenId: '0123456789abcdef',
+          // A JWT-sized value: the item is as large as a real one.
+          accessToken: 'x'.repeat(600),
+          exp,
+          issuedAt: exp - 14_400,
+          env: 'uat',
+          obtainedAt: now,
+          usableUntil: (exp - 300) * 1000,
+          vendorClockSkewSeconds: 0,
+          lifetimeSeconds: 14_400,
+          tenant: 'uat-advisor-tenant',
+          companyKey: 'CMP-UAT-ADVISOR',
+          executionPlatformKey: 'EXP-UAT-0001',
+          userKey: 'USR-UAT-ADV-0001',
+          username: 'uat-advisor',
+          roles: ['ADVISOR'],
+          groups: [101, 102],
+          defaultCompanyInventorySource: 'MARKET',
+        },
+      });
+      const N = 500;
+      for (const [what, call] of [
+        ['full read (GetItem, consistent)', () => store.read('uat-advisor', Date.now())],
+        ['version check (GetItem of `version`, consistent)', () => store.readVersion('uat-advisor')],
+      ] as const) {
+        for (let i = 0; i < 50; i++) await call(); // warm-up
+        const started = performance.now();
+        for (let i = 0; i < N; i++) await call();
+        costRows.push({
+          'tokens-table call': what,
+          calls: N,
+          'ms per call (real time, loopback dynalite)': Number(
+            ((performance.now() - started) / N).toFixed(2),
+          ),
+        });
+      }
+    }
+
     return [
       {
         title:
@@ -151,9 +213,11 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
         rows: quotaRows,
       },
       {
-        title: 'One rejection report, 20 vend instances with their own caches (simulated ms, in-process)',
+        title:
+          'One rejection report at the worst moment, 20 vend instances with their own caches (simulated ms, in-process)',
         rows: propagationRows,
       },
+      { title: 'The warm cache version check next to a full read', rows: costRows },
     ];
   } finally {
     await dynamo.close();
