@@ -102,7 +102,7 @@ async function simulate(invocationsPerRun: number): Promise<Row[]> {
       return {
         'invocations per run': invocationsPerRun,
         set: set.id,
-        'soft threshold (s)': softThresholdSeconds(set),
+        'soft threshold (s)': softThresholdSeconds(set, LIFETIME),
         'vendor logins in 24 h': logins,
         'login requests the vendor saw': sandbox.stats().logins[set.id]?.attempts ?? 0,
         'distinct tokens': distinct,

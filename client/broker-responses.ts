@@ -65,15 +65,18 @@ const listedSet = z
       .object({
         state: z.string(),
         expiresAt: z.number().nullable(),
+        expiresInSeconds: z.number().nullable().optional(),
         refreshedAt: z.string().nullable().optional(),
         lastError: z
           .object({ code: z.string(), at: z.string(), requestId: z.string().optional() })
           .nullable(),
         consecutiveFailures: z.number().optional(),
         nextAttemptAt: z.string().nullable().optional(),
+        rejectionsOfSecretVersion: z.number().optional(),
         rateLimitedUntil: z.string().nullable().optional(),
       })
       .loose(),
+    quotaScope: z.enum(['token', 'user']).optional(),
     quota: z.array(windowUsage).nullable().optional(),
   })
   .loose();

@@ -141,11 +141,13 @@ export function scaleCredentialSet(set: CredentialSetConfig, scale: number): Cre
       softThresholdJitterSeconds: set.refresh.softThresholdJitterSeconds / scale,
       hardFloorSeconds: set.refresh.hardFloorSeconds / scale,
       credentialsCooldownSeconds: set.refresh.credentialsCooldownSeconds / scale,
+      credentialsCooldownMaxSeconds: set.refresh.credentialsCooldownMaxSeconds / scale,
       minAttemptIntervalSeconds: set.refresh.minAttemptIntervalSeconds / scale,
       retryBackoffBaseSeconds: set.refresh.retryBackoffBaseSeconds / scale,
       retryBackoffMaxSeconds: set.refresh.retryBackoffMaxSeconds / scale,
       // The lease covers a real login (retries, timeouts) and the token-lifetime sanity bound is an upper
-      // bound: neither compresses.
+      // bound: neither compresses. Nor does the clock skew bound (clocks differ in real seconds), nor the
+      // lifetime fractions (the sandbox's lifetime is compressed already).
     },
     rateLimits: {
       ...set.rateLimits,

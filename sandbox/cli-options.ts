@@ -11,7 +11,8 @@ Starts a sandbox of the vendor API on 127.0.0.1 and prints "sandbox <env> listen
   --env        vendor environment to imitate (default uat)
   --port       port to listen on; 0 = a free port (default: $SANDBOX_PORT, else 0)
   --settings   JSON file: users, tokenLifetimeSeconds, limits, windowKind, invalidatePreviousTokenOnLogin,
-               failureRate, failureStatuses, latencyMs, outage, clockOffsetSeconds, quiet
+               rateLimitScope, envClaim, failureRate, failureStatuses, latencyMs, outage,
+               loginOutage, clockOffsetSeconds, quiet
   --help       this text
 Operator endpoints while it runs: GET /_sandbox/stats, POST /_sandbox/settings, POST /_sandbox/faults,
 POST /_sandbox/reset-stats.`;

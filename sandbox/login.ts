@@ -67,6 +67,7 @@ export async function handleLogin(
     ctx.now(),
     settings.tokenLifetimeSeconds,
     settings.invalidatePreviousTokenOnLogin,
+    settings.envClaim ?? settings.environment,
   );
   return {
     jti: claims.jti,

@@ -55,7 +55,7 @@ export async function answerVendorRequest(
   parts: PipelineParts,
 ): Promise<{ answer: Answer; jti?: string }> {
   const { settings } = parts;
-  if (settings.outage) {
+  if (settings.outage || (settings.loginOutage && request.route === 'login')) {
     return { answer: errorAnswer(ctx, 503, 'SERVICE_UNAVAILABLE', 'Service temporarily unavailable') };
   }
   const fault = parts.faults.take(request.route);
@@ -83,7 +83,9 @@ export async function answerVendorRequest(
     return { answer: vendorError(ctx, check.code, message), jti: check.jti };
   }
   const { jti } = check.claims;
-  const verdict = parts.limiter.consume(jti, ctx.now(), settings.limits, settings.windowKind);
+  // Per token (§8), or per login user when the sandbox plays a vendor that counts that way.
+  const quotaKey = settings.rateLimitScope === 'user' ? `user:${check.claims.username}` : jti;
+  const verdict = parts.limiter.consume(quotaKey, ctx.now(), settings.limits, settings.windowKind);
   if (!verdict.allowed) return { answer: rateLimitAnswer(verdict.headers, verdict.retryAfterSeconds), jti };
   parts.stats.tokenRequest(jti);
 

@@ -12,6 +12,8 @@ export interface SandboxLimit {
 /** `fixed` = windows aligned to the epoch of the vendor clock (floor(now/W)*W); `sliding` = exact log. */
 export type WindowKind = 'fixed' | 'sliding';
 
+export type RateLimitScope = 'token' | 'user';
+
 export interface SandboxSettings {
   environment: VendorEnvironment;
   /** 0 (default) = a free port; the sandbox always binds 127.0.0.1 only. */
@@ -27,6 +29,13 @@ export interface SandboxSettings {
   windowKind?: WindowKind;
   /** When true a new login makes the user's older tokens 401 TOKEN_INVALID. */
   invalidatePreviousTokenOnLogin?: boolean;
+  /**
+   * What the quota is counted per: `token` (default, as §8 says: each access token has its own budget) or
+   * `user` (all tokens of one login user share one budget; the vendor document cannot rule it out).
+   */
+  rateLimitScope?: RateLimitScope;
+  /** The `env` claim written into new tokens (default: the environment's name), e.g. `PROD`, `production`. */
+  envClaim?: string;
   /** 0..1: fraction of requests answered with a random status of `failureStatuses`. */
   failureRate?: number;
   failureStatuses?: number[];
@@ -34,6 +43,8 @@ export interface SandboxSettings {
   latencyMs?: number;
   /** 503 on everything except /_sandbox/*. */
   outage?: boolean;
+  /** 503 on logins only: tokens already issued keep working (the login service is down, the API is not). */
+  loginOutage?: boolean;
   /** The vendor's clock = clock.now() + offset. */
   clockOffsetSeconds?: number;
   /** Default Math.random; tests pass a seeded one. */
@@ -61,16 +72,21 @@ export const mutableSettingsSchema = z.strictObject({
   limits: z.array(sandboxLimitSchema).max(16).optional(),
   windowKind: z.enum(['fixed', 'sliding']).optional(),
   invalidatePreviousTokenOnLogin: z.boolean().optional(),
+  rateLimitScope: z.enum(['token', 'user']).optional(),
+  envClaim: z.string().min(1).max(64).optional(),
   failureRate: z.number().min(0).max(1).optional(),
   failureStatuses: z.array(z.number().int().min(400).max(599)).min(1).optional(),
   latencyMs: z.number().min(0).max(120_000).optional(),
   outage: z.boolean().optional(),
+  loginOutage: z.boolean().optional(),
   clockOffsetSeconds: z.number().finite().optional(),
   quiet: z.boolean().optional(),
 });
 
 /** The settings the sandbox runs with, every default filled in. */
-export interface ResolvedSettings extends Required<MutableSandboxSettings> {
+export interface ResolvedSettings extends Required<Omit<MutableSandboxSettings, 'envClaim'>> {
+  /** Absent: the environment's name. */
+  envClaim?: string;
   environment: VendorEnvironment;
   port: number;
   clock: Clock;
@@ -78,7 +94,7 @@ export interface ResolvedSettings extends Required<MutableSandboxSettings> {
   random: () => number;
 }
 
-const DEFAULTS: Required<MutableSandboxSettings> = {
+const DEFAULTS: Required<Omit<MutableSandboxSettings, 'envClaim'>> = {
   tokenLifetimeSeconds: 14_400,
   limits: [
     { limit: 50, windowSeconds: 60 },
@@ -86,10 +102,12 @@ const DEFAULTS: Required<MutableSandboxSettings> = {
   ],
   windowKind: 'fixed',
   invalidatePreviousTokenOnLogin: false,
+  rateLimitScope: 'token',
   failureRate: 0,
   failureStatuses: [500, 502, 503, 504],
   latencyMs: 0,
   outage: false,
+  loginOutage: false,
   clockOffsetSeconds: 0,
   quiet: false,
 };
@@ -142,6 +160,7 @@ export function resolveSettings(settings: SandboxSettings): ResolvedSettings {
 export function mutableView(settings: ResolvedSettings): Required<MutableSandboxSettings> {
   const view = {} as Record<string, unknown>;
   for (const key of Object.keys(DEFAULTS)) view[key] = settings[key as keyof ResolvedSettings];
+  view.envClaim = settings.envClaim ?? settings.environment;
   return view as Required<MutableSandboxSettings>;
 }
 

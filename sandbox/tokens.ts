@@ -30,6 +30,8 @@ const decoder = new TextDecoder();
 export class TokenAuthority {
   readonly #key: Uint8Array;
   readonly #environment: VendorEnvironment;
+  /** Every env claim this authority wrote (the environment's name, or what `envClaim` set). */
+  readonly #envClaims = new Set<string>();
   /** Serial number of every token issued, by jti: later logins revoke by serial. */
   readonly #serials = new Map<string, number>();
   /** Per username: tokens with a smaller serial are revoked (invalidatePreviousTokenOnLogin). */
@@ -38,6 +40,7 @@ export class TokenAuthority {
 
   constructor(environment: VendorEnvironment, key: Uint8Array = randomBytes(32)) {
     this.#environment = environment;
+    this.#envClaims.add(environment);
     this.#key = key;
   }
 
@@ -46,14 +49,16 @@ export class TokenAuthority {
     nowMs: number,
     lifetimeSeconds: number,
     revokeEarlier: boolean,
+    envClaim: string = this.#environment,
   ): Promise<{ token: string; claims: SandboxTokenClaims }> {
+    this.#envClaims.add(envClaim);
     const iat = Math.floor(nowMs / 1000);
     const claims: SandboxTokenClaims = {
       sub: user.username,
       username: user.username,
       tenant: user.tenant,
       companyKey: user.companyKey,
-      env: this.#environment,
+      env: envClaim,
       jti: randomUUID(),
       iat,
       exp: iat + lifetimeSeconds,
@@ -82,7 +87,7 @@ export class TokenAuthority {
       return { ok: false, code: 'TOKEN_INVALID', reason: 'token claims are malformed' };
     }
     const { jti } = claims;
-    if (claims.env !== this.#environment) {
+    if (!this.#envClaims.has(claims.env)) {
       return { ok: false, code: 'TOKEN_INVALID', reason: 'token belongs to another environment', jti };
     }
     if (Math.floor(nowMs / 1000) >= claims.exp) {

@@ -64,8 +64,9 @@ describe('status names the cause of each fault', () => {
     await b.broker.refreshNow();
     b.broker.sandboxes.uat?.update({ outage: true });
 
-    // 3 h 10 min later every token is inside its soft threshold: the run re-logs in; UAT's vendor is down.
-    await clock.advance(3 * HOUR + 10 * 60_000);
+    // 3 h 20 min later every token is inside its soft threshold (a fifth of its 4 h life, or a little less):
+    // the run re-logs in; UAT's vendor is down.
+    await clock.advance(3 * HOUR + 20 * 60_000);
     await whileAdvancing(clock, b.broker.refreshNow());
     let { table, sets } = await status(b);
     expect(sets['uat-advisor']).toMatchObject({
@@ -75,7 +76,7 @@ describe('status names the cause of each fault', () => {
         {
           code: 'SERVICE_UNAVAILABLE',
           summary: expect.stringMatching(
-            /^vendor unavailable: logins fail with SERVICE_UNAVAILABLE; the current token is still served \(expires in 49m \d\ds\); next login attempt in (1m \d\ds|\d\ds)$/,
+            /^vendor unavailable: logins fail with SERVICE_UNAVAILABLE; the current token is still served \(expires in 39m \d\ds\); next login attempt in (1m \d\ds|\d\ds)$/,
           ),
           runbook: 'vendor-unavailable',
         },
@@ -87,11 +88,11 @@ describe('status names the cause of each fault', () => {
       causes: [{ summary: 'ok' }],
     });
     expect(row(table, 'uat-advisor')).toMatch(
-      /^uat-advisor\s+uat\s+DEGRADED\s+49m \d\ds\s+3h 10m ago\s+SERVICE_UNAVAILABLE \d+s ago\s+\S+\s+0\/50 per 1m, 0\/1000 per 1h\s+vendor unavailable: .*\[runbook #vendor-unavailable\]$/,
+      /^uat-advisor\s+uat\s+DEGRADED\s+39m \d\ds\s+3h 20m ago\s+SERVICE_UNAVAILABLE \d+s ago\s+\S+\s+in (1m \d\ds|\d\ds)\s+0\/50 per 1m, 0\/1000 per 1h\s+vendor unavailable: .*\[runbook #vendor-unavailable\]$/,
     );
 
     // The outage outlasts the token: past its hard floor (5 min before exp) consumers get 503.
-    await clock.advance(47 * 60_000);
+    await clock.advance(37 * 60_000);
     await whileAdvancing(clock, b.broker.refreshNow());
     ({ table, sets } = await status(b));
     expect(sets['uat-advisor']).toMatchObject({
@@ -157,10 +158,23 @@ describe('status names the cause of each fault', () => {
     expect(requestId).toMatch(/^[\w-]{8,}$/);
     expect(row(table, 'uat-execution')).toMatch(
       new RegExp(
-        `^uat-execution\\s+uat\\s+CREDENTIALS_REJECTED\\s+-\\s+never\\s+INVALID_CREDENTIALS 0s ago\\s+${requestId}\\s+-\\s+the vendor rejected`,
+        `^uat-execution\\s+uat\\s+CREDENTIALS_REJECTED\\s+-\\s+never\\s+INVALID_CREDENTIALS 0s ago\\s+${requestId}\\s+in 15m 00s\\s+-\\s+the vendor rejected`,
       ),
     );
     expect(sets['uat-advisor']?.state).toBe('HEALTHY');
+
+    // The same secret version rejected again after its cooldown: the next wait is an hour, and status says so.
+    await clock.advance(15 * 60_000);
+    await b.broker.refreshNow();
+    const again = await status(b);
+    expect(again.sets['uat-execution']).toMatchObject({
+      consecutiveFailures: 2,
+      nextAttemptAt: new Date(clock.now() + 3_600_000).toISOString(),
+    });
+    expect(again.sets['uat-execution']?.causes[0]?.summary).toMatch(
+      /; 2 failed attempts in a row; this secret version was rejected 2 times, so the wait between attempts grows \(a new version is tried at once\); next login attempt in 1h 00m$/,
+    );
+    expect(row(again.table, 'uat-execution')).toMatch(/\s+in 1h 00m\s+/);
 
     // A new secret version is tried at the next run, without waiting out the cooldown.
     b.putCredentials('token-broker/uat-execution', {

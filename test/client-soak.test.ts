@@ -131,7 +131,17 @@ describe('soak: 20 consumers through token rotations (lifetime 10 min, 15 min)',
     run = await soak({
       durationMs: 15 * 60 * 1000,
       sandbox: { tokenLifetimeSeconds: 600 },
-      set: { refresh: { softThresholdSeconds: 420, softThresholdJitterSeconds: 0, hardFloorSeconds: 300 } },
+      // The configured thresholds, not the shares of the 10-minute lifetime: rotations every few minutes.
+      set: {
+        refresh: {
+          softThresholdSeconds: 420,
+          softThresholdJitterSeconds: 0,
+          hardFloorSeconds: 300,
+          softThresholdLifetimeFraction: 0.9,
+          softThresholdLifetimeJitterFraction: 0,
+          hardFloorLifetimeFraction: 0.5,
+        },
+      },
     });
   }, 120_000);
   afterAll(async () => {

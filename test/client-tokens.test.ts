@@ -53,8 +53,9 @@ describe('BrokerClient tokens', () => {
   it('keeps the token until expiresAt − 300 s − margin, then takes the broker current one', async () => {
     const client = w.client({ tokenMarginSeconds: 60, tokenSwitchSpreadSeconds: 0 });
     const first = await client.getToken(SET_ID);
-    // The refresher re-logs in at its soft threshold (an hour or so before exp): the broker now has a newer one.
-    await w.clock.advance(3 * 3600 * 1000);
+    // The refresher re-logs in at its soft threshold (a fifth of the 4 h lifetime or a little less before exp,
+    // so by 45 minutes before): the broker now has a newer one.
+    await w.clock.advance((3 * 3600 + 900) * 1000);
     const run = await w.refresher.runScheduled();
     expect(run.sets[0]?.action).toBe('LOGGED_IN');
     const second = run.sets[0]?.tokenId;
@@ -116,14 +117,14 @@ describe('BrokerClient tokens', () => {
     const client = w.client();
     const first = await client.getToken(SET_ID);
     const loginsBefore = w.sandbox.stats().loginRequests;
-    await w.clock.advance((3 * 3600 + 600) * 1000); // 3000 s left
+    await w.clock.advance((3 * 3600 + 900) * 1000); // 2700 s left: below the token's soft threshold
     expect((await client.getToken(SET_ID)).tokenId).toBe(first.tokenId);
     expect(tokenRequests()).toHaveLength(1);
 
-    const fresh = await client.getToken(SET_ID, { minValiditySeconds: 3500 });
-    expect(tokenRequests().at(-1)?.query).toBe('?minValiditySeconds=3500');
+    const fresh = await client.getToken(SET_ID, { minValiditySeconds: 2800 });
+    expect(tokenRequests().at(-1)?.query).toBe('?minValiditySeconds=2800');
     expect(fresh.tokenId).not.toBe(first.tokenId);
-    expect(fresh.expiresInSeconds).toBeGreaterThanOrEqual(3500);
+    expect(fresh.expiresInSeconds).toBeGreaterThanOrEqual(2800);
     expect(w.sandbox.stats().loginRequests).toBe(loginsBefore + 1);
     // The new token now serves everyone, without another request.
     expect((await client.getToken(SET_ID)).tokenId).toBe(fresh.tokenId);

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
-import { health, softThresholdSeconds } from '../shared/tokens/index.js';
+import { credentialsCooldownSeconds, health, softThresholdSeconds } from '../shared/tokens/index.js';
 import {
   expectNoSecrets,
   refresherSuite,
@@ -27,11 +27,10 @@ beforeEach(async () => {
 const attempts = () => suite.uat.stats().logins['uat-advisor']?.attempts ?? 0;
 
 describe('a wrong password', () => {
-  it('gets one attempt per cooldown, however often it is asked, and an immediate one when the secret changes', async () => {
+  it('gets one attempt per cooldown, the cooldown growing with each rejection of that version, however often it is asked, and an immediate one when the secret changes', async () => {
     const v1 = world.secrets.put(set.secretId, { username: 'uat-advisor', password: WRONG });
     const invocations = Array.from({ length: 5 }, (_, i) => world.refresher(`container-${i}`, [set]));
     const vend = world.refresher('vend-side', [set]);
-    const cooldownTicks = set.refresh.credentialsCooldownSeconds / PERIOD;
     const TICKS = 23; // almost two hours, ending inside the last cooldown
     const attemptTicks: number[] = [];
     for (let tick = 0; tick < TICKS; tick++) {
@@ -44,10 +43,10 @@ describe('a wrong password', () => {
       await clock.advance(150_000);
       if (attempts() > before) attemptTicks.push(tick);
     }
-    // INVALID_CREDENTIALS is final for the client: one HTTP login per attempt.
-    expect(attemptTicks).toEqual(
-      Array.from({ length: Math.ceil(TICKS / cooldownTicks) }, (_, i) => i * cooldownTicks),
-    );
+    // INVALID_CREDENTIALS is final for the client: one HTTP login per attempt. The waits grow: 15 min, then
+    // 1 h, then 4 h (the third cooldown outlasts these two hours).
+    expect([1, 2, 3].map((n) => credentialsCooldownSeconds(n, set.refresh))).toEqual([900, 3600, 14_400]);
+    expect(attemptTicks).toEqual([0, 900 / PERIOD, (900 + 3600) / PERIOD]);
     expect(attempts()).toBe(attemptTicks.length);
     expect(world.telemetry.sum(Metric.CredentialsRejected, { CredentialSet: set.id })).toBe(
       attemptTicks.length,
@@ -60,6 +59,7 @@ describe('a wrong password', () => {
       errorCode: 'INVALID_CREDENTIALS',
       kind: 'REJECTED',
       secretVersion: v1,
+      rejectionsOfVersion: 3,
     });
     expect(state?.failure?.requestId).toMatch(/^req-/);
     expect(health(state, clock.now(), set)).toMatchObject({
@@ -102,7 +102,7 @@ describe('a wrong password', () => {
     await refresher.runScheduled();
     const old = (await world.store.read(set.id, clock.now()))?.current;
     world.secrets.put(set.secretId, { username: 'uat-advisor', password: WRONG });
-    clock.set(T0 + (14_400 - softThresholdSeconds(set)) * 1000);
+    clock.set(T0 + (14_400 - softThresholdSeconds(set, 14_400)) * 1000);
     const run = await refresher.runScheduled();
     expect(run.sets[0]).toMatchObject({
       action: 'FAILED',

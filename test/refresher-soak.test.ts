@@ -34,7 +34,7 @@ afterAll(async () => {
  * the set's (jittered) soft threshold left, i.e. every ceil((lifetime − soft) / period) runs, starting at run 0.
  */
 function expectedLogins(set: CredentialSetConfig): number {
-  const runsPerToken = Math.ceil((LIFETIME - softThresholdSeconds(set)) / PERIOD);
+  const runsPerToken = Math.ceil((LIFETIME - softThresholdSeconds(set, LIFETIME)) / PERIOD);
   return Math.floor((TICKS - 1) / runsPerToken) + 1;
 }
 
@@ -98,8 +98,8 @@ describe('24 simulated hours, a run every 5 minutes with 20 concurrent invocatio
       });
       // Each re-login replaced a token with at most the soft threshold and more than the floor left.
       for (const left of reloginValidity.get(set.id) as number[]) {
-        expect(left).toBeLessThanOrEqual(softThresholdSeconds(set));
-        expect(left).toBeGreaterThan(softThresholdSeconds(set) - PERIOD);
+        expect(left).toBeLessThanOrEqual(softThresholdSeconds(set, LIFETIME));
+        expect(left).toBeGreaterThan(softThresholdSeconds(set, LIFETIME) - PERIOD);
         expect(left).toBeGreaterThan(set.refresh.hardFloorSeconds);
       }
       expect(reloginValidity.get(set.id)).toHaveLength(expected - 1);
@@ -108,10 +108,12 @@ describe('24 simulated hours, a run every 5 minutes with 20 concurrent invocatio
       sets.reduce((n, s) => n + expectedLogins(s), 0),
     );
     expect(world.telemetry.sum(Metric.LoginFailure)).toBe(0);
-    expect(lowestValidityBeforeRun).toBeGreaterThan(Math.min(...sets.map(softThresholdSeconds)) - PERIOD);
+    expect(lowestValidityBeforeRun).toBeGreaterThan(
+      Math.min(...sets.map((s) => softThresholdSeconds(s, LIFETIME))) - PERIOD,
+    );
     expectNoSecrets(world.telemetry.dump(), sandboxPasswords());
     console.info(
-      `24 h soak: ${sets.map((s) => `${s.id} soft=${softThresholdSeconds(s)}s logins=${expectedLogins(s)}`).join(', ')}; ` +
+      `24 h soak: ${sets.map((s) => `${s.id} soft=${softThresholdSeconds(s, LIFETIME)}s logins=${expectedLogins(s)}`).join(', ')}; ` +
         `lease contention ${world.telemetry.sum(Metric.LeaseContention)}; lowest validity before a run ${lowestValidityBeforeRun}s`,
     );
   }, 120_000);

@@ -81,7 +81,7 @@ describe('a scheduled run', () => {
   it('re-logs in once the soft threshold is reached, and keeps the previous token until its exp', async () => {
     const refresher = world.refresher('p1', [set]);
     const first = await refresher.runScheduled();
-    const soft = softThresholdSeconds(set);
+    const soft = softThresholdSeconds(set, LIFETIME);
     // One second before the threshold: still fresh.
     clock.set(T0 + (LIFETIME - soft - 1) * 1000);
     expect((await refresher.runScheduled()).sets[0]?.action).toBe('FRESH');
@@ -197,7 +197,7 @@ describe('on demand', () => {
   it('answers from the store when the token has the validity asked for, and re-logs in when it has not', async () => {
     const refresher = world.refresher('p1', [set]);
     await refresher.runScheduled();
-    const soft = softThresholdSeconds(set);
+    const soft = softThresholdSeconds(set, LIFETIME);
     const ask = (minValiditySeconds?: number) =>
       refresher.refreshOne({
         credentialSetId: set.id,
@@ -263,7 +263,7 @@ describe('a vendor that invalidates the previous token on login', () => {
     const refresher = world.refresher('p1', [set]);
     await refresher.runScheduled();
     const a = await world.store.read(set.id, clock.now());
-    clock.set(T0 + (LIFETIME - softThresholdSeconds(set)) * 1000);
+    clock.set(T0 + (LIFETIME - softThresholdSeconds(set, LIFETIME)) * 1000);
     await refresher.runScheduled();
     const b = await world.store.read(set.id, clock.now());
     const [tokenA, tokenB] = [a?.current, b?.current];

@@ -113,11 +113,12 @@ describe('DynamoTokenStore', () => {
     expect(state?.failure).toBeUndefined();
   });
 
-  it('checks expiry on every read: unusable from the floor on, gone from exp on', async () => {
+  it('checks expiry on every read: unusable below the floor, gone from exp on', async () => {
     const exp = T0 / 1000 + 14_400;
     await promote(T0, token('token-a', exp));
     expect((await store.read(setId, (exp - 301) * 1000))?.current?.usable).toBe(true);
-    expect((await store.read(setId, (exp - 300) * 1000))?.current?.usable).toBe(false);
+    expect((await store.read(setId, (exp - 300) * 1000))?.current?.usable).toBe(true);
+    expect((await store.read(setId, (exp - 300) * 1000 + 1))?.current?.usable).toBe(false);
     expect((await store.read(setId, exp * 1000 - 1))?.current?.usable).toBe(false);
     expect((await store.read(setId, exp * 1000))?.current).toBeUndefined();
   });
@@ -146,6 +147,39 @@ describe('DynamoTokenStore', () => {
     const a = token('token-a', T0 / 1000 + 3600);
     await promote(T0, a);
     expect((await take(T0 + 3600_000, { expectedTokenId: null })).taken).toBe(true);
+  });
+
+  it('judges expiry on the vendor clock the token was measured with, and lets a re-login replace it', async () => {
+    const exp = T0 / 1000 + 14_400;
+    // The vendor's clock ran 400 s ahead at login: it calls the token expired at exp - 400 by ours.
+    const ahead = {
+      ...token('token-a', exp),
+      vendorClockSkewSeconds: 400,
+      usableUntil: (exp - 300 - 400) * 1000,
+    };
+    await promote(T0, ahead);
+    expect((await store.read(setId, (exp - 701) * 1000))?.current?.usable).toBe(true);
+    expect((await store.read(setId, (exp - 699) * 1000))?.current?.usable).toBe(false);
+    const gone = await store.read(setId, (exp - 400) * 1000);
+    expect(gone?.current).toBeUndefined();
+    expect(gone?.expiredCurrentTokenId).toBe(ahead.tokenId);
+    // Not yet expired on our clock: only a taker naming the expired token may replace it.
+    const at = (exp - 300) * 1000;
+    expect((await take(at, { expectedTokenId: null })).taken).toBe(false);
+    expect((await take(at, { expectedTokenId: null, expiredTokenId: tokenIdOf('token-x') })).taken).toBe(
+      false,
+    );
+    expect((await take(at, { expectedTokenId: null, expiredTokenId: ahead.tokenId })).taken).toBe(true);
+  });
+
+  it('answers the item version alone, which grows with every write', async () => {
+    expect(await store.readVersion(setId)).toBeUndefined();
+    const a = token('token-a', T0 / 1000 + 14_400);
+    await promote(T0, a);
+    const version = await store.readVersion(setId);
+    expect(version).toBe((await store.read(setId, T0))?.version);
+    await take(T0 + 10 * MIN, { expectedTokenId: a.tokenId });
+    expect(await store.readVersion(setId)).toBe((version ?? 0) + 1);
   });
 
   it('records a failure beside the token, and honours its cooldown and the secret-version exception', async () => {

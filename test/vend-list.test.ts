@@ -25,12 +25,14 @@ describe('GET /v1/credential-sets', () => {
           health: {
             state: 'NO_USABLE_TOKEN',
             expiresAt: null,
+            expiresInSeconds: null,
             refreshedAt: null,
             lastError: null,
             consecutiveFailures: 0,
             nextAttemptAt: null,
             rateLimitedUntil: null,
           },
+          quotaScope: 'token',
           quota: null,
         },
       ],
@@ -51,12 +53,15 @@ describe('GET /v1/credential-sets', () => {
           health: {
             state: 'HEALTHY',
             expiresAt: token.expiresAt,
+            // On the vendor's clock: 31 s after the token answer.
+            expiresInSeconds: token.expiresInSeconds - 31,
             refreshedAt: obtainedAt,
             lastError: null,
             consecutiveFailures: 0,
             nextAttemptAt: null,
             rateLimitedUntil: null,
           },
+          quotaScope: 'token',
           // What is left of the current token's quota: 3 permits were granted 31 s ago.
           quota: [
             { limit: 50, windowSeconds: 60, remaining: 47, used: 3 },
@@ -79,6 +84,7 @@ describe('GET /v1/credential-sets', () => {
     expect(list.credentialSets[0]?.health).toEqual({
       state: 'CREDENTIALS_REJECTED',
       expiresAt: null,
+      expiresInSeconds: null,
       refreshedAt: null,
       lastError: {
         code: 'INVALID_CREDENTIALS',
@@ -88,7 +94,19 @@ describe('GET /v1/credential-sets', () => {
       consecutiveFailures: 1,
       // The credentials cooldown (900 s by default) before the same secret version is tried again.
       nextAttemptAt: new Date(h.clock.now() + 900_000).toISOString(),
+      rejectionsOfSecretVersion: 1,
       rateLimitedUntil: null,
+    });
+    // Rejected again once the cooldown passed: the wait grows to an hour.
+    await h.clock.advance(900_000);
+    await getToken(h);
+    const again = parseBody<{ credentialSets: { health: Record<string, unknown> }[] }>(
+      await h.invoke(fixture('list-credential-sets')),
+    );
+    expect(again.credentialSets[0]?.health).toMatchObject({
+      consecutiveFailures: 2,
+      rejectionsOfSecretVersion: 2,
+      nextAttemptAt: new Date(h.clock.now() + 3_600_000).toISOString(),
     });
   });
 
@@ -100,5 +118,21 @@ describe('GET /v1/credential-sets', () => {
       ),
     );
     expect(list.credentialSets.map((s) => s.id)).toEqual(['uat-execution']);
+  });
+});
+
+describe('GET /v1/credential-sets with the vendor clock ahead', () => {
+  it('says what the vendor would say is left, not what our clock says', async () => {
+    h = await startHarness({ sandbox: { clockOffsetSeconds: 400 } });
+    const token = parseBody<TokenBody>(await getToken(h));
+    await h.clock.advance(60_000);
+    const list = parseBody<{ credentialSets: { health: { expiresAt: number; expiresInSeconds: number } }[] }>(
+      await h.invoke(fixture('list-credential-sets')),
+    );
+    const health = list.credentialSets[0]?.health;
+    // The vendor's exp is 4 h after its own clock at login, 400 s ahead of ours.
+    expect(health?.expiresAt).toBe(token.expiresAt);
+    expect(health?.expiresAt).toBe(Math.floor(h.clock.now() / 1000) - 60 + 400 + 4 * 3600);
+    expect(health?.expiresInSeconds).toBe(4 * 3600 - 60);
   });
 });

@@ -1,6 +1,8 @@
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
+import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
+import { softThresholdSeconds } from '../shared/tokens/index.js';
 import { tokenId } from '../shared/vendor/token-id.js';
 import {
   advisorLogins,
@@ -66,14 +68,18 @@ describe('GET /v1/credential-sets/{id}/token', () => {
       await h.clock.advance(1_000);
       expect(parseBody<TokenBody>(await getToken(h)).tokenId).toBe(first.tokenId);
     }
-    // 20 s: all from memory.
+    // 20 s: all from memory, its version confirmed once a second (one small read each).
     expect(h.store.reads).toBe(readsAfterFirst);
+    expect(h.store.versionReads).toBe(20);
     await h.clock.advance(11_000);
     await getToken(h);
     expect(h.store.reads).toBe(readsAfterFirst + 1);
     expect(h.telemetry.logs.at(-1)?.attributes.source).toBe('store');
-    // Inside the soft-threshold window (3600 s plus this set's jitter), every second's first request reads again.
-    await h.clock.advance((first.expiresInSeconds - 31 - 3000) * 1000);
+    // Inside the token's soft-threshold window (a fifth of its 4 h, less this set's jitter), every second's
+    // first request reads again.
+    const soft = softThresholdSeconds(h.sets[0] as CredentialSetConfig, 4 * 3600);
+    expect(soft).toBeLessThanOrEqual(2880);
+    await h.clock.advance((first.expiresInSeconds - 31 - (soft - 100)) * 1000);
     await getToken(h);
     const reads = h.store.reads;
     await getToken(h);

@@ -30,9 +30,11 @@ const IMPLIED_CODE: Record<string, string> = {
 
 function loginFailure(set: SetHealthView, code: string, served: boolean, nowMs: number): Cause {
   const { expiresAt } = set.health;
+  // On the vendor's clock when the broker says; an older broker's answer is counted on ours.
+  const left = set.health.expiresInSeconds ?? (expiresAt === null ? null : expiresAt - nowMs / 1000);
   const impact =
-    served && expiresAt !== null
-      ? `the current token is still served (expires in ${formatDuration(expiresAt - nowMs / 1000)})`
+    served && left !== null
+      ? `the current token is still served (expires in ${formatDuration(left)})`
       : 'consumers get 503 TOKEN_UNAVAILABLE';
   const cause = (summary: string, runbook: RunbookAnchor): Cause => ({
     code,
@@ -66,6 +68,11 @@ function loginFailure(set: SetHealthView, code: string, served: boolean, nowMs: 
       return cause(
         `the secret is not {"username", "password"}: put it again with "token-broker put-credentials ${set.id}"`,
         RunbookSection.CredentialsRejected,
+      );
+    case 'CLOCK_SKEW_EXCESSIVE':
+      return cause(
+        "the vendor's clock (its Date header) is further from ours than the set accepts (maxClockSkewSeconds)",
+        RunbookSection.NoUsableToken,
       );
     case 'TOKEN_LIFETIME_INVALID':
       return cause(
@@ -114,6 +121,9 @@ export function diagnose(set: SetHealthView, nowMs: number): Cause[] {
   if (last && last.code !== null) {
     const failures = health.consecutiveFailures ?? 0;
     if (failures > 1) last.summary += `; ${failures} failed attempts in a row`;
+    const rejections = health.rejectionsOfSecretVersion ?? 0;
+    if (rejections > 1)
+      last.summary += `; this secret version was rejected ${rejections} times, so the wait between attempts grows (a new version is tried at once)`;
     if (next > nowMs) last.summary += `; next login attempt in ${formatDuration((next - nowMs) / 1000)}`;
   }
   const limitedUntil = health.rateLimitedUntil ? Date.parse(health.rateLimitedUntil) : Number.NaN;

@@ -38,8 +38,11 @@ export function statusEntries(sets: SetHealthView[], nowMs: number): StatusEntry
       companyRole: set.companyRole,
       state: health.state,
       expiresAt: health.expiresAt,
+      // The broker's figure is on the vendor's clock; an older broker's answer is counted on ours.
       expiresInSeconds:
-        health.expiresAt === null ? null : Math.max(0, Math.floor(health.expiresAt - nowMs / 1000)),
+        health.expiresAt === null
+          ? null
+          : (health.expiresInSeconds ?? Math.max(0, Math.floor(health.expiresAt - nowMs / 1000))),
       refreshedAt: health.refreshedAt ?? null,
       lastError: health.lastError,
       consecutiveFailures: health.consecutiveFailures ?? null,
@@ -73,9 +76,15 @@ function causeCell(causes: Cause[]): string {
   return causes.map((c) => (c.runbook ? `${c.summary} [runbook #${c.runbook}]` : c.summary)).join('; ');
 }
 
-function expiresCell(entry: StatusEntry, nowMs: number): string {
-  if (entry.expiresAt === null) return '-';
-  return entry.expiresAt * 1000 <= nowMs ? 'expired' : formatDuration(entry.expiresAt - nowMs / 1000);
+function expiresCell(entry: StatusEntry): string {
+  if (entry.expiresAt === null || entry.expiresInSeconds === null) return '-';
+  return entry.expiresInSeconds <= 0 ? 'expired' : formatDuration(entry.expiresInSeconds);
+}
+
+/** When the refresher may next try to log in, if a backoff or a credentials cooldown holds it back. */
+function nextAttemptCell(entry: StatusEntry, nowMs: number): string {
+  const next = entry.nextAttemptAt === null ? Number.NaN : Date.parse(entry.nextAttemptAt);
+  return next > nowMs ? `in ${formatDuration((next - nowMs) / 1000)}` : '-';
 }
 
 /** The table an on-call person reads first: one line per set, the cause last. */
@@ -84,10 +93,11 @@ export function statusTable(entries: StatusEntry[], nowMs: number): string {
     e.id,
     e.environment,
     e.state,
-    expiresCell(e, nowMs),
+    expiresCell(e),
     e.refreshedAt === null ? 'never' : formatRelative(Date.parse(e.refreshedAt), nowMs),
     e.lastError ? `${e.lastError.code} ${formatRelative(Date.parse(e.lastError.at), nowMs)}` : '-',
     e.lastError?.requestId ?? '-',
+    nextAttemptCell(e, nowMs),
     quotaCell(e),
     causeCell(e.causes),
   ]);
@@ -100,6 +110,7 @@ export function statusTable(entries: StatusEntry[], nowMs: number): string {
       'LAST REFRESH',
       'LAST ERROR',
       'VENDOR REQUEST ID',
+      'NEXT ATTEMPT',
       'QUOTA USED',
       'CAUSE',
     ],

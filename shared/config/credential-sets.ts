@@ -41,8 +41,33 @@ export const refreshSettingsSchema = z
     softThresholdJitterSeconds: z.number().nonnegative().default(900),
     /** No token is handed out or kept as usable past `exp` minus this (the vendor's 5-minute rule). */
     hardFloorSeconds: z.number().positive().default(300),
-    /** After INVALID_CREDENTIALS, no new attempt with the same secret version for this long. */
+    /**
+     * Each soft and hard threshold is also at most this fraction of the token's own lifetime (from its `iat`,
+     * else from the login), so a short-lived token is used for most of its life and re-logged in once: with
+     * the defaults a 4-hour token is replaced with 19-20 % of its life left (the configured hour for 8 hours).
+     */
+    softThresholdLifetimeFraction: z.number().gt(0).lt(1).default(0.2),
+    /** Up to this fraction of the lifetime less, chosen per set from its id (the lifetime-bound jitter). */
+    softThresholdLifetimeJitterFraction: z.number().min(0).lt(1).default(0.01),
+    /**
+     * The hard floor is at most this fraction of the lifetime: the vendor's 5 minutes are 1-2 % of a 4-8 hour
+     * token, but half of a 10-minute one (30 s of it with the default).
+     */
+    hardFloorLifetimeFraction: z.number().gt(0).lt(1).default(0.05),
+    /**
+     * The largest vendor clock offset (from its `Date` header) the broker accepts. Every validity decision is
+     * made on the vendor's clock as measured at login; a login measuring more than this is refused (the
+     * clock, or the header, is wrong) and the current token, if any, stays in use.
+     */
+    maxClockSkewSeconds: z.number().nonnegative().default(900),
+    /**
+     * After INVALID_CREDENTIALS, no new attempt with the same secret version for this long; each further
+     * rejection of that version multiplies it by `credentialsCooldownGrowth`, up to the max (15 min, 1 h, 4 h,
+     * 16 h, then daily). A new secret version is tried at once and starts again from the first step.
+     */
     credentialsCooldownSeconds: z.number().positive().default(900),
+    credentialsCooldownGrowth: z.number().min(1).default(4),
+    credentialsCooldownMaxSeconds: z.number().positive().default(86_400),
     /** A token whose `exp` is further away than this is refused as absurd. */
     maxTokenLifetimeSeconds: z
       .number()
@@ -62,6 +87,18 @@ export const refreshSettingsSchema = z
   .refine((s) => s.softThresholdSeconds > s.hardFloorSeconds, {
     message: 'softThresholdSeconds must be greater than hardFloorSeconds',
     path: ['softThresholdSeconds'],
+  })
+  .refine(
+    (s) =>
+      s.softThresholdLifetimeFraction - s.softThresholdLifetimeJitterFraction > s.hardFloorLifetimeFraction,
+    {
+      message: 'softThresholdLifetimeFraction less its jitter must be greater than hardFloorLifetimeFraction',
+      path: ['softThresholdLifetimeFraction'],
+    },
+  )
+  .refine((s) => s.credentialsCooldownMaxSeconds >= s.credentialsCooldownSeconds, {
+    message: 'credentialsCooldownMaxSeconds must be at least credentialsCooldownSeconds',
+    path: ['credentialsCooldownMaxSeconds'],
   })
   .refine((s) => s.retryBackoffMaxSeconds >= s.retryBackoffBaseSeconds, {
     message: 'retryBackoffMaxSeconds must be at least retryBackoffBaseSeconds',
@@ -103,6 +140,17 @@ export const credentialSetSchema = z.object({
   /** Secrets Manager secret id (name or ARN) holding {"username": ..., "password": ...}. */
   secretId: z.string().min(1),
   refresh: refreshSettingsSchema.default(refreshSettingsSchema.parse({})),
+  /**
+   * What the vendor counts its quota per: `token` (each access token has its own budget, as §8 says) or
+   * `user` (all tokens of the login share one). With `user`, the current and the previous token draw on one
+   * ledger budget, which keeps the bound whichever way the vendor counts (docs/runbook.md says how to tell).
+   */
+  quotaScope: z.enum(['token', 'user']).default('token'),
+  /**
+   * The values of the token's `env` claim that name this set's environment, compared case-insensitively
+   * (default: the environment's own name, `uat` or `prod`). A token whose claim is none of them is discarded.
+   */
+  expectedEnvClaims: z.array(z.string().trim().min(1).max(64)).min(1).max(8).optional(),
   rateLimits: rateLimitSettingsSchema.default(rateLimitSettingsSchema.parse({})),
 });
 export type CredentialSetConfig = z.infer<typeof credentialSetSchema>;
@@ -124,6 +172,10 @@ export const credentialSetsSchema = z
       seen.add(set.id);
     });
   });
+
+/** The `env` claim values a set accepts, lower-cased: the configured ones, else the environment's name. */
+export const expectedEnvClaimsOf = (set: Pick<CredentialSetConfig, 'environment' | 'expectedEnvClaims'>) =>
+  (set.expectedEnvClaims ?? [set.environment]).map((value) => value.toLowerCase());
 
 /** Turns zod issues into one message that names every wrong field, e.g. `credentialSets[1].environment`. */
 export function describeIssues(error: z.ZodError, root: string): string {

@@ -1,7 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { z } from 'zod';
-import type { CredentialSetState, StoredToken, TokenView } from './token-state.js';
+import { type CredentialSetState, notExpired, type StoredToken, type TokenView } from './token-state.js';
 
 /** Item layout of the tokens table: one item per set, key `pk = "set#<id>"`. */
 export const setKey = (credentialSetId: string): string => `set#${credentialSetId}`;
@@ -18,6 +18,8 @@ const tokenSchema = z.object({
   env: z.string(),
   obtainedAt: z.number(),
   usableUntil: z.number(),
+  vendorClockSkewSeconds: z.number().optional(),
+  lifetimeSeconds: z.number().optional(),
   tenant: z.string(),
   companyKey: z.string(),
   executionPlatformKey: z.string(),
@@ -43,14 +45,19 @@ const itemSchema = z.object({
       consecutive: z.number(),
       cooldownUntil: z.number(),
       secretVersion: z.string().optional(),
+      rejectionsOfVersion: z.number().optional(),
     })
     .optional(),
   version: z.number().default(0),
   purgeAt: z.number().optional(),
 });
 
+/**
+ * Expiry on the vendor's clock as measured at login; `usableUntil` already has the skew in it. A token with
+ * exactly its floor left is still usable (as the vend path always served it): less is never served.
+ */
 const view = (token: StoredToken | undefined, now: number): TokenView | undefined =>
-  token && token.exp * 1000 > now ? { ...token, usable: now < token.usableUntil } : undefined;
+  token && notExpired(token, now) ? { ...token, usable: now <= token.usableUntil } : undefined;
 
 /**
  * The state a reader may rely on at `now`: TTL deletes lazily (and dynalite never does), so expiry is
@@ -70,6 +77,7 @@ export function itemToState(
   const current = view(data.current, now);
   const previous = view(data.previous, now);
   if (current) state.current = current;
+  else if (data.current) state.expiredCurrentTokenId = data.current.tokenId;
   if (previous) state.previous = previous;
   if (data.lease && data.lease.expiresAt > now) state.lease = data.lease;
   if (data.lastAttemptAt !== undefined) state.lastAttemptAt = data.lastAttemptAt;

@@ -84,6 +84,25 @@ export class DynamoTokenStore implements TokenStore {
     return item ? this.#state(item, now, credentialSetId) : undefined;
   }
 
+  async readVersion(credentialSetId: string): Promise<number | undefined> {
+    try {
+      const output = await this.#client.send(
+        new GetItemCommand({
+          TableName: this.#tableName,
+          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
+          ConsistentRead: true,
+          ProjectionExpression: '#version',
+          ExpressionAttributeNames: { '#version': 'version' },
+        }),
+      );
+      if (!output.Item) return undefined;
+      const version = Number(output.Item.version?.N ?? '0');
+      return Number.isFinite(version) ? version : 0;
+    } catch (error) {
+      throw this.#unavailable('readVersion', credentialSetId, error);
+    }
+  }
+
   async takeLease(request: TakeLeaseRequest): Promise<TakeLeaseResult> {
     const conditions = [
       '(attribute_not_exists(#lease) OR #lease.#expiresAt <= :now)',
@@ -91,9 +110,12 @@ export class DynamoTokenStore implements TokenStore {
       request.secretVersion === undefined
         ? '(attribute_not_exists(#failure) OR #failure.#cooldownUntil <= :now)'
         : '(attribute_not_exists(#failure) OR #failure.#cooldownUntil <= :now OR (#failure.#kind = :rejected AND #failure.#secretVersion <> :secretVersion))',
-      request.expectedTokenId === null
-        ? '(attribute_not_exists(#current) OR #current.#exp <= :nowSeconds)'
-        : '#current.#tokenId = :expectedTokenId',
+      request.expectedTokenId !== null
+        ? '#current.#tokenId = :expectedTokenId'
+        : request.expiredTokenId === undefined
+          ? '(attribute_not_exists(#current) OR #current.#exp <= :nowSeconds)'
+          : // Expired on the vendor's clock (ahead of ours), not yet on ours: the reader names it.
+            '(attribute_not_exists(#current) OR #current.#exp <= :nowSeconds OR #current.#tokenId = :expiredTokenId)',
     ];
     const update =
       'SET #setId = :setId, #lease = :lease, #lastAttemptAt = :now, #purgeAt = :purgeAt ADD #version :one';
@@ -112,6 +134,7 @@ export class DynamoTokenStore implements TokenStore {
         ':rejected': request.secretVersion === undefined ? undefined : 'REJECTED',
         ':secretVersion': request.secretVersion,
         ':expectedTokenId': request.expectedTokenId ?? undefined,
+        ':expiredTokenId': request.expectedTokenId === null ? request.expiredTokenId : undefined,
       }),
       ReturnValues: 'ALL_NEW',
     });

@@ -24,3 +24,8 @@ export class TokenEnvMismatchError extends BrokerError {
 export class TokenLifetimeError extends BrokerError {
   readonly code = 'TOKEN_LIFETIME_INVALID';
 }
+
+/** The vendor's clock (its `Date` header) is further from ours than the set accepts. The token is discarded. */
+export class ClockSkewError extends BrokerError {
+  readonly code = 'CLOCK_SKEW_EXCESSIVE';
+}

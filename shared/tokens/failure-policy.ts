@@ -7,7 +7,7 @@ import {
   VendorError,
   VendorRateLimitError,
 } from '../vendor/errors.js';
-import { backoffSeconds } from './thresholds.js';
+import { backoffSeconds, credentialsCooldownSeconds } from './thresholds.js';
 import type { FailureKind, FailureState } from './token-state.js';
 
 /**
@@ -33,17 +33,29 @@ export function failureFor(
   context: { now: number; previous?: FailureState; secretVersion?: string; refresh: RefreshSettings },
 ): FailureState {
   const kind = failureKind(error);
-  const consecutive = (context.previous?.consecutive ?? 0) + 1;
+  const errorCode = errorCodeOf(error);
+  const { previous } = context;
+  const consecutive = (previous?.consecutive ?? 0) + 1;
+  // Only the same secret version rejected again escalates: that is the lockout risk at the vendor. Any
+  // other rejection (env mismatch, an implausible token) is fixed by configuration, and must not wait a day.
+  const rejectionsOfVersion =
+    errorCode !== 'INVALID_CREDENTIALS'
+      ? undefined
+      : previous?.errorCode === 'INVALID_CREDENTIALS' &&
+          previous.secretVersion !== undefined &&
+          previous.secretVersion === context.secretVersion
+        ? (previous.rejectionsOfVersion ?? 1) + 1
+        : 1;
   let waitSeconds =
     kind === 'REJECTED'
-      ? context.refresh.credentialsCooldownSeconds
+      ? credentialsCooldownSeconds(rejectionsOfVersion ?? 1, context.refresh)
       : backoffSeconds(consecutive, context.refresh);
   // The vendor's Retry-After on a 429 is a rule, not a hint.
   if (error instanceof VendorRateLimitError && error.retryAfterSeconds !== undefined) {
     waitSeconds = Math.max(waitSeconds, error.retryAfterSeconds);
   }
   const failure: FailureState = {
-    errorCode: errorCodeOf(error),
+    errorCode,
     kind,
     at: context.now,
     consecutive,
@@ -51,5 +63,6 @@ export function failureFor(
   };
   if (error instanceof VendorApiError && error.requestId) failure.requestId = error.requestId;
   if (context.secretVersion !== undefined) failure.secretVersion = context.secretVersion;
+  if (rejectionsOfVersion !== undefined) failure.rejectionsOfVersion = rejectionsOfVersion;
   return failure;
 }

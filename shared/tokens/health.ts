@@ -1,4 +1,4 @@
-import { type SetTiming, softThresholdSeconds } from './thresholds.js';
+import { type SetTiming, tokenThresholds } from './thresholds.js';
 import { type CredentialSetState, validitySeconds } from './token-state.js';
 
 export type HealthState =
@@ -26,6 +26,8 @@ export interface SetHealth {
   consecutiveFailures: number;
   /** Epoch ms before which no new attempt will be made (backoff or cooldown), when one is pending. */
   nextAttemptAt?: number;
+  /** How many times in a row the vendor rejected the current secret version (the cooldown's step). */
+  rejectionsOfSecretVersion?: number;
 }
 
 /** What the vend API and the logs say about a set. No token in it. */
@@ -45,6 +47,8 @@ export function health(state: CredentialSetState | undefined, now: number, set: 
     result.lastError = { code: failure.errorCode, at: failure.at };
     if (failure.requestId) result.lastError.requestId = failure.requestId;
     if (failure.cooldownUntil > now) result.nextAttemptAt = failure.cooldownUntil;
+    if (failure.rejectionsOfVersion !== undefined)
+      result.rejectionsOfSecretVersion = failure.rejectionsOfVersion;
   }
   if (!current?.usable) {
     if (failure?.errorCode === 'INVALID_CREDENTIALS') result.state = 'CREDENTIALS_REJECTED';
@@ -52,7 +56,7 @@ export function health(state: CredentialSetState | undefined, now: number, set: 
     else result.state = 'NO_USABLE_TOKEN';
   } else if (failure) {
     result.state = 'DEGRADED';
-  } else if (state?.lease || result.validitySeconds <= softThresholdSeconds(set)) {
+  } else if (state?.lease || result.validitySeconds <= tokenThresholds(set, current).softSeconds) {
     result.state = 'REFRESHING';
   }
   return result;

@@ -15,7 +15,20 @@ export {
   type SetRunAction,
   type SetRunSummary,
 } from './refresher.js';
-export { refreshDue, softThresholdSeconds } from './thresholds.js';
+export {
+  credentialsCooldownSeconds,
+  hardFloorSeconds,
+  refreshDue,
+  softThresholdSeconds,
+  tokenThresholds,
+} from './thresholds.js';
 export type * from './token-state.js';
-export { storedTokenOf, tokenIdOf, validitySeconds } from './token-state.js';
+export {
+  notExpired,
+  storedTokenOf,
+  tokenIdOf,
+  tokenLifetimeSeconds,
+  validitySeconds,
+  vendorNowMs,
+} from './token-state.js';
 export type * from './token-store.js';

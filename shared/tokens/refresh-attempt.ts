@@ -96,6 +96,9 @@ export async function attemptRefresh(
     leaseExpiresAt: now + refresh.leaseSeconds * 1000,
     lastAttemptNoLaterThan: now - interval,
     expectedTokenId: state?.current?.tokenId ?? null,
+    ...(state?.current === undefined && state?.expiredCurrentTokenId !== undefined
+      ? { expiredTokenId: state.expiredCurrentTokenId }
+      : {}),
     ...(secret ? { secretVersion: secret.versionId } : {}),
   });
   if (!take.taken) {
@@ -138,6 +141,10 @@ export async function attemptRefresh(
     }
     if (!checked.envClaimed)
       telemetry.warn('token has no env claim; environment not verified', { credentialSetId: set.id });
+    if (checked.vendorClockSkewSeconds === undefined)
+      telemetry.warn('vendor answer had no Date header; its clock is taken as ours', {
+        credentialSetId: set.id,
+      });
     telemetry.info('login succeeded', {
       credentialSetId: set.id,
       tokenId: checked.token.tokenId,
@@ -198,6 +205,7 @@ function reportFailure(telemetry: Telemetry, setId: string, failure: FailureStat
     requestId: failure.requestId,
     kind: failure.kind,
     consecutiveFailures: failure.consecutive,
+    rejectionsOfVersion: failure.rejectionsOfVersion,
     nextAttemptAt: new Date(failure.cooldownUntil).toISOString(),
     secretVersion: failure.secretVersion,
     reason: error instanceof BrokerError ? error.message : error instanceof Error ? error.name : undefined,

@@ -15,7 +15,7 @@ import {
   type VendorLogin,
 } from './refresh-attempt.js';
 import { parseRefreshRequest, type RefreshOutcome, type RefreshRequest } from './refresh-request.js';
-import { refreshDue, secondsUntil, softThresholdSeconds } from './thresholds.js';
+import { refreshDue, secondsUntil, tokenThresholds } from './thresholds.js';
 import { type CredentialSetState, type TokenView, validitySeconds } from './token-state.js';
 import type { TokenStore } from './token-store.js';
 
@@ -238,12 +238,10 @@ function satisfied(
   if (request.reason === 'TOKEN_REJECTED') {
     return current.tokenId === request.rejectedTokenId ? undefined : currentOutcome(current);
   }
-  // A token above the soft threshold is fresh by policy, whatever validity is asked for: a caller asking
+  // A token above its soft threshold is fresh by policy, whatever validity is asked for: a caller asking
   // for more than any token can give must not cause a login every storm-guard interval.
-  const required = Math.min(
-    Math.max(request.minValiditySeconds ?? 0, set.refresh.hardFloorSeconds),
-    softThresholdSeconds(set),
-  );
+  const { softSeconds, hardFloorSeconds } = tokenThresholds(set, current);
+  const required = Math.min(Math.max(request.minValiditySeconds ?? 0, hardFloorSeconds), softSeconds);
   const enough = validitySeconds(current, now) >= required;
   return enough ? currentOutcome(current) : undefined;
 }

@@ -1,6 +1,7 @@
-import type { CredentialSetConfig } from '../config/credential-sets.js';
+import { type CredentialSetConfig, expectedEnvClaimsOf } from '../config/credential-sets.js';
 import type { LoginResult } from '../vendor/types.js';
-import { TokenEnvMismatchError, TokenLifetimeError } from './errors.js';
+import { ClockSkewError, TokenEnvMismatchError, TokenLifetimeError } from './errors.js';
+import { hardFloorSeconds } from './thresholds.js';
 import { type StoredToken, tokenIdOf } from './token-state.js';
 
 export interface CheckedToken {
@@ -12,31 +13,42 @@ export interface CheckedToken {
 }
 
 /**
- * Checks a fresh login before it may become current: the token's env claim names the set's environment, and
- * its expiry is beyond the hard floor yet not absurdly far. A vendor clock running ahead of ours shortens the
- * usable span by the skew (the vendor will call the token expired that much earlier by our clock).
- * Throws TokenEnvMismatchError / TokenLifetimeError; the token is then discarded, never stored.
+ * Checks a fresh login before it may become current: the token's env claim is one the set expects (compared
+ * case-insensitively), the vendor's clock is within the accepted skew of ours, and the expiry is beyond the
+ * token's hard floor yet not absurdly far, all on the vendor's clock. The measured skew is kept with the
+ * token: every later validity decision adds it to our clock, whichever way the clocks differ.
+ * Throws TokenEnvMismatchError / ClockSkewError / TokenLifetimeError; the token is then discarded, never stored.
  */
 export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, now: number): CheckedToken {
   const tokenId = tokenIdOf(result.accessToken);
-  if (result.env !== undefined && result.env !== set.environment) {
+  if (result.env !== undefined && !expectedEnvClaimsOf(set).includes(result.env.trim().toLowerCase())) {
     throw new TokenEnvMismatchError(
       `set ${set.id} declares environment ${set.environment} but token ${tokenId} is for ${result.env}`,
     );
   }
-  const nowSeconds = now / 1000;
-  const { hardFloorSeconds, maxTokenLifetimeSeconds } = set.refresh;
-  if (result.exp - nowSeconds <= hardFloorSeconds) {
+  // The Date header has whole seconds, truncated: when the clocks agree it reads up to a second behind ours.
+  // Truncating toward zero keeps that from showing as a second of skew (`|| 0`: no negative zero).
+  const skew =
+    result.vendorDate === undefined ? undefined : Math.trunc((result.vendorDate - now) / 1000) || 0;
+  const { maxClockSkewSeconds, maxTokenLifetimeSeconds } = set.refresh;
+  if (skew !== undefined && Math.abs(skew) > maxClockSkewSeconds) {
+    throw new ClockSkewError(
+      `set ${set.id}: the vendor's clock is ${skew} s from ours (at most ${maxClockSkewSeconds} s accepted); token ${tokenId} discarded`,
+    );
+  }
+  const vendorNowSeconds = now / 1000 + (skew ?? 0);
+  const lifetimeSeconds = Math.max(1, Math.round(result.exp - (result.issuedAt ?? vendorNowSeconds)));
+  const floor = hardFloorSeconds(set, lifetimeSeconds);
+  if (result.exp - vendorNowSeconds <= floor) {
     throw new TokenLifetimeError(
       `set ${set.id}: token ${tokenId} expires within the hard floor (exp ${result.exp})`,
     );
   }
-  if (result.exp - nowSeconds > maxTokenLifetimeSeconds) {
+  if (result.exp - vendorNowSeconds > maxTokenLifetimeSeconds) {
     throw new TokenLifetimeError(
       `set ${set.id}: token ${tokenId} claims an absurd lifetime (exp ${result.exp})`,
     );
   }
-  const skew = result.vendorDate === undefined ? undefined : Math.round((result.vendorDate - now) / 1000);
   const token: StoredToken = {
     tokenId,
     accessToken: result.accessToken,
@@ -44,7 +56,8 @@ export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, 
     // Without a claim the set's own environment is recorded; `envClaimed` says it was not verified.
     env: result.env ?? set.environment,
     obtainedAt: now,
-    usableUntil: (result.exp - hardFloorSeconds - Math.max(0, skew ?? 0)) * 1000,
+    usableUntil: (result.exp - floor - (skew ?? 0)) * 1000,
+    lifetimeSeconds,
     tenant: result.tenant,
     companyKey: result.companyKey,
     executionPlatformKey: result.executionPlatformKey,
@@ -54,6 +67,7 @@ export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, 
     groups: result.userDetails.groups,
     defaultCompanyInventorySource: result.defaultCompanyInventorySource,
   };
+  if (skew !== undefined) token.vendorClockSkewSeconds = skew;
   if (result.issuedAt !== undefined) token.issuedAt = result.issuedAt;
   const checked: CheckedToken = { token, envClaimed: result.env !== undefined };
   if (skew !== undefined) checked.vendorClockSkewSeconds = skew;

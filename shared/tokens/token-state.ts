@@ -15,8 +15,18 @@ export interface StoredToken {
   env: string;
   /** When the broker received it. */
   obtainedAt: number;
-  /** After this, the token is no longer handed out: `exp` minus the hard floor of its set. */
+  /**
+   * After this (epoch ms, our clock), the token is no longer handed out: `exp` minus the token's hard floor,
+   * on the vendor's clock (the skew below subtracted). At this instant it still is (the floor is left).
+   */
   usableUntil: number;
+  /**
+   * The vendor's clock minus ours at login, whole seconds, from the response `Date` header (absent: not
+   * measured, taken as 0). Every validity decision on this token adds it to our clock.
+   */
+  vendorClockSkewSeconds?: number;
+  /** `exp` minus `iat` (or minus the vendor's time at login when the token has no `iat`), seconds. */
+  lifetimeSeconds?: number;
   tenant: string;
   companyKey: string;
   executionPlatformKey: string;
@@ -27,7 +37,7 @@ export interface StoredToken {
   defaultCompanyInventorySource: string;
 }
 
-/** A token as a read sees it: `usable` is false from the hard floor on (kept as information for health). */
+/** A token as a read sees it: `usable` is false once less than the hard floor is left (kept for health). */
 export interface TokenView extends StoredToken {
   usable: boolean;
 }
@@ -50,6 +60,8 @@ export interface FailureState {
   cooldownUntil: number;
   /** The secret version the failed attempt used, when it was read. */
   secretVersion?: string;
+  /** INVALID_CREDENTIALS only: how many times in a row this secret version was rejected (the cooldown step). */
+  rejectionsOfVersion?: number;
 }
 
 export interface Lease {
@@ -62,8 +74,13 @@ export interface Lease {
 
 export interface CredentialSetState {
   credentialSetId: string;
-  /** Absent when there is none or it is past `exp`. */
+  /** Absent when there is none or it is past `exp` (on the vendor's clock). */
   current?: TokenView;
+  /**
+   * The id of a current token left out because it is past `exp`: a re-login must still expect it (the item
+   * holds it until replaced), or its conditional take would fail.
+   */
+  expiredCurrentTokenId?: string;
   /** The token `current` replaced, until its own `exp`: consumers may still hold it. */
   previous?: TokenView;
   /** Absent when nobody holds it or it expired. */
@@ -77,9 +94,33 @@ export interface CredentialSetState {
 /** The token id of the vendor client (first 16 hex of sha256): one definition for logs, keys and reports. */
 export const tokenIdOf = tokenId;
 
-/** Whole seconds the token has left before `exp` (0 when none). */
-export function validitySeconds(token: Pick<StoredToken, 'exp'> | undefined, nowMs: number): number {
-  return token ? Math.max(0, Math.floor(token.exp - nowMs / 1000)) : 0;
+/** The vendor's clock (epoch ms) at our `nowMs`, as measured when the token was obtained. */
+export const vendorNowMs = (
+  token: Pick<StoredToken, 'vendorClockSkewSeconds'> | undefined,
+  nowMs: number,
+): number => nowMs + (token?.vendorClockSkewSeconds ?? 0) * 1000;
+
+/** Whole seconds the token has left before `exp` on the vendor's clock (0 when none). */
+export function validitySeconds(
+  token: Pick<StoredToken, 'exp' | 'vendorClockSkewSeconds'> | undefined,
+  nowMs: number,
+): number {
+  return token ? Math.max(0, Math.floor(token.exp - vendorNowMs(token, nowMs) / 1000)) : 0;
+}
+
+/** False from `exp` on, on the vendor's clock: the vendor answers TOKEN_EXPIRED from then. */
+export const notExpired = (
+  token: Pick<StoredToken, 'exp' | 'vendorClockSkewSeconds'>,
+  nowMs: number,
+): boolean => token.exp * 1000 > vendorNowMs(token, nowMs);
+
+/** The token's own lifetime in seconds: stored at login; for items written before, from what they hold. */
+export function tokenLifetimeSeconds(
+  token: Pick<StoredToken, 'exp' | 'issuedAt' | 'obtainedAt' | 'lifetimeSeconds' | 'vendorClockSkewSeconds'>,
+): number {
+  if (token.lifetimeSeconds !== undefined) return token.lifetimeSeconds;
+  const start = token.issuedAt ?? vendorNowMs(token, token.obtainedAt) / 1000;
+  return Math.max(1, Math.round(token.exp - start));
 }
 
 /** Strips the read-time `usable` flag: it is derived, never stored. */

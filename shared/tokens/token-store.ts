@@ -8,6 +8,11 @@ import type { CredentialSetState, FailureState, StoredToken } from './token-stat
 export interface TokenStore {
   /** A consistent read; expired tokens and leases are left out, tokens past their floor are `usable: false`. */
   read(credentialSetId: string, now: number): Promise<CredentialSetState | undefined>;
+  /**
+   * Only the item's version (a consistent read of one attribute; undefined: no item): what a warm cache
+   * checks to learn cheaply whether anything changed since its last read.
+   */
+  readVersion(credentialSetId: string): Promise<number | undefined>;
   /** One conditional write; on success, the state right after it (the "read again" comes with the write). */
   takeLease(request: TakeLeaseRequest): Promise<TakeLeaseResult>;
   /** Makes `token` current, keeps `previous`, clears the failure and the lease. False when the lease was lost. */
@@ -26,6 +31,8 @@ export interface TakeLeaseRequest {
   lastAttemptNoLaterThan: number;
   /** The current token the caller decided on (null: none). The take fails if another replaced it meanwhile. */
   expectedTokenId: string | null;
+  /** With `expectedTokenId` null: a current token the read left out as expired, which may be replaced. */
+  expiredTokenId?: string;
   /** The secret version just read: a REJECTED failure with another version no longer blocks (cooldown waived). */
   secretVersion?: string;
 }

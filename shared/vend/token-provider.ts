@@ -1,6 +1,12 @@
 import type { Clock } from '../clock.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
-import type { CredentialSetState, TokenView } from '../tokens/token-state.js';
+import { tokenThresholds } from '../tokens/thresholds.js';
+import {
+  type CredentialSetState,
+  notExpired,
+  type TokenView,
+  validitySeconds,
+} from '../tokens/token-state.js';
 import type { RefreshInvoker, RefreshOutcome, RefreshRequest } from './refresh-invoker.js';
 import { ReportLimitedError } from './report-limits.js';
 import type { StateSource, TokenStateCache } from './token-state-cache.js';
@@ -62,22 +68,25 @@ export class TokenProvider {
     return (await this.#cache.get(set)).state;
   }
 
-  /** A token with at least `minValiditySeconds` left (never less than the set's hard floor), or 503. */
-  async usableToken(set: CredentialSetConfig, minValiditySeconds: number): Promise<ProvidedToken> {
-    const needSeconds = Math.max(minValiditySeconds, set.refresh.hardFloorSeconds);
+  /**
+   * A token with at least `minValiditySeconds` left on the vendor's clock (never less than the token's hard
+   * floor; by default just that), or 503. A token above its own soft threshold is fresh by policy whatever is
+   * asked, as the refresher decides: asking more than a short-lived token can give must not force logins.
+   */
+  async usableToken(set: CredentialSetConfig, minValiditySeconds?: number): Promise<ProvidedToken> {
     const cached = await this.#cache.get(set);
-    const fromCache = this.#usable(cached.state, needSeconds);
+    const fromCache = this.#usable(set, cached.state, minValiditySeconds);
     if (fromCache) return { token: fromCache, source: cached.source, loggedIn: false };
     if (cached.source === 'memory') {
-      const fresh = this.#usable(await this.#cache.read(set.id), needSeconds);
+      const fresh = this.#usable(set, await this.#cache.read(set.id), minValiditySeconds);
       if (fresh) return { token: fresh, source: 'store', loggedIn: false };
     }
     const outcome = await this.#refresh(set, {
       credentialSetId: set.id,
       reason: 'NO_USABLE_TOKEN',
-      minValiditySeconds: needSeconds,
+      minValiditySeconds: Math.max(minValiditySeconds ?? 0, set.refresh.hardFloorSeconds),
     });
-    const after = this.#usable(await this.#cache.read(set.id), needSeconds);
+    const after = this.#usable(set, await this.#cache.read(set.id), minValiditySeconds);
     if (after) return { token: after, source: 'refresh', loggedIn: outcome.loggedIn };
     throw new TokenUnavailableError('no token with the requested validity yet', {
       retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
@@ -97,14 +106,14 @@ export class TokenProvider {
   ): Promise<ProvidedToken> {
     const state = await this.#cache.read(set.id);
     if (state?.current?.tokenId !== rejectedTokenId) {
-      return this.usableToken(set, set.refresh.hardFloorSeconds);
+      return this.usableToken(set);
     }
     let release: (() => Promise<void>) | undefined;
     // Joining this process's re-login for the same token needs no claim of its own.
     if (gate && !this.#inFlight.has(`${set.id}#${rejectedTokenId}`)) {
       const claim = await gate.claim(set.id, rejectedTokenId);
       if (!claim.ok) {
-        const now = this.#usable(await this.#cache.read(set.id), set.refresh.hardFloorSeconds);
+        const now = this.#usable(set, await this.#cache.read(set.id));
         if (now && now.tokenId !== rejectedTokenId) return { token: now, source: 'store', loggedIn: false };
         // 429, not 503: nothing is down; the set had its report-driven re-login of the interval.
         throw new ReportLimitedError('the credential set was re-logged in after a rejection recently', {
@@ -121,7 +130,7 @@ export class TokenProvider {
       { credentialSetId: set.id, reason: 'TOKEN_REJECTED', rejectedTokenId },
       release,
     );
-    const current = this.#usable(await this.#cache.read(set.id), set.refresh.hardFloorSeconds);
+    const current = this.#usable(set, await this.#cache.read(set.id));
     if (current && current.tokenId !== rejectedTokenId) {
       return { token: current, source: 'refresh', loggedIn: outcome.loggedIn };
     }
@@ -130,11 +139,14 @@ export class TokenProvider {
     });
   }
 
-  /** The current or previous token of the set with this id, while it has not expired (for permits, reports). */
+  /**
+   * The current or previous token of the set with this id, while it has not expired on the vendor's clock
+   * (for permits, reports).
+   */
   async liveToken(set: CredentialSetConfig, tokenId: string): Promise<TokenView | undefined> {
     const find = (state: CredentialSetState | undefined) =>
       [state?.current, state?.previous].find(
-        (token) => token?.tokenId === tokenId && token.exp * 1000 > this.#clock.now(),
+        (token) => token?.tokenId === tokenId && notExpired(token, this.#clock.now()),
       );
     const cached = await this.#cache.get(set);
     return (
@@ -142,10 +154,22 @@ export class TokenProvider {
     );
   }
 
-  /** The current token when it has at least `needSeconds` left. */
-  #usable(state: CredentialSetState | undefined, needSeconds: number): TokenView | undefined {
+  /**
+   * The current token when the store marks it usable (judged again now: a cached state ages), and it has
+   * what is asked left on the vendor's clock: at least its own hard floor, more when asked, up to its soft
+   * threshold.
+   */
+  #usable(
+    set: CredentialSetConfig,
+    state: CredentialSetState | undefined,
+    minValiditySeconds?: number,
+  ): TokenView | undefined {
     const current = state?.current;
-    return current && current.exp * 1000 - this.#clock.now() >= needSeconds * 1000 ? current : undefined;
+    const now = this.#clock.now();
+    if (!current?.usable || now > current.usableUntil) return undefined;
+    const { softSeconds, hardFloorSeconds } = tokenThresholds(set, current);
+    const needSeconds = Math.min(Math.max(minValiditySeconds ?? 0, hardFloorSeconds), softSeconds);
+    return validitySeconds(current, now) >= needSeconds ? current : undefined;
   }
 
   /** One refresh per set at a time in this process, waited for at most `refreshWaitMs` (on the clock). */

@@ -9,7 +9,6 @@ import type { CredentialSetConfig } from '../config/credential-sets.js';
 import type { RateLedger } from '../ledger/index.js';
 import { DIMENSION_CREDENTIAL_SET, Metric } from '../metric-names.js';
 import { MetricUnit, type Telemetry } from '../observability.js';
-import type { TokenStore } from '../tokens/token-store.js';
 import { AccessPolicy } from './access-policy.js';
 import { readEvent, type VendRequest } from './http-request.js';
 import { QuotaView } from './quota-view.js';
@@ -22,7 +21,7 @@ import { listCredentialSets } from './routes/list-route.js';
 import { acquirePermits, reportRateLimit, returnPermits } from './routes/permit-routes.js';
 import { getToken, reportTokenRejection } from './routes/token-routes.js';
 import { TokenProvider } from './token-provider.js';
-import { TokenStateCache } from './token-state-cache.js';
+import { type CacheStore, TokenStateCache } from './token-state-cache.js';
 import { toVendError } from './translate-error.js';
 import type { VendError } from './vend-errors.js';
 
@@ -30,7 +29,7 @@ export interface VendHandlerDeps {
   sets: readonly CredentialSetConfig[];
   consumers: readonly ConsumerConfig[];
   /** Only read: the vend function never writes the tokens table. */
-  store: Pick<TokenStore, 'read'>;
+  store: CacheStore;
   ledger: RateLedger;
   refresher: RefreshInvoker;
   /**
@@ -44,6 +43,11 @@ export interface VendHandlerDeps {
   cacheTtlMs?: number;
   /** The same once the token is inside its soft-threshold window (default 1 s). */
   nearThresholdTtlMs?: number;
+  /**
+   * Between full reads, how often the item's version alone is read to notice a re-login made elsewhere
+   * (default 1 s; 0: never, entries then live their TTL).
+   */
+  versionCheckMs?: number;
   /** How long a request waits for a re-login before answering 503 (default 10 s, on the clock). */
   refreshWaitMs?: number;
   /** Bodies above this are refused with 413 (default 8 KiB). */
@@ -77,6 +81,7 @@ export function createVendHandler(deps: VendHandlerDeps) {
     clock,
     ttlMs: deps.cacheTtlMs ?? 30_000,
     nearThresholdTtlMs: deps.nearThresholdTtlMs ?? 1_000,
+    versionCheckMs: deps.versionCheckMs ?? 1_000,
   });
   const services: VendServices = {
     provider: new TokenProvider({

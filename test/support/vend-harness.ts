@@ -112,13 +112,18 @@ export class MemoryCredentials implements CredentialsSource {
   }
 }
 
-/** Counts what reaches the tokens table, to tell a memory hit from a DynamoDB read. */
-export class CountingStore implements Pick<TokenStore, 'read'> {
+/** Counts what reaches the tokens table, to tell a memory hit from a DynamoDB read (or a version check). */
+export class CountingStore implements Pick<TokenStore, 'read' | 'readVersion'> {
   reads = 0;
+  versionReads = 0;
   constructor(readonly inner: TokenStore) {}
   read(setId: string, now: number) {
     this.reads++;
     return this.inner.read(setId, now);
+  }
+  readVersion(setId: string) {
+    this.versionReads++;
+    return this.inner.readVersion(setId);
   }
 }
 
@@ -156,7 +161,12 @@ export async function startVendHarness(
     vend?: Partial<
       Pick<
         VendHandlerDeps,
-        'cacheTtlMs' | 'nearThresholdTtlMs' | 'refreshWaitMs' | 'maxBodyBytes' | 'quotaCacheMs'
+        | 'cacheTtlMs'
+        | 'nearThresholdTtlMs'
+        | 'versionCheckMs'
+        | 'refreshWaitMs'
+        | 'maxBodyBytes'
+        | 'quotaCacheMs'
       >
     >;
     /** Report limits (defaults as in production). */

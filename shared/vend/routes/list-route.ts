@@ -3,6 +3,7 @@ import type { LedgerUsage } from '../../ledger/index.js';
 import { health } from '../../tokens/health.js';
 import type { TokenView } from '../../tokens/token-state.js';
 import type { Caller } from '../access-policy.js';
+import { ledgerKeyFor } from '../ledger-key.js';
 import { jsonResult, type VendResult } from '../responses.js';
 import type { Audit, VendServices } from '../route-context.js';
 
@@ -20,7 +21,7 @@ async function usageOf(
 ): Promise<LedgerUsage | undefined> {
   if (!token || !services.ledger.usage) return undefined;
   try {
-    return await services.ledger.usage(token.tokenId, set.rateLimits);
+    return await services.ledger.usage(ledgerKeyFor(set, token.tokenId), set.rateLimits);
   } catch (error) {
     services.telemetry.warn('quota unknown: the ledger did not answer', {
       credentialSet: set.id,
@@ -56,6 +57,8 @@ export async function listCredentialSets(context: {
         health: {
           state: setHealth.state,
           expiresAt: setHealth.expiresAt ?? null,
+          /** What the vendor would say is left of the current token (its clock, as measured at login). */
+          expiresInSeconds: state?.current ? setHealth.validitySeconds : null,
           /** When the current token was obtained: the last successful re-login. */
           refreshedAt: state?.current ? iso(state.current.obtainedAt) : null,
           lastError: setHealth.lastError
@@ -68,9 +71,15 @@ export async function listCredentialSets(context: {
           consecutiveFailures: setHealth.consecutiveFailures,
           /** No login attempt before this (backoff after a failure, or the credentials cooldown). */
           nextAttemptAt: setHealth.nextAttemptAt === undefined ? null : iso(setHealth.nextAttemptAt),
+          /** The vendor rejected the current secret version this many times in a row (the cooldown grows). */
+          ...(setHealth.rejectionsOfSecretVersion === undefined
+            ? {}
+            : { rejectionsOfSecretVersion: setHealth.rejectionsOfSecretVersion }),
           /** A consumer reported a vendor 429: the ledger grants no permit for this token before then. */
           rateLimitedUntil: usage?.cooldownUntil === undefined ? null : iso(usage.cooldownUntil),
         },
+        /** `token`: each token has its own budget; `user`: the set's tokens share one. */
+        quotaScope: set.quotaScope,
         /** Per limit of the current token: what is left now and what was granted in the window. */
         quota: usage?.windows ?? null,
       };

@@ -3,6 +3,7 @@ import { ReceiptRejectedError } from '../../ledger/index.js';
 import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
 import { readJsonBody } from '../http-request.js';
+import { ledgerKeyFor } from '../ledger-key.js';
 import { parseBody, permitRequestBody, permitReturnBody, rateLimitReportBody } from '../request-bodies.js';
 import { jsonResult, noContentResult, type VendResult } from '../responses.js';
 import type { SetRouteContext } from '../route-context.js';
@@ -41,9 +42,9 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
   const dimensions = { [DIMENSION_CREDENTIAL_SET]: set.id };
-  services.quota.invalidate(request.tokenId);
+  services.quota.invalidate(ledgerKeyFor(set, request.tokenId));
   const decision = await services.ledger.acquire({
-    tokenId: request.tokenId,
+    tokenId: ledgerKeyFor(set, request.tokenId),
     caller: context.caller.principal,
     count: request.count,
     ...(request.class === undefined ? {} : { class: request.class }),
@@ -88,10 +89,11 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
   const request = parseBody(permitReturnBody, readJsonBody(context.request, services.maxBodyBytes));
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
-  services.quota.invalidate(request.tokenId);
+  const key = ledgerKeyFor(set, request.tokenId);
+  services.quota.invalidate(key);
   try {
     const { returned } = await services.ledger.giveBack({
-      tokenId: request.tokenId,
+      tokenId: key,
       caller: context.caller.principal,
       receipt: request.receipt,
       count: request.count,
@@ -117,8 +119,9 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
   // Counted only once it would act: a malformed report is refused for free and writes nothing.
   await admitReport(context, 'rateLimitReports');
   const report = capFeedback(context, reported);
-  services.quota.invalidate(tokenId);
-  await services.ledger.reportVendorFeedback({ tokenId, limits: set.rateLimits, ...report });
+  const key = ledgerKeyFor(set, tokenId);
+  services.quota.invalidate(key);
+  await services.ledger.reportVendorFeedback({ tokenId: key, limits: set.rateLimits, ...report });
   audit.decision = report.retryAfterSeconds === undefined ? 'RATE_HEADERS_REPORTED' : 'VENDOR_429_REPORTED';
   if (report.retryAfterSeconds !== undefined) {
     services.telemetry.metric(Metric.VendorRateLimitReported, MetricUnit.Count, 1, {

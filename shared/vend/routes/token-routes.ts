@@ -2,8 +2,9 @@ import type { CredentialSetConfig } from '../../config/credential-sets.js';
 import type { WindowRemaining } from '../../ledger/index.js';
 import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
-import type { TokenView } from '../../tokens/token-state.js';
+import { type TokenView, validitySeconds } from '../../tokens/token-state.js';
 import { readJsonBody, readQueryParameter } from '../http-request.js';
+import { ledgerKeyFor } from '../ledger-key.js';
 import { ReportLimitedError } from '../report-limits.js';
 import { parseBody, tokenRejectionBody } from '../request-bodies.js';
 import { jsonResult, type VendResult } from '../responses.js';
@@ -13,16 +14,17 @@ import { BadRequestError } from '../vend-errors.js';
 import { admitReport, reloginGate } from './report-guards.js';
 
 /**
- * `minValiditySeconds`: by default the vendor's rule (re-login 5 minutes before `exp`), which is the set's
- * hard floor: 300 s unless configured otherwise, and compressed with the rest of time in the local broker. A
+ * `minValiditySeconds`: by default the vendor's rule (re-login 5 minutes before `exp`), which is the token's
+ * hard floor: 300 s unless configured otherwise or the token lives so short that a tenth of its life is less,
+ * and compressed with the rest of time in the local broker (undefined here: the provider applies it). A
  * given value is a whole number from 0 up to the set's soft threshold. The cap is what keeps on-demand
  * re-logins inside the schedule's budget: a token with less than the soft threshold left is due for a
  * re-login anyway, so no consumer can force a login for a token the refresher would still keep (and a value
  * above any token's lifetime would otherwise ask for a login on every request).
  */
-export function parseMinValidity(context: SetRouteContext): number {
+export function parseMinValidity(context: SetRouteContext): number | undefined {
   const raw = readQueryParameter(context.request, 'minValiditySeconds');
-  if (raw === undefined) return context.set.refresh.hardFloorSeconds;
+  if (raw === undefined) return undefined;
   if (!/^\d{1,9}$/.test(raw)) {
     throw new BadRequestError('INVALID_FORMAT', 'minValiditySeconds', 'must be a whole number of seconds');
   }
@@ -39,7 +41,7 @@ async function quotaOf(
   token: TokenView,
 ): Promise<WindowRemaining[] | null> {
   try {
-    return await services.quota.remaining(token.tokenId, set.rateLimits);
+    return await services.quota.remaining(ledgerKeyFor(set, token.tokenId), set.rateLimits);
   } catch (error) {
     services.telemetry.warn('quota unknown: the ledger did not answer', {
       credentialSet: set.id,
@@ -51,14 +53,14 @@ async function quotaOf(
 }
 
 export async function tokenBody(services: VendServices, set: CredentialSetConfig, token: TokenView) {
-  const nowSeconds = services.clock.now() / 1000;
   return {
     credentialSet: set.id,
     environment: set.environment,
     accessToken: token.accessToken,
     tokenId: token.tokenId,
     expiresAt: token.exp,
-    expiresInSeconds: Math.max(0, Math.floor(token.exp - nowSeconds)),
+    /** On the vendor's clock as measured at login: what the vendor itself would say is left. */
+    expiresInSeconds: validitySeconds(token, services.clock.now()),
     tenant: token.tenant,
     companyKey: token.companyKey,
     executionPlatformKey: token.executionPlatformKey,
