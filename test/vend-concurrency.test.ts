@@ -1,26 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { VendResult } from '../shared/vend/responses.js';
-import { fixture, parseBody, type VendHarness } from './support/vend-harness.js';
+import { fixture, parseBody, settleWithClock, type VendHarness } from './support/vend-harness.js';
 import { vendHarnessPerTest } from './support/vend-suite.js';
 
 const startHarness = vendHarnessPerTest();
 let h: VendHarness;
 
-/**
- * Settles the requests while moving the shared ManualClock in small steps, with a tiny real pause for the
- * HTTP and DynamoDB I/O in between: a refresher waiting for another process's login polls on the clock.
- */
-async function settle(requests: Promise<VendResult>[]): Promise<VendResult[]> {
-  let done = false;
-  const all = Promise.all(requests).finally(() => {
-    done = true;
-  });
-  while (!done) {
-    await h.clock.advance(20);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  return all;
-}
+const settle = (requests: Promise<VendResult>[]) => settleWithClock(h, requests);
 
 const loginAttempts = () => h.sandbox.stats().logins['uat-advisor']?.attempts ?? 0;
 

@@ -42,9 +42,10 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
   const dimensions = { [DIMENSION_CREDENTIAL_SET]: set.id };
-  services.quota.invalidate(ledgerKeyFor(set, request.tokenId));
+  const key = ledgerKeyFor(set, request.tokenId);
+  services.quota.invalidate(key);
   const decision = await services.ledger.acquire({
-    tokenId: ledgerKeyFor(set, request.tokenId),
+    tokenId: key,
     caller: context.caller.principal,
     count: request.count,
     ...(request.class === undefined ? {} : { class: request.class }),
