@@ -3,6 +3,7 @@ import {
   ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
+  type GetItemCommandInput,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
@@ -68,38 +69,38 @@ export class DynamoTokenStore implements TokenStore {
   }
 
   async read(credentialSetId: string, now: number): Promise<CredentialSetState | undefined> {
-    let item: Record<string, AttributeValue> | undefined;
-    try {
-      const output = await this.#client.send(
-        new GetItemCommand({
-          TableName: this.#tableName,
-          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
-          ConsistentRead: true,
-        }),
-      );
-      item = output.Item;
-    } catch (error) {
-      throw this.#unavailable('read', credentialSetId, error);
-    }
+    const item = await this.#get('read', credentialSetId);
     return item ? this.#state(item, now, credentialSetId) : undefined;
   }
 
   async readVersion(credentialSetId: string): Promise<number | undefined> {
+    const item = await this.#get('readVersion', credentialSetId, {
+      ProjectionExpression: '#version',
+      ExpressionAttributeNames: { '#version': 'version' },
+    });
+    if (!item) return undefined;
+    const version = Number(item.version?.N ?? '0');
+    return Number.isFinite(version) ? version : 0;
+  }
+
+  /** A consistent read of the set's item (all of it, or a projection); DynamoDB failing is the store's outage. */
+  async #get(
+    operation: string,
+    credentialSetId: string,
+    projection: Pick<GetItemCommandInput, 'ProjectionExpression' | 'ExpressionAttributeNames'> = {},
+  ): Promise<Record<string, AttributeValue> | undefined> {
     try {
       const output = await this.#client.send(
         new GetItemCommand({
           TableName: this.#tableName,
           Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
           ConsistentRead: true,
-          ProjectionExpression: '#version',
-          ExpressionAttributeNames: { '#version': 'version' },
+          ...projection,
         }),
       );
-      if (!output.Item) return undefined;
-      const version = Number(output.Item.version?.N ?? '0');
-      return Number.isFinite(version) ? version : 0;
+      return output.Item;
     } catch (error) {
-      throw this.#unavailable('readVersion', credentialSetId, error);
+      throw this.#unavailable(operation, credentialSetId, error);
     }
   }
 
