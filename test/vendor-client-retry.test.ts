@@ -158,18 +158,26 @@ describe('network failures, timeouts and aborts', () => {
   });
 
   it('an answer slower than the timeout is a VendorTimeoutError, retried up to max attempts', async () => {
-    sandbox.update({ latencyMs: 60 });
-    const error = await failure(clientWith({ maxAttempts: 2 }, { timeoutMs: 20 }).login(credentials));
+    // The sandbox holds each answer far longer than the timeout, so no load on the machine can let one through.
+    sandbox.update({ latencyMs: 5000 });
+    const telemetry = new MemoryTelemetry();
+    const client = clientWith({ maxAttempts: 2 }, { timeoutMs: 20, telemetry });
+    const error = await failure(client.login(credentials));
     expect(error).toBeInstanceOf(VendorTimeoutError);
     expect(error).toMatchObject({ code: 'VENDOR_TIMEOUT', retryable: true });
-    expect(logins()).toBe(2);
+    // Counted by the client: under load an attempt can time out before the sandbox has even read it.
+    const retries = telemetry.logs.filter((l) => l.message === 'vendor call failed; retrying');
+    expect(retries.map((l) => l.attributes.errorCode)).toEqual(['VENDOR_TIMEOUT']);
   });
 
   it("the caller's signal aborts an attempt in flight, and it is not retried", async () => {
-    sandbox.update({ latencyMs: 300 });
+    sandbox.update({ latencyMs: 5000 });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('caller gave up')), 30);
-    const error = await failure(clientWith().login(credentials, { signal: controller.signal }));
+    const call = failure(clientWith().login(credentials, { signal: controller.signal }));
+    // Abort once the sandbox holds the attempt (not after a fixed delay, which load can outrun).
+    while (logins() === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    controller.abort(new Error('caller gave up'));
+    const error = await call;
     expect(error).toBeInstanceOf(VendorCallAbortedError);
     expect(error).toMatchObject({ retryable: false, cause: new Error('caller gave up') });
     expect(logins()).toBe(1);
