@@ -19,10 +19,11 @@ import { loadStageInput } from '../stage-source.js';
 
 export const CHECK_CONFIG_HELP = `Usage: token-broker check-config <stage | file.json> [--strict] [--json] [--secrets]
 
-Validates a stage's configuration before a deploy, offline and without AWS credentials: the schema of
-infra/stage-config.ts (accounts, Regions, HTTPS vendor URLs, environments, thresholds, consumers and the
-sets they name, alarm targets) and the stack's own checks (the functions' 4 KB environment). Every error
-names its field, e.g. "uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
+Validates a stage's configuration before a deploy, offline and without AWS credentials (unless --secrets):
+the schema of infra/stage-config.ts (accounts, Regions, HTTPS vendor URLs, environments, thresholds,
+consumers, operators and the sets they name, break-glass principals, alarm targets) and the stack's own
+checks (the functions' 4 KB environment). Every error names its field, e.g.
+"uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
 
 <stage> is a stage of infra/stages/ (uat, prod) or a path to a JSON file of the same shape.
 
