@@ -1,5 +1,6 @@
 import { CHECK_CONFIG_HELP, checkConfigCommand } from './commands/check-config.js';
 import { PUT_CREDENTIALS_HELP, putCredentialsCommand } from './commands/put-credentials.js';
+import { SECRET_POLICY_HELP, secretPolicyCommand } from './commands/secret-policy.js';
 import { STATUS_HELP, statusCommand } from './commands/status.js';
 import { TOKEN_HELP, tokenCommand } from './commands/token.js';
 import { UsageError } from './errors.js';
@@ -11,6 +12,7 @@ const COMMANDS: Record<string, { run: (args: string[], io: CliIo) => Promise<num
   status: { run: statusCommand, help: STATUS_HELP },
   'check-config': { run: checkConfigCommand, help: CHECK_CONFIG_HELP },
   'put-credentials': { run: putCredentialsCommand, help: PUT_CREDENTIALS_HELP },
+  'secret-policy': { run: secretPolicyCommand, help: SECRET_POLICY_HELP },
 };
 
 export const MAIN_HELP = `Usage: token-broker <command> [options]     (npx token-broker …)
@@ -21,8 +23,9 @@ credential set, stage checks before a deploy, and new vendor credentials.
 Commands:
   token <set>            print a credential set's access token on stdout (nothing else)
   status [<set>...]      state, expiry, last refresh, last error and vendor requestId, quota used, cause
-  check-config <stage>   validate a stage's configuration before deploying it (offline)
+  check-config <stage>   validate a stage's configuration before deploying it (offline; --secrets asks AWS)
   put-credentials <set>  write a set's vendor username and password (from stdin or a prompt) to its secret
+  secret-policy <stage>  print the resource policy every vendor secret of the stage carries
 
 Run "token-broker <command> --help" for a command's options.
 

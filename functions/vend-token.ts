@@ -20,6 +20,7 @@ const telemetry = createPowertoolsTelemetry();
 export const handler = createVendHandler({
   sets: config.sets,
   consumers: config.consumers,
+  operators: config.operators,
   store: new DynamoTokenStore({ client: dynamo, tableName: config.tokensTableName }),
   ledger: new DynamoRateLedger({ client: dynamo, tableName: config.ledgerTableName, telemetry }),
   // The vend function may not read credentials: re-logins are the refresher's, by synchronous invoke.

@@ -15,7 +15,8 @@ import { LogQueries } from './constructs/log-queries.js';
 import { RefreshSchedule } from './constructs/refresh-schedule.js';
 import { REFRESHER_MEMORY_MB, REFRESHER_TIMEOUT, VEND_MEMORY_MB, VEND_TIMEOUT } from './function-sizing.js';
 import { refresherSecretAccess } from './least-privilege.js';
-import { functionCredentialSets, type StageConfig } from './stage-config.js';
+import { refresherRoleName } from './secret-policy.js';
+import { functionCredentialSets, type StageConfig, urlPrincipals } from './stage-config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -56,10 +57,12 @@ export class BrokerStack extends Stack {
 
     const credentialSets = JSON.stringify(functionCredentialSets(stage));
     const consumers = JSON.stringify(stage.consumers);
-    const configBytes = Buffer.byteLength(credentialSets) + Buffer.byteLength(consumers);
+    const operators = JSON.stringify(stage.operators);
+    const configBytes =
+      Buffer.byteLength(credentialSets) + Buffer.byteLength(consumers) + Buffer.byteLength(operators);
     if (configBytes + ENVIRONMENT_RESERVE_BYTES > LAMBDA_ENVIRONMENT_LIMIT_BYTES) {
       throw new ConfigurationError(
-        `invalid stage "${stage.name}": credentialSets and consumers take ${configBytes} bytes of the functions' environment; ` +
+        `invalid stage "${stage.name}": credentialSets, consumers and operators take ${configBytes} bytes of the functions' environment; ` +
           `Lambda allows ${LAMBDA_ENVIRONMENT_LIMIT_BYTES} bytes in all`,
       );
     }
@@ -77,6 +80,8 @@ export class BrokerStack extends Stack {
       retainLogs: stage.production,
       // A failed run is not retried by Lambda: the next scheduled run is the retry.
       retryAttempts: 0,
+      // The secrets' resource policy names this role before the stack exists (infra/secret-policy.ts).
+      roleName: refresherRoleName(stage.name),
     });
     refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', 'readWrite');
     refresherSecretAccess(this, refresher, stage);
@@ -89,6 +94,7 @@ export class BrokerStack extends Stack {
       environment: {
         CREDENTIAL_SETS: credentialSets,
         CONSUMERS: consumers,
+        OPERATORS: operators,
         REFRESHER_FUNCTION_NAME: refresher.functionName,
       },
       logRetention,
@@ -105,7 +111,7 @@ export class BrokerStack extends Stack {
       authType: FunctionUrlAuthType.AWS_IAM,
       invokeMode: InvokeMode.BUFFERED,
     });
-    for (const consumer of stage.consumers) url.grantInvokeUrl(new ArnPrincipal(consumer.principalArn));
+    for (const principalArn of urlPrincipals(stage)) url.grantInvokeUrl(new ArnPrincipal(principalArn));
 
     new RefreshSchedule(this, 'Schedule', { target: refresher, minutes: stage.refreshScheduleMinutes });
 

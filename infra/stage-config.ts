@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
-import { consumerSchema } from '../shared/config/consumers.js';
+import { consumerSchema, principalArnSchema } from '../shared/config/consumers.js';
 import {
   type CredentialSetInput,
   credentialSetSchema,
@@ -8,8 +8,10 @@ import {
   rateLimitSettingsSchema,
   refreshSettingsSchema,
 } from '../shared/config/credential-sets.js';
+import { operatorSchema } from '../shared/config/operators.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS } from '../shared/vendor/types.js';
+import { refresherRoleName } from './secret-policy.js';
 
 /**
  * One deployment stage (uat, prod): where it goes, which credential sets and consumers it serves, and who is
@@ -73,6 +75,14 @@ export const stageConfigSchema = z
     production: z.boolean(),
     credentialSets: z.array(stageCredentialSetSchema).min(1),
     consumers: z.array(consumerSchema).min(1),
+    /** Principals that may read the sets' status (`token-broker status`) and nothing else: triage without tokens. */
+    operators: z.array(operatorSchema).default([]),
+    /**
+     * IAM roles or users of the stage's account that may read the vendor secrets besides the refresher (the
+     * secrets' resource policy denies everyone else, infra/secret-policy.ts). A role is named by its ARN with
+     * its path, as IAM reports it in `aws:PrincipalArn`.
+     */
+    breakGlassPrincipals: z.array(principalArnSchema).default([]),
     alarms: alarmSettingsSchema,
     /** Minutes between scheduled refresher runs. */
     refreshScheduleMinutes: z.number().int().min(1).max(30).default(5),
@@ -126,6 +136,36 @@ export const stageConfigSchema = z
         }
       });
     });
+    const operatorPrincipals = new Set<string>();
+    stage.operators.forEach((operator, index) => {
+      if (operatorPrincipals.has(operator.principalArn)) {
+        issue(['operators', index, 'principalArn'], `duplicate principal "${operator.principalArn}"`);
+      }
+      operatorPrincipals.add(operator.principalArn);
+      operator.credentialSets?.forEach((setId, setIndex) => {
+        if (!setIds.has(setId)) {
+          issue(['operators', index, 'credentialSets', setIndex], `unknown credential set "${setId}"`);
+        }
+      });
+    });
+    const readers = new Set<string>();
+    stage.breakGlassPrincipals.forEach((arn, index) => {
+      if (readers.has(arn)) issue(['breakGlassPrincipals', index], `duplicate principal "${arn}"`);
+      readers.add(arn);
+      // The secrets use the aws/secretsmanager key and their policy grants nothing: another account's
+      // principal could not read them anyway, so naming one is a mistake.
+      if (arn.split(':')[4] !== stage.account) {
+        issue(['breakGlassPrincipals', index], `not in the stage's account ${stage.account}`);
+      }
+      if (arn.endsWith(`:role/${refresherRoleName(stage.name)}`)) {
+        issue(['breakGlassPrincipals', index], 'the refresher role reads the secrets already');
+      }
+    });
+    // Production names at least one: a reviewed, named way to read a secret in an incident, rather than
+    // rewriting the secret's policy under pressure (which check-config then reports as drift).
+    if (stage.production && stage.breakGlassPrincipals.length === 0) {
+      issue(['breakGlassPrincipals'], 'a production stage needs at least one break-glass principal');
+    }
     if (stage.alarms.emails.length + stage.alarms.httpsEndpoints.length === 0) {
       issue(['alarms'], 'needs at least one notification target (emails or httpsEndpoints)');
     }
@@ -159,4 +199,9 @@ export function functionCredentialSets(stage: StageConfig): CredentialSetInput[]
     ...(isDeepStrictEqual(refresh, DEFAULT_REFRESH) ? {} : { refresh }),
     ...(isDeepStrictEqual(rateLimits, DEFAULT_RATE_LIMITS) ? {} : { rateLimits }),
   }));
+}
+
+/** Who may call the Function URL: every consumer and operator principal, each once (the vend function decides what). */
+export function urlPrincipals(stage: StageConfig): string[] {
+  return [...new Set([...stage.consumers, ...stage.operators].map((entry) => entry.principalArn))];
 }

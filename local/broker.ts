@@ -132,6 +132,7 @@ export async function startLocalBroker(
     const handler = createVendHandler({
       sets,
       consumers: config.consumers,
+      operators: config.operators,
       store,
       ledger: new DynamoRateLedger({ client, tableName: LOCAL_LEDGER_TABLE, clock, telemetry }),
       refresher: new InProcessRefreshInvoker(refresher),

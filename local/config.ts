@@ -9,6 +9,7 @@ import {
   rateLimitSchema,
   VENDOR_DEFAULT_LIMITS,
 } from '../shared/config/credential-sets.js';
+import { operatorSchema } from '../shared/config/operators.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { MIN_SLACK_FRACTION } from '../shared/ledger/limit-plan.js';
 
@@ -60,6 +61,8 @@ export const localConfigSchema = z.object({
   credentialSets: z.array(localSetSchema).min(1),
   callers: z.array(callerSchema).min(1),
   consumers: z.array(consumerSchema),
+  /** Callers that may read the status (GET /v1/credential-sets) and nothing else, as a stage's `operators`. */
+  operators: z.array(operatorSchema).default([]),
 });
 export type LocalConfig = z.infer<typeof localConfigSchema>;
 export type LocalSetConfig = LocalConfig['credentialSets'][number];
@@ -108,6 +111,15 @@ export function loadLocalConfig(
       if (!setIds.has(setId)) {
         throw new ConfigurationError(
           `invalid configuration: ${configPath}.consumers[${index}]: unknown set "${setId}"`,
+        );
+      }
+    }
+  });
+  config.operators.forEach((operator, index) => {
+    for (const setId of operator.credentialSets ?? []) {
+      if (!setIds.has(setId)) {
+        throw new ConfigurationError(
+          `invalid configuration: ${configPath}.operators[${index}]: unknown set "${setId}"`,
         );
       }
     }

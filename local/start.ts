@@ -46,7 +46,9 @@ async function main(): Promise<void> {
     out.push(
       `  ${caller.name}: AWS_ACCESS_KEY_ID=${caller.accessKeyId} AWS_SECRET_ACCESS_KEY=${caller.secretAccessKey}`,
     );
-    out.push(`    as ${caller.principalArn}, may use: ${allowed.join(', ') || '(none)'}`);
+    const operator = config.operators.find((o) => o.principalArn === caller.principalArn);
+    const status = operator ? `; status of: ${operator.credentialSets?.join(', ') ?? 'every set'}` : '';
+    out.push(`    as ${caller.principalArn}, may use: ${allowed.join(', ') || '(none)'}${status}`);
   }
   const caller = config.callers[0];
   const setId = config.consumers.find((c) => c.principalArn === caller?.principalArn)?.credentialSets[0];
@@ -54,6 +56,15 @@ async function main(): Promise<void> {
     out.push('');
     out.push('try:');
     out.push(`  ${exampleCommand(broker.vendUrl, config.region, caller, setId)}`);
+  }
+  const operator = config.callers.find((c) =>
+    config.operators.some((o) => o.principalArn === c.principalArn),
+  );
+  if (operator) {
+    out.push('status as an operator (no token rights):');
+    out.push(
+      `  TOKEN_BROKER_URL=${broker.vendUrl} AWS_REGION=${config.region} AWS_ACCESS_KEY_ID=${operator.accessKeyId} AWS_SECRET_ACCESS_KEY=${operator.secretAccessKey} npx token-broker status`,
+    );
   }
   out.push('');
   out.push('Ctrl-C stops everything.');

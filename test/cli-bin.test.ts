@@ -147,6 +147,11 @@ describe('bin/token-broker.mjs', () => {
       expect(run.exit, run.stderr).toBe(0);
       expect(received).toEqual([
         {
+          // The stage's resource policy first, then the value (test/cli-secret-policy.test.ts).
+          target: 'secretsmanager.PutResourcePolicy',
+          body: expect.objectContaining({ SecretId: 'token-broker/uat/advisor', BlockPublicPolicy: true }),
+        },
+        {
           target: 'secretsmanager.PutSecretValue',
           body: expect.objectContaining({
             SecretId: 'token-broker/uat/advisor',

@@ -29,6 +29,8 @@ const realistic = variant(prod, (s) =>
     account: '123456789012',
     credentialSets: s.credentialSets.map((set) => ({ ...set, vendorBaseUrl: 'https://api.pms-vendor.com' })),
     alarms: { emails: ['token-broker-oncall@corp.invalid'] },
+    operators: [{ name: 'oncall', principalArn: 'arn:aws:iam::123456789012:role/token-broker-oncall' }],
+    breakGlassPrincipals: ['arn:aws:iam::123456789012:role/token-broker-break-glass'],
     runbookUrl: 'https://git.corp.invalid/platform/token-broker/blob/main/docs/runbook.md',
   }),
 );
@@ -110,7 +112,7 @@ describe('token-broker check-config', () => {
       {
         field: 'prod',
         message: expect.stringMatching(
-          /credentialSets and consumers take \d+ bytes of the functions' environment/,
+          /credentialSets, consumers and operators take \d+ bytes of the functions' environment/,
         ),
       },
     ]);
@@ -136,6 +138,11 @@ describe('token-broker check-config', () => {
           secretName: s.secretName,
         })),
         consumers: realistic.consumers.map((c) => ({ name: c.name, credentialSets: c.credentialSets })),
+        operators: [{ name: 'oncall', credentialSets: ['prod-advisor', 'prod-execution-platform'] }],
+        secretReaders: {
+          refresher: 'arn:aws:iam::123456789012:role/token-broker-prod-refresher',
+          breakGlass: ['arn:aws:iam::123456789012:role/token-broker-break-glass'],
+        },
         configurationBytes: expect.any(Number),
       },
     });

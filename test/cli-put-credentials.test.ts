@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import {
   CreateSecretCommand,
+  PutResourcePolicyCommand,
   PutSecretValueCommand,
   ResourceNotFoundException,
   SecretsManagerClient,
@@ -74,13 +75,13 @@ describe('token-broker put-credentials', () => {
   });
 
   it('creates a missing secret only with --create; without it, exit 1 saying so', async () => {
-    secrets.on(PutSecretValueCommand).rejects(
-      new ResourceNotFoundException({
-        message: "Secrets Manager can't find the specified secret.",
-        $metadata: {},
-      }),
-    );
-    secrets.on(CreateSecretCommand).resolves({ VersionId: 'v-0001' });
+    const notFound = new ResourceNotFoundException({
+      message: "Secrets Manager can't find the specified secret.",
+      $metadata: {},
+    });
+    // A stage's secret gets its resource policy first: that is the call that finds it missing.
+    secrets.on(PutResourcePolicyCommand).rejects(notFound);
+    secrets.on(CreateSecretCommand).resolves({});
     const refused = await put(['uat-advisor', '--stage', 'uat'], `u\n${PASSWORD}\n`);
     expect(refused.exit).toBe(1);
     expect(refused.stderr).toMatch(
@@ -88,16 +89,26 @@ describe('token-broker put-credentials', () => {
     );
     expect(secrets.commandCalls(CreateSecretCommand)).toHaveLength(0);
 
+    secrets.reset();
+    secrets.on(PutSecretValueCommand).resolves({ VersionId: 'v-0002' });
+    secrets.on(CreateSecretCommand).resolves({});
+    secrets.on(PutResourcePolicyCommand).rejectsOnce(notFound).resolves({});
     const created = await put(['uat-advisor', '--stage', 'uat', '--create'], `u\n${PASSWORD}\n`);
     expect(created.exit, created.stderr).toBe(0);
+    // Created without a value; the value follows its resource policy (test/cli-secret-policy.test.ts).
     expect(secrets.commandCalls(CreateSecretCommand).map((c) => c.args[0].input)).toEqual([
       {
         Name: 'token-broker/uat/advisor',
-        SecretString: JSON.stringify({ username: 'u', password: PASSWORD }),
         Description: 'token-broker: vendor credentials of credential set uat-advisor',
       },
     ]);
-    expect(created.stderr).toContain('created secret "token-broker/uat/advisor" (version v-0001)');
+    expect(written()).toEqual([
+      {
+        SecretId: 'token-broker/uat/advisor',
+        SecretString: JSON.stringify({ username: 'u', password: PASSWORD }),
+      },
+    ]);
+    expect(created.stderr).toContain('created secret "token-broker/uat/advisor" (version v-0002)');
     expectQuiet(refused);
     expectQuiet(created);
   });

@@ -37,16 +37,15 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     expect(refOf(Object.values(urls)[0]?.Properties.TargetFunctionArn)).toBe(d().ids.vend);
   });
 
-  it('lets exactly the configured consumer principals invoke the URL, and nobody else invoke the function', () => {
+  it('lets exactly the configured consumer and operator principals invoke the URL, and nobody else invoke the function', () => {
     const permissions = Object.values(d().template.findResources('AWS::Lambda::Permission')).map(
       (p) => p.Properties,
     );
     const onVend = permissions.filter((p) => refOf(p.FunctionName) === d().ids.vend);
     const urlGrants = onVend.filter((p) => p.Action === 'lambda:InvokeFunctionUrl');
+    const { consumers, operators } = d().stage;
     expect(urlGrants.map((p) => p.Principal).sort()).toEqual(
-      d()
-        .stage.consumers.map((c) => c.principalArn)
-        .sort(),
+      [...new Set([...consumers, ...operators].map((c) => c.principalArn))].sort(),
     );
     for (const grant of urlGrants) expect(grant.FunctionUrlAuthType).toBe('AWS_IAM');
     // Lambda's dual authorisation for URLs: InvokeFunction, but only when it comes through the URL.

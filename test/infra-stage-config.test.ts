@@ -158,7 +158,7 @@ describe('stage configuration', () => {
     // What docs/deploying.md promises: a dozen sets and a few consumers fit.
     expect(createBrokerApp({ stages: [crowded(12, 3)], context: SKIP_BUNDLING }).stacks).toHaveLength(1);
     expect(() => createBrokerApp({ stages: [crowded(20, 3)], context: SKIP_BUNDLING })).toThrow(
-      /invalid stage "uat": credentialSets and consumers take \d+ bytes of the functions' environment/,
+      /invalid stage "uat": credentialSets, consumers and operators take \d+ bytes of the functions' environment/,
     );
   });
 });

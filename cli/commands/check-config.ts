@@ -1,4 +1,10 @@
+import {
+  GetResourcePolicyCommand,
+  type SecretsManagerClient,
+  SecretsManagerServiceException,
+} from '@aws-sdk/client-secrets-manager';
 import type { z } from 'zod';
+import { refresherRoleArn, sameSecretPolicy, secretResourcePolicy } from '../../infra/secret-policy.js';
 import {
   functionCredentialSets,
   type StageConfig,
@@ -11,22 +17,33 @@ import type { CliIo } from '../io.js';
 import { HELP_OPTION, parseCommandLine } from '../options.js';
 import { loadStageInput } from '../stage-source.js';
 
-export const CHECK_CONFIG_HELP = `Usage: token-broker check-config <stage | file.json> [--strict] [--json]
+export const CHECK_CONFIG_HELP = `Usage: token-broker check-config <stage | file.json> [--strict] [--json] [--secrets]
 
-Validates a stage's configuration before a deploy, offline and without AWS credentials: the schema of
-infra/stage-config.ts (accounts, Regions, HTTPS vendor URLs, environments, thresholds, consumers and the
-sets they name, alarm targets) and the stack's own checks (the functions' 4 KB environment). Every error
-names its field, e.g. "uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
+Validates a stage's configuration before a deploy, offline and without AWS credentials (unless --secrets):
+the schema of infra/stage-config.ts (accounts, Regions, HTTPS vendor URLs, environments, thresholds,
+consumers, operators and the sets they name, break-glass principals, alarm targets) and the stack's own
+checks (the functions' 4 KB environment). Every error names its field, e.g.
+"uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
 
 <stage> is a stage of infra/stages/ (uat, prod) or a path to a JSON file of the same shape.
 
 Options:
-  --strict  warnings fail too (placeholder account ids, example.com addresses, a relative runbook URL)
-  --json    {"stage", "valid", "errors": [{"field", "message"}], "warnings": [...], "summary"} on stdout
+  --strict   warnings fail too (placeholder account ids, example.com addresses, a relative runbook URL,
+             and with --secrets every secret finding)
+  --json     {"stage", "valid", "errors": [{"field", "message"}], "warnings": [...], "summary"} on stdout
+  --secrets  also ask Secrets Manager (the stage's Region, default AWS credentials) whether every secret
+             of the stage exists and carries the stage's resource policy ("token-broker secret-policy
+             <stage>" prints it): a secret without it, or with another one, is a warning. Reads only the
+             policies (secretsmanager:GetResourcePolicy), never a secret's value.
 
 Exit code 0 when valid, 2 when not (or with --strict and warnings).`;
 
-const OPTIONS = { ...HELP_OPTION, strict: { type: 'boolean' }, json: { type: 'boolean' } } as const;
+const OPTIONS = {
+  ...HELP_OPTION,
+  strict: { type: 'boolean' },
+  json: { type: 'boolean' },
+  secrets: { type: 'boolean' },
+} as const;
 
 export interface Finding {
   field: string;
@@ -89,10 +106,61 @@ async function stackErrors(stage: StageConfig, input: StageInput): Promise<Findi
   }
 }
 
+/**
+ * Per secret of the stage: missing, without the stage's resource policy, or with another one. Only the
+ * policy is read (GetResourcePolicy), never the value; a failure to read names the service's error only.
+ */
+export async function secretFindings(client: SecretsManagerClient, stage: StageConfig): Promise<Finding[]> {
+  const expected = secretResourcePolicy(stage);
+  const found: Finding[] = [];
+  const checked = new Set<string>();
+  for (const [index, set] of stage.credentialSets.entries()) {
+    if (checked.has(set.secretName)) continue;
+    checked.add(set.secretName);
+    const field = `${stage.name}.credentialSets[${index}].secretName`;
+    const fix = `"token-broker put-credentials ${set.id} --stage ${stage.name}" puts it (docs/deploying.md)`;
+    let text: string | undefined;
+    try {
+      text = (await client.send(new GetResourcePolicyCommand({ SecretId: set.secretName })))?.ResourcePolicy;
+    } catch (error) {
+      const code = error instanceof SecretsManagerServiceException ? error.name : 'NETWORK_ERROR';
+      found.push({
+        field,
+        message:
+          code === 'ResourceNotFoundException'
+            ? `secret "${set.secretName}" does not exist in ${stage.region}; "token-broker put-credentials ${set.id} --stage ${stage.name} --create" creates it with its resource policy`
+            : `the resource policy of secret "${set.secretName}" could not be read (${code})`,
+      });
+      continue;
+    }
+    if (!text) {
+      found.push({
+        field,
+        message: `secret "${set.secretName}" has no resource policy: any principal of the account allowed secretsmanager:GetSecretValue reads it; ${fix}`,
+      });
+      continue;
+    }
+    let actual: unknown;
+    try {
+      actual = JSON.parse(text);
+    } catch {
+      actual = undefined;
+    }
+    if (!sameSecretPolicy(actual, expected)) {
+      found.push({
+        field,
+        message: `secret "${set.secretName}" has a resource policy other than the stage's ("token-broker secret-policy ${stage.name}" prints the stage's); ${fix}`,
+      });
+    }
+  }
+  return found;
+}
+
 function summaryOf(stage: StageConfig) {
   const environmentBytes =
     Buffer.byteLength(JSON.stringify(functionCredentialSets(stage))) +
-    Buffer.byteLength(JSON.stringify(stage.consumers));
+    Buffer.byteLength(JSON.stringify(stage.consumers)) +
+    Buffer.byteLength(JSON.stringify(stage.operators));
   return {
     account: stage.account,
     region: stage.region,
@@ -105,6 +173,12 @@ function summaryOf(stage: StageConfig) {
       secretName: s.secretName,
     })),
     consumers: stage.consumers.map((c) => ({ name: c.name, credentialSets: c.credentialSets })),
+    operators: stage.operators.map((o) => ({
+      name: o.name,
+      credentialSets: o.credentialSets ?? stage.credentialSets.map((set) => set.id),
+    })),
+    /** Who may read the secrets' values: the refresher's role, then the break-glass principals. */
+    secretReaders: { refresher: refresherRoleArn(stage), breakGlass: stage.breakGlassPrincipals },
     configurationBytes: environmentBytes,
   };
 }
@@ -127,6 +201,18 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
   let errors = result.success ? [] : schemaErrors(root, result.error);
   const warnings = result.success ? warningsOf(result.data) : [];
   if (result.success) errors = await stackErrors(result.data, input);
+  if (result.success && errors.length === 0 && parsed.values.secrets) {
+    const stage = result.data;
+    io.stderr.write(
+      `token-broker check-config: reading the resource policies of the stage's secrets in ${stage.region} …\n`,
+    );
+    const client = io.secretsManager(stage.region);
+    try {
+      warnings.push(...(await secretFindings(client, stage)));
+    } finally {
+      client.destroy();
+    }
+  }
   const failed = errors.length > 0 || (parsed.values.strict === true && warnings.length > 0);
   const summary = result.success && errors.length === 0 ? summaryOf(result.data) : null;
 
@@ -144,6 +230,9 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
       ),
       `  consumers (${summary.consumers.length}):`,
       ...summary.consumers.map((c) => `    ${c.name} → ${c.credentialSets.join(', ')}`),
+      `  operators, status only (${summary.operators.length}):`,
+      ...summary.operators.map((o) => `    ${o.name} → ${o.credentialSets.join(', ')}`),
+      `  secret readers: ${summary.secretReaders.refresher} (refresher), ${summary.secretReaders.breakGlass.map((arn) => `${arn} (break-glass)`).join(', ') || 'no break-glass principal'}`,
       `  configuration in the functions' environment: ${summary.configurationBytes} bytes (Lambda allows 4096 in all)`,
     ];
     io.stdout.write(`${lines.join('\n')}\n`);

@@ -1,3 +1,4 @@
+import { type PolicyDocument, secretReaderArns, secretResourcePolicy } from '../../infra/secret-policy.js';
 import { parseStageConfig } from '../../infra/stage-config.js';
 import { UsageError } from '../errors.js';
 import type { CliIo } from '../io.js';
@@ -13,6 +14,10 @@ Writes the vendor username and password of credential set <set> as a new version
 secret, as {"username": ..., "password": ...}. The refresher reads the secret at every run and, after a
 rejected login, tries the new version at once.
 
+With --stage, the secret's resource policy is put first, at every write (with BlockPublicPolicy): only the
+stage's refresher role and its breakGlassPrincipals may read the value ("token-broker secret-policy <stage>"
+prints it). A new secret is created without a value, given the policy, and only then the value.
+
 The username and password are never taken from arguments (they would stay in the shell history):
   - on a terminal, you are asked for them; the password is not shown;
   - otherwise they are read from standard input: two lines (username, then password) or the JSON above,
@@ -21,13 +26,13 @@ Nothing of the password is printed.
 
 Options:
   --stage STAGE     take the secret name and Region from the stage (infra/stages/, or a JSON file)
-  --secret-id ID    the secret's name or ARN instead
+  --secret-id ID    the secret's name or ARN instead (no resource policy is put: it needs the stage)
   --region REGION   the secret's Region (default: the stage's, else AWS_REGION / AWS_DEFAULT_REGION)
   --create          create the secret when it does not exist yet (otherwise that is an error)
   --json            print {"credentialSet", "secretId", "region", "versionId", "created"} on stdout
 
-Credentials: the default AWS chain; the caller needs secretsmanager:PutSecretValue (and CreateSecret
-for --create) on the secret.`;
+Credentials: the default AWS chain; the caller needs secretsmanager:PutResourcePolicy (with --stage),
+PutSecretValue, and CreateSecret for --create, on the secret.`;
 
 const OPTIONS = {
   ...HELP_OPTION,
@@ -45,7 +50,7 @@ function secretOf(
   setId: string,
   values: { stage?: string | undefined; 'secret-id'?: string | undefined; region?: string | undefined },
   io: CliIo,
-): { secretId: string; region: string } {
+): { secretId: string; region: string; policy?: PolicyDocument; readers?: string[] } {
   if ((values.stage === undefined) === (values['secret-id'] === undefined)) {
     throw new UsageError('give exactly one of --stage or --secret-id', COMMAND);
   }
@@ -58,7 +63,12 @@ function secretOf(
         COMMAND,
       );
     }
-    return { secretId: set.secretName, region: values.region ?? stage.region };
+    return {
+      secretId: set.secretName,
+      region: values.region ?? stage.region,
+      policy: secretResourcePolicy(stage),
+      readers: secretReaderArns(stage),
+    };
   }
   const region = values.region ?? io.env.AWS_REGION ?? io.env.AWS_DEFAULT_REGION;
   if (!region) throw new UsageError('no Region: give --region or set AWS_REGION', COMMAND);
@@ -72,9 +82,14 @@ export async function putCredentialsCommand(args: string[], io: CliIo): Promise<
     return 0;
   }
   const setId = checkSetId(COMMAND, parsed.positionals[0]);
-  const { secretId, region } = secretOf(setId, parsed.values, io);
+  const { secretId, region, policy, readers } = secretOf(setId, parsed.values, io);
   const credentials = await readCredentials(io.stdin, io.stderr, setId);
   io.stderr.write(`token-broker put-credentials: writing secret "${secretId}" in ${region} …\n`);
+  if (!policy) {
+    io.stderr.write(
+      "token-broker put-credentials: no stage given: the secret's resource policy is neither put nor checked (use --stage for a stage's secret)\n",
+    );
+  }
   const client = io.secretsManager(region);
   try {
     const written = await writeCredentials(client, {
@@ -82,7 +97,13 @@ export async function putCredentialsCommand(args: string[], io: CliIo): Promise<
       setId,
       credentials,
       create: parsed.values.create === true,
+      ...(policy ? { policy } : {}),
     });
+    if (written.policyPut) {
+      io.stderr.write(
+        `token-broker put-credentials: put the resource policy on secret "${secretId}" before its value: only ${readers?.join(', ')} may read it\n`,
+      );
+    }
     io.stderr.write(
       `token-broker put-credentials: ${written.created ? 'created' : 'wrote a new version of'} secret "${secretId}" (version ${written.versionId ?? 'unknown'}) for ${setId}; the refresher uses it at its next run\n`,
     );

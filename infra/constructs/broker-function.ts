@@ -23,6 +23,8 @@ export interface BrokerFunctionProps {
   retainLogs: boolean;
   /** Asynchronous (scheduled) invocations retried by Lambda itself. */
   retryAttempts?: number;
+  /** A fixed name for the execution role, when something outside the stack must name it; else generated. */
+  roleName?: string;
 }
 
 /**
@@ -41,6 +43,7 @@ export class BrokerFunction extends NodejsFunction {
     const role = new Role(scope, `${id}Role`, {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
       description: `${props.description} (execution role)`,
+      ...(props.roleName ? { roleName: props.roleName } : {}),
     });
     super(scope, id, {
       entry: props.entry,

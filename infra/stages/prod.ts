@@ -2,7 +2,8 @@ import type { StageInput } from '../stage-config.js';
 
 /**
  * Production: the vendor's Production environment, a placeholder account, example consumers. Replace the
- * account, the consumers and the alarm targets with the real ones before the first deploy (docs/deploying.md).
+ * account, the consumers, operators, break-glass principals and the alarm targets with the real ones before
+ * the first deploy (docs/deploying.md).
  */
 export const prod = {
   name: 'prod',
@@ -44,6 +45,10 @@ export const prod = {
       credentialSets: ['prod-execution-platform'],
     },
   ],
+  // The on-call role: `token-broker status` for every set, never a token (docs/runbook.md, Before you start).
+  operators: [{ name: 'oncall', principalArn: 'arn:aws:iam::222222222222:role/token-broker-oncall' }],
+  // Besides the refresher, only this role may read the vendor secrets (docs/runbook.md, Break-glass read).
+  breakGlassPrincipals: ['arn:aws:iam::222222222222:role/token-broker-break-glass'],
   alarms: {
     emails: ['token-broker-oncall@example.com'],
     httpsEndpoints: ['https://events.incidents.example.com/integration/token-broker-prod/sns'],

@@ -2,7 +2,8 @@ import type { StageInput } from '../stage-config.js';
 
 /**
  * UAT: the vendor's UAT environment, a placeholder account, example consumers. Replace the account, the
- * consumers and the alarm targets with the real ones before the first deploy (docs/deploying.md).
+ * consumers, operators, break-glass principals and the alarm targets with the real ones before the first
+ * deploy (docs/deploying.md).
  */
 export const uat = {
   name: 'uat',
@@ -38,6 +39,10 @@ export const uat = {
       credentialSets: ['uat-advisor'],
     },
   ],
+  // The on-call role: `token-broker status` for every set, never a token (docs/runbook.md, Before you start).
+  operators: [{ name: 'oncall', principalArn: 'arn:aws:iam::111111111111:role/token-broker-oncall-uat' }],
+  // Besides the refresher, only this role may read the vendor secrets (docs/runbook.md, Break-glass read).
+  breakGlassPrincipals: ['arn:aws:iam::111111111111:role/token-broker-break-glass-uat'],
   alarms: {
     emails: ['token-broker-uat-alerts@example.com'],
   },

@@ -1,39 +1,75 @@
 import type { ConsumerConfig } from '../config/consumers.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
+import type { OperatorConfig } from '../config/operators.js';
 import { callerPrincipal, type PrincipalKey, rulePrincipal } from './principal.js';
 import { InsufficientPermissionsError, ResourceNotFoundError } from './vend-errors.js';
 
-/** A caller the configuration knows: the consumers (rules) it matched and every set they allow. */
+/** A caller the configuration knows: the consumers and operators (rules) it matched and what they allow. */
 export interface Caller {
   /** The ARN as presented (an assumed-role session ARN for roles): for logs. */
   arn: string;
   /** The principal the rules matched (a role, whatever the session): who a permit receipt belongs to. */
   principal: PrincipalKey;
   consumers: string[];
+  operators: string[];
+  /** The sets whose tokens, permits and reports this caller may have: its consumer rules' sets only. */
   setIds: ReadonlySet<string>;
+  /** The sets whose status it may read (the list route): its consumer sets and its operator sets. */
+  statusSetIds: ReadonlySet<string>;
+}
+
+interface Rule {
+  consumers: string[];
+  operators: string[];
+  setIds: Set<string>;
+  statusSetIds: Set<string>;
 }
 
 /**
- * Who may have which credential set. Built once at cold start from the consumer rules.
+ * Who may have which credential set. Built once at cold start from the consumer and operator rules. An
+ * operator rule only adds sets to the status a caller may read; tokens, permits and reports need a consumer
+ * rule for the set, so a principal that is both keeps its consumer rights and sees the status of both.
  *
  * Order of refusals, so that an outsider learns nothing: a caller matching no rule at all gets 403 for every
  * set id, known or not; a known caller gets 404 for an id that does not exist and 403 for a set it may not
  * use (it is one of ours, and the set ids are in its own configuration anyway).
  */
 export class AccessPolicy {
-  readonly #rules = new Map<PrincipalKey, { consumers: string[]; setIds: Set<string> }>();
+  readonly #rules = new Map<PrincipalKey, Rule>();
   readonly #sets: ReadonlyMap<string, CredentialSetConfig>;
 
-  constructor(sets: readonly CredentialSetConfig[], consumers: readonly ConsumerConfig[]) {
+  constructor(
+    sets: readonly CredentialSetConfig[],
+    consumers: readonly ConsumerConfig[],
+    operators: readonly OperatorConfig[] = [],
+  ) {
     this.#sets = new Map(sets.map((set) => [set.id, set]));
     for (const consumer of consumers) {
-      const principal = rulePrincipal(consumer.principalArn);
-      if (!principal) continue; // consumerSchema already refuses such ARNs
-      const rule = this.#rules.get(principal.key) ?? { consumers: [], setIds: new Set<string>() };
+      const rule = this.#ruleFor(consumer.principalArn);
+      if (!rule) continue; // consumerSchema already refuses such ARNs
       rule.consumers.push(consumer.name);
-      for (const setId of consumer.credentialSets) rule.setIds.add(setId);
+      for (const setId of consumer.credentialSets) {
+        rule.setIds.add(setId);
+        rule.statusSetIds.add(setId);
+      }
+    }
+    for (const operator of operators) {
+      const rule = this.#ruleFor(operator.principalArn);
+      if (!rule) continue; // operatorSchema already refuses such ARNs
+      rule.operators.push(operator.name);
+      for (const setId of operator.credentialSets ?? this.#sets.keys()) rule.statusSetIds.add(setId);
+    }
+  }
+
+  #ruleFor(arn: string): Rule | undefined {
+    const principal = rulePrincipal(arn);
+    if (!principal) return undefined;
+    let rule = this.#rules.get(principal.key);
+    if (!rule) {
+      rule = { consumers: [], operators: [], setIds: new Set(), statusSetIds: new Set() };
       this.#rules.set(principal.key, rule);
     }
+    return rule;
   }
 
   /** The caller behind a SigV4-verified ARN; 403 when no rule names it. */
@@ -46,21 +82,35 @@ export class AccessPolicy {
         : undefined;
     if (!callerArn || !rule || !principal)
       throw new InsufficientPermissionsError('this caller may not use the token broker');
-    return { arn: callerArn, principal: principal.key, consumers: rule.consumers, setIds: rule.setIds };
+    return {
+      arn: callerArn,
+      principal: principal.key,
+      consumers: rule.consumers,
+      operators: rule.operators,
+      setIds: rule.setIds,
+      statusSetIds: rule.statusSetIds,
+    };
   }
 
-  /** The set, if this caller may use it: 404 for an unknown id, 403 for a set of someone else's. */
+  /**
+   * The set, if this caller may use it (token, permits, reports): 404 for an unknown id, 403 for a set of
+   * someone else's, and 403 for a set whose status alone the caller may read.
+   */
   authorize(caller: Caller, setId: string): CredentialSetConfig {
     const set = this.#sets.get(setId);
     if (!set) throw new ResourceNotFoundError('no such credential set');
     if (!caller.setIds.has(setId)) {
-      throw new InsufficientPermissionsError('this caller may not use this credential set');
+      throw new InsufficientPermissionsError(
+        caller.statusSetIds.has(setId)
+          ? "this caller may read this credential set's status only (GET /v1/credential-sets)"
+          : 'this caller may not use this credential set',
+      );
     }
     return set;
   }
 
-  /** The sets this caller may use, in configuration order. */
+  /** The sets whose status this caller may read, in configuration order. */
   setsOf(caller: Caller): CredentialSetConfig[] {
-    return [...this.#sets.values()].filter((set) => caller.setIds.has(set.id));
+    return [...this.#sets.values()].filter((set) => caller.statusSetIds.has(set.id));
   }
 }

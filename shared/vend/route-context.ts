@@ -14,6 +14,8 @@ export interface Audit {
   route?: RouteName;
   caller?: string;
   consumers?: string[];
+  /** The operator rules the caller matched (status only). */
+  operators?: string[];
   credentialSet?: string;
   tokenId?: string;
   /** What the broker did, e.g. VENDED, GRANTED, DENIED, RELOGIN_AFTER_REJECTION. */

@@ -69,6 +69,15 @@ export class TokenProvider {
   }
 
   /**
+   * The set's state as the tokens table has it now: one consistent GetItem, never the warm cache (whose
+   * entry it refreshes for the vend path too). For status answers, where a login that failed a moment ago
+   * must show.
+   */
+  freshState(set: CredentialSetConfig): Promise<CredentialSetState | undefined> {
+    return this.#cache.read(set.id);
+  }
+
+  /**
    * A token with at least `minValiditySeconds` left on the vendor's clock (never less than the token's hard
    * floor; by default just that), or 503. A token above its own soft threshold is fresh by policy whatever is
    * asked, as the refresher decides: asking more than a short-lived token can give must not force logins.

@@ -1,11 +1,14 @@
 import { type ConsumerConfig, parseConsumers } from '../config/consumers.js';
 import { type CredentialSetConfig, parseConfig, parseCredentialSets } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
+import { type OperatorConfig, parseOperators } from '../config/operators.js';
 import { type ReportLimitSettings, reportLimitSettingsSchema } from './report-limits.js';
 
 export interface VendConfig {
   sets: CredentialSetConfig[];
   consumers: ConsumerConfig[];
+  /** OPERATORS (JSON, optional: none): principals that may read the list (status) route only. */
+  operators: OperatorConfig[];
   tokensTableName: string;
   ledgerTableName: string;
   refresherFunctionName: string;
@@ -22,6 +25,11 @@ export function loadVendConfig(env: Record<string, string | undefined>): VendCon
       requiredEnv(env, 'CONSUMERS'),
       sets.map((set) => set.id),
       'CONSUMERS',
+    ),
+    operators: parseOperators(
+      env.OPERATORS?.trim() || [],
+      sets.map((set) => set.id),
+      'OPERATORS',
     ),
     tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     ledgerTableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),

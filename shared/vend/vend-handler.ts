@@ -6,6 +6,7 @@ import type { Context, LambdaFunctionURLEventWithIAMAuthorizer } from 'aws-lambd
 import type { Clock } from '../clock.js';
 import type { ConsumerConfig } from '../config/consumers.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
+import type { OperatorConfig } from '../config/operators.js';
 import type { RateLedger } from '../ledger/index.js';
 import { DIMENSION_CREDENTIAL_SET, Metric } from '../metric-names.js';
 import { MetricUnit, type Telemetry } from '../observability.js';
@@ -28,6 +29,8 @@ import type { VendError } from './vend-errors.js';
 export interface VendHandlerDeps {
   sets: readonly CredentialSetConfig[];
   consumers: readonly ConsumerConfig[];
+  /** Principals that may read the list (status) route and nothing else (default: none). */
+  operators?: readonly OperatorConfig[];
   /** Only read: the vend function never writes the tokens table. */
   store: CacheStore;
   ledger: RateLedger;
@@ -75,7 +78,7 @@ const SET_ROUTES: Record<Exclude<RouteName, 'listCredentialSets'>, SetRoute> = {
  */
 export function createVendHandler(deps: VendHandlerDeps) {
   const { clock, telemetry } = deps;
-  const policy = new AccessPolicy(deps.sets, deps.consumers);
+  const policy = new AccessPolicy(deps.sets, deps.consumers, deps.operators);
   const cache = new TokenStateCache({
     store: deps.store,
     clock,
@@ -106,6 +109,7 @@ export function createVendHandler(deps: VendHandlerDeps) {
       audit.caller = request.callerArn;
     const caller = policy.identify(request.callerArn, request.callerAccountId);
     audit.consumers = caller.consumers;
+    if (caller.operators.length > 0) audit.operators = caller.operators;
     if (route.name === 'listCredentialSets') {
       return listCredentialSets({ caller, sets: policy.setsOf(caller), audit, services });
     }

@@ -22,6 +22,12 @@ export const REPORTING = {
   AWS_SECRET_ACCESS_KEY: 'local-only-reporting-service-secret',
 };
 
+/** The on-call caller: an operator of every set (status only), a consumer of none. */
+export const ONCALL = {
+  AWS_ACCESS_KEY_ID: 'AKIALOCALONCALL00001',
+  AWS_SECRET_ACCESS_KEY: 'local-only-oncall-operator-secret',
+};
+
 export interface CliRun {
   exit: number;
   stdout: string;

@@ -9,6 +9,7 @@ import {
   type CredentialSetInput,
   parseCredentialSets,
 } from '../../shared/config/credential-sets.js';
+import { type OperatorConfig, parseOperators } from '../../shared/config/operators.js';
 import type { CredentialsSource } from '../../shared/credentials/credentials-source.js';
 import { DynamoRateLedger } from '../../shared/ledger/index.js';
 import { MemoryTelemetry } from '../../shared/observability.js';
@@ -172,6 +173,8 @@ export async function startVendHarness(
     /** Report limits (defaults as in production). */
     reportLimits?: ReportLimitSettingsInput;
     clock?: ManualClock;
+    /** Status-only principals (default: none). */
+    operators?: OperatorConfig[];
   } = {},
 ): Promise<VendHarness> {
   const clock = options.clock ?? new ManualClock();
@@ -189,6 +192,10 @@ export async function startVendHarness(
   const store = new CountingStore(tokenStore);
   const telemetry = new MemoryTelemetry();
   const consumers = harnessConsumers(sets);
+  const operators = parseOperators(
+    options.operators ?? [],
+    sets.map((set) => set.id),
+  );
   const container = (holderId?: string) => {
     const refresher = new Refresher({
       sets,
@@ -212,6 +219,7 @@ export async function startVendHarness(
     const handler = createVendHandler({
       sets,
       consumers,
+      operators,
       store,
       ledger,
       refresher: refreshInvoker,

@@ -33,9 +33,11 @@ async function usageOf(
 }
 
 /**
- * GET /v1/credential-sets: the sets this caller may use, each with its health and its current token's quota
- * (what the operator's `token-broker status` shows). No token, no token id: a consumer that wants the token
- * asks for it (and is counted doing so).
+ * GET /v1/credential-sets: the sets whose status this caller may read (its consumer sets and its operator
+ * sets), each with its health and its current token's quota (what the operator's `token-broker status`
+ * shows). No token, no token id: a consumer that wants the token asks for it (and is counted doing so).
+ * The state is read fresh from the tokens table, one consistent GetItem per listed set, not from the vend
+ * path's warm cache: during triage a login that failed a moment ago must show at once.
  */
 export async function listCredentialSets(context: {
   caller: Caller;
@@ -46,7 +48,7 @@ export async function listCredentialSets(context: {
   const { sets, services } = context;
   const credentialSets = await Promise.all(
     sets.map(async (set) => {
-      const state = await services.provider.state(set);
+      const state = await services.provider.freshState(set);
       const now = services.clock.now();
       const setHealth = health(state, now, set);
       const usage = await usageOf(services, set, state?.current);

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { ConfigurationError } from '../errors.js';
+import { principalArnSchema } from './consumers.js';
+import { parseConfig } from './credential-sets.js';
+
+/**
+ * Who may read the sets' status (GET /v1/credential-sets) and nothing else: on-call engineers, dashboards.
+ * An operator never gets a token, a permit or a report accepted; a principal that is also a consumer keeps its
+ * consumer rights on the consumer's sets and sees the status of both. Without `credentialSets`, every set of
+ * the stage (the usual case for on-call); with them, only those.
+ */
+export const operatorSchema = z.object({
+  /** A human name for logs, e.g. `oncall`. */
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+  principalArn: principalArnSchema,
+  credentialSets: z.array(z.string().min(1)).min(1).optional(),
+});
+export type OperatorConfig = z.infer<typeof operatorSchema>;
+
+export const operatorsSchema = z.array(operatorSchema);
+
+/**
+ * Parses the operators once, at cold start (absent: none); every set an operator names must exist, and each
+ * principal is named once.
+ */
+export function parseOperators(
+  input: unknown,
+  knownSetIds: readonly string[],
+  source = 'operators',
+): OperatorConfig[] {
+  const operators = parseConfig(operatorsSchema, input ?? [], source);
+  const known = new Set(knownSetIds);
+  const seen = new Set<string>();
+  operators.forEach((operator, index) => {
+    if (seen.has(operator.principalArn)) {
+      throw new ConfigurationError(
+        `invalid configuration: ${source}[${index}].principalArn: duplicate principal "${operator.principalArn}"`,
+      );
+    }
+    seen.add(operator.principalArn);
+    operator.credentialSets?.forEach((setId, setIndex) => {
+      if (!known.has(setId)) {
+        throw new ConfigurationError(
+          `invalid configuration: ${source}[${index}].credentialSets[${setIndex}]: unknown credential set "${setId}"`,
+        );
+      }
+    });
+  });
+  return operators;
+}
