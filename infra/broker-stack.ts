@@ -78,7 +78,7 @@ export class BrokerStack extends Stack {
       // A failed run is not retried by Lambda: the next scheduled run is the retry.
       retryAttempts: 0,
     });
-    refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', 'readWrite');
+    refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem', 'UpdateItem']);
     refresherSecretAccess(this, refresher, stage);
 
     const vend = new BrokerFunction(this, 'Vend', {
@@ -94,8 +94,9 @@ export class BrokerStack extends Stack {
       logRetention,
       retainLogs: stage.production,
     });
-    vend.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', 'read');
-    vend.bindTable(tables.ledger, 'LEDGER_TABLE_NAME', 'readWrite');
+    vend.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem']);
+    // DeleteItem: a report-driven re-login claim is given back when no login came of it.
+    vend.bindTable(tables.ledger, 'LEDGER_TABLE_NAME', ['GetItem', 'UpdateItem', 'DeleteItem']);
     // On-demand re-logins go through the refresher; the vend function itself never sees credentials.
     vend.addToRolePolicy(
       new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [refresher.functionArn] }),
