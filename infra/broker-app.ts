@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ConfigurationError } from '../shared/errors.js';
@@ -5,8 +8,20 @@ import { BrokerStack, type BrokerStackProps, stackName } from './broker-stack.js
 import { parseStageConfig, type StageInput } from './stage-config.js';
 import { STAGES } from './stages/index.js';
 
+const CDK_JSON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cdk.json');
+
+/** cdk.json's `context`: the feature flags `cdk synth` and `cdk deploy` give the app. */
+export function cdkJsonContext(): Record<string, unknown> {
+  return (JSON.parse(readFileSync(CDK_JSON, 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+}
+
 export interface BrokerAppOptions {
   stages?: readonly StageInput[];
+  /**
+   * The context under `context`: cdk.json's by default, so that a test synthesizes what `cdk deploy` deploys
+   * (the CLI gives the same values again; its own take precedence).
+   */
+  baseContext?: Record<string, unknown>;
   /** CDK context, e.g. `{ stage: 'uat' }` or `{ 'aws:cdk:bundling-stacks': [] }` in tests. */
   context?: Record<string, unknown>;
   entries?: BrokerStackProps['entries'];
@@ -18,8 +33,10 @@ export interface BrokerAppOptions {
  * cdk-nag's AwsSolutions checks run at synth, where any unacknowledged finding fails it.
  */
 export function createBrokerApp(options: BrokerAppOptions = {}): { app: App; stacks: BrokerStack[] } {
-  const app = new App({ context: options.context, outdir: options.outdir });
+  const context = { ...(options.baseContext ?? cdkJsonContext()), ...options.context };
+  const app = new App({ context, outdir: options.outdir });
   const configs = (options.stages ?? STAGES).map(parseStageConfig);
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   const selected = app.node.tryGetContext('stage') as string | undefined;
   if (selected !== undefined && !configs.some((stage) => stage.name === selected)) {
     const known = configs.map((stage) => stage.name).join(', ');
@@ -28,6 +45,5 @@ export function createBrokerApp(options: BrokerAppOptions = {}): { app: App; sta
   const stacks = configs
     .filter((stage) => selected === undefined || stage.name === selected)
     .map((stage) => new BrokerStack(app, stackName(stage), { stage, entries: options.entries }));
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stacks };
 }

@@ -48,6 +48,9 @@ export class BrokerStack extends Stack {
       env: { account: props.stage.account, region: props.stage.region },
       terminationProtection: props.stage.production,
       description: `token-broker (${props.stage.name}): vendor access tokens for internal services`,
+      // The stack's own tags (CloudFormation passes them on): with @aws-cdk/core:explicitStackTags, only
+      // these reach the stack; Tags.of(this) below tags the resources in the template.
+      tags: { ...props.tags, service: 'token-broker', stage: props.stage.name },
     });
     const { stage } = props;
     const entries = props.entries ?? DEFAULT_ENTRIES;
