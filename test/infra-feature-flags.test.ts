@@ -9,6 +9,9 @@ import { SKIP_BUNDLING } from './support/infra-template.js';
  * deploys), and turning them on replaces nothing that holds state or that callers address.
  */
 
+/** Each synthesis of both stages takes seconds, far more on a loaded machine. */
+const SYNTH_TIMEOUT_MS = 120_000;
+
 const RECOMMENDED = JSON.parse(
   readFileSync(
     new URL('../node_modules/aws-cdk-lib/recommended-feature-flags.json', import.meta.url),
@@ -73,44 +76,56 @@ describe('CDK feature flags', () => {
     expect(cdkJsonContext()).toEqual(RECOMMENDED);
   });
 
-  it("synthesizes the app (and so every template test) with cdk.json's flags", () => {
-    const { app, stacks } = createBrokerApp({ context: SKIP_BUNDLING });
-    for (const [flag, value] of Object.entries(RECOMMENDED)) {
-      expect(app.node.tryGetContext(flag), flag).toEqual(value);
-    }
-    // One flag's visible effect: @aws-cdk/core:enablePartitionLiterals writes the key policy's principal as
-    // a literal ARN instead of a Fn::Join on AWS::Partition.
-    const keys = Template.fromStack(stacks[0] as never).findResources('AWS::KMS::Key');
-    const statement = Object.values(keys)[0]?.Properties.KeyPolicy.Statement[0];
-    expect(statement.Principal.AWS).toBe(`arn:aws:iam::${stacks[0]?.account}:root`);
-  });
-
-  it('replaces nothing that holds state or that callers address: same logical ids and replacement-sensitive properties', () => {
-    const before = sensitive(DEPLOYED_BEFORE);
-    const after = sensitive(cdkJsonContext());
-    expect(Object.keys(after)).toEqual(['TokenBroker-uat', 'TokenBroker-prod']);
-    for (const stack of Object.keys(after)) {
-      const types = Object.values(after[stack] ?? {}).map((r) => (r as { Type: string }).Type);
-      for (const type of [
-        'AWS::DynamoDB::Table',
-        'AWS::KMS::Key',
-        'AWS::Logs::LogGroup',
-        'AWS::Lambda::Url',
-      ]) {
-        expect(types, `${stack} ${type}`).toContain(type);
+  it(
+    "synthesizes the app (and so every template test) with cdk.json's flags",
+    () => {
+      const { app, stacks } = createBrokerApp({ context: SKIP_BUNDLING });
+      for (const [flag, value] of Object.entries(RECOMMENDED)) {
+        expect(app.node.tryGetContext(flag), flag).toEqual(value);
       }
-    }
-    expect(after).toEqual(before);
-  });
+      // One flag's visible effect: @aws-cdk/core:enablePartitionLiterals writes the key policy's principal as
+      // a literal ARN instead of a Fn::Join on AWS::Partition.
+      const keys = Template.fromStack(stacks[0] as never).findResources('AWS::KMS::Key');
+      const statement = Object.values(keys)[0]?.Properties.KeyPolicy.Statement[0];
+      expect(statement.Principal.AWS).toBe(`arn:aws:iam::${stacks[0]?.account}:root`);
+    },
+    SYNTH_TIMEOUT_MS,
+  );
 
-  it('keeps the stack tags on the stacks (explicitStackTags takes only those given in the stack props)', () => {
-    const assembly = createBrokerApp({ context: SKIP_BUNDLING }).app.synth();
-    const tags = assembly.stacks
-      .map((s) => [s.stackName, s.tags])
-      .sort(([a], [b]) => String(b).localeCompare(String(a)));
-    expect(tags).toEqual([
-      ['TokenBroker-uat', { service: 'token-broker', stage: 'uat' }],
-      ['TokenBroker-prod', { service: 'token-broker', stage: 'prod' }],
-    ]);
-  });
+  it(
+    'replaces nothing that holds state or that callers address: same logical ids and replacement-sensitive properties',
+    () => {
+      const before = sensitive(DEPLOYED_BEFORE);
+      const after = sensitive(cdkJsonContext());
+      expect(Object.keys(after)).toEqual(['TokenBroker-uat', 'TokenBroker-prod']);
+      for (const stack of Object.keys(after)) {
+        const types = Object.values(after[stack] ?? {}).map((r) => (r as { Type: string }).Type);
+        for (const type of [
+          'AWS::DynamoDB::Table',
+          'AWS::KMS::Key',
+          'AWS::Logs::LogGroup',
+          'AWS::Lambda::Url',
+        ]) {
+          expect(types, `${stack} ${type}`).toContain(type);
+        }
+      }
+      expect(after).toEqual(before);
+    },
+    SYNTH_TIMEOUT_MS,
+  );
+
+  it(
+    'keeps the stack tags on the stacks (explicitStackTags takes only those given in the stack props)',
+    () => {
+      const assembly = createBrokerApp({ context: SKIP_BUNDLING }).app.synth();
+      const tags = assembly.stacks
+        .map((s) => [s.stackName, s.tags])
+        .sort(([a], [b]) => String(b).localeCompare(String(a)));
+      expect(tags).toEqual([
+        ['TokenBroker-uat', { service: 'token-broker', stage: 'uat' }],
+        ['TokenBroker-prod', { service: 'token-broker', stage: 'prod' }],
+      ]);
+    },
+    SYNTH_TIMEOUT_MS,
+  );
 });
