@@ -1,25 +1,62 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ConfigurationError } from '../shared/errors.js';
 import { BrokerStack, type BrokerStackProps, stackName } from './broker-stack.js';
+import { type PipelineInput, parsePipelineConfig } from './pipeline-config.js';
+import { PIPELINE_STACK_NAME, PipelineStack } from './pipeline-stack.js';
 import { parseStageConfig, type StageInput } from './stage-config.js';
 import { STAGES } from './stages/index.js';
+import { pipeline as PIPELINE } from './stages/pipeline.js';
+
+const CDK_JSON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cdk.json');
+
+/** cdk.json's `context`: the feature flags `cdk synth` and `cdk deploy` give the app. */
+export function cdkJsonContext(): Record<string, unknown> {
+  return (JSON.parse(readFileSync(CDK_JSON, 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+}
 
 export interface BrokerAppOptions {
   stages?: readonly StageInput[];
+  /**
+   * The context under `context`: cdk.json's by default, so that a test synthesizes what `cdk deploy` deploys
+   * (the CLI gives the same values again; its own take precedence).
+   */
+  baseContext?: Record<string, unknown>;
   /** CDK context, e.g. `{ stage: 'uat' }` or `{ 'aws:cdk:bundling-stacks': [] }` in tests. */
   context?: Record<string, unknown>;
   entries?: BrokerStackProps['entries'];
   outdir?: string;
+  /** The pipeline's configuration (infra/stages/pipeline.ts by default); used with `-c pipeline=true`. */
+  pipeline?: PipelineInput;
 }
 
 /**
  * The CDK app: one stack per stage (all of them, or only `-c stage=<name>`), every stage validated first, and
- * cdk-nag's AwsSolutions checks run at synth, where any unacknowledged finding fails it.
+ * cdk-nag's AwsSolutions checks run at synth, where any unacknowledged finding fails it. With
+ * `-c pipeline=true`, the app is the pipeline stack alone (`TokenBroker-pipeline`), the stages inside it.
  */
-export function createBrokerApp(options: BrokerAppOptions = {}): { app: App; stacks: BrokerStack[] } {
-  const app = new App({ context: options.context, outdir: options.outdir });
+export function createBrokerApp(options: BrokerAppOptions = {}): {
+  app: App;
+  stacks: BrokerStack[];
+  pipeline?: PipelineStack;
+} {
+  const context = { ...(options.baseContext ?? cdkJsonContext()), ...options.context };
+  const app = new App({ context, outdir: options.outdir });
   const configs = (options.stages ?? STAGES).map(parseStageConfig);
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  if (String(app.node.tryGetContext('pipeline')) === 'true') {
+    const { pipeline, uat, prod } = parsePipelineConfig(options.pipeline ?? PIPELINE, configs);
+    const stack = new PipelineStack(app, PIPELINE_STACK_NAME, {
+      pipeline,
+      uat,
+      prod,
+      entries: options.entries,
+    });
+    return { app, stacks: [stack.uatStage.stack, stack.prodStage.stack], pipeline: stack };
+  }
   const selected = app.node.tryGetContext('stage') as string | undefined;
   if (selected !== undefined && !configs.some((stage) => stage.name === selected)) {
     const known = configs.map((stage) => stage.name).join(', ');
@@ -28,6 +65,5 @@ export function createBrokerApp(options: BrokerAppOptions = {}): { app: App; sta
   const stacks = configs
     .filter((stage) => selected === undefined || stage.name === selected)
     .map((stage) => new BrokerStack(app, stackName(stage), { stage, entries: options.entries }));
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stacks };
 }

@@ -49,6 +49,9 @@ export class BrokerStack extends Stack {
       env: { account: props.stage.account, region: props.stage.region },
       terminationProtection: props.stage.production,
       description: `token-broker (${props.stage.name}): vendor access tokens for internal services`,
+      // The stack's own tags (CloudFormation passes them on): with @aws-cdk/core:explicitStackTags, only
+      // these reach the stack; Tags.of(this) below tags the resources in the template.
+      tags: { ...props.tags, service: 'token-broker', stage: props.stage.name },
     });
     const { stage } = props;
     const entries = props.entries ?? DEFAULT_ENTRIES;
@@ -83,7 +86,7 @@ export class BrokerStack extends Stack {
       // The secrets' resource policy names this role before the stack exists (infra/secret-policy.ts).
       roleName: refresherRoleName(stage.name),
     });
-    refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', 'readWrite');
+    refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem', 'UpdateItem']);
     refresherSecretAccess(this, refresher, stage);
 
     const vend = new BrokerFunction(this, 'Vend', {
@@ -100,8 +103,9 @@ export class BrokerStack extends Stack {
       logRetention,
       retainLogs: stage.production,
     });
-    vend.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', 'read');
-    vend.bindTable(tables.ledger, 'LEDGER_TABLE_NAME', 'readWrite');
+    vend.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem']);
+    // DeleteItem: a report-driven re-login claim is given back when no login came of it.
+    vend.bindTable(tables.ledger, 'LEDGER_TABLE_NAME', ['GetItem', 'UpdateItem', 'DeleteItem']);
     // On-demand re-logins go through the refresher; the vend function itself never sees credentials.
     vend.addToRolePolicy(
       new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [refresher.functionArn] }),

@@ -71,7 +71,7 @@ export const stageConfigSchema = z
     region: z.string().regex(/^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$/, 'an AWS Region such as eu-west-1'),
     /** The vendor environment every set of this stage must belong to (UAT and Production never mix). */
     vendorEnvironment: z.enum(VENDOR_ENVIRONMENTS),
-    /** Production: deletion protection on, data and logs retained when the stack goes. */
+    /** Production: deletion protection on, data and logs retained when the stack goes. Required with prod. */
     production: z.boolean(),
     credentialSets: z.array(stageCredentialSetSchema).min(1),
     consumers: z.array(consumerSchema).min(1),
@@ -165,6 +165,11 @@ export const stageConfigSchema = z
     // rewriting the secret's policy under pressure (which check-config then reports as drift).
     if (stage.production && stage.breakGlassPrincipals.length === 0) {
       issue(['breakGlassPrincipals'], 'a production stage needs at least one break-glass principal');
+    }
+    // Production tokens get production protection. The other way round is allowed: a UAT stage may be
+    // production-grade (deletion protection, retained data and logs) at no risk.
+    if (stage.vendorEnvironment === 'prod' && !stage.production) {
+      issue(['production'], 'must be true in a stage for the vendor\'s "prod" environment');
     }
     if (stage.alarms.emails.length + stage.alarms.httpsEndpoints.length === 0) {
       issue(['alarms'], 'needs at least one notification target (emails or httpsEndpoints)');

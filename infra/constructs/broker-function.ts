@@ -1,11 +1,26 @@
-import { type Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability.js';
+import { dynamoDbKeyAccess } from '../least-privilege.js';
+
+/**
+ * The item-level DynamoDB actions a function may be granted, each exactly as its SDK command is named
+ * (`GetItemCommand` → `dynamodb:GetItem`). Table-level calls (CreateTable, DescribeTable) are local mode's.
+ */
+export type ItemAction =
+  | 'GetItem'
+  | 'PutItem'
+  | 'UpdateItem'
+  | 'DeleteItem'
+  | 'Query'
+  | 'Scan'
+  | 'BatchGetItem'
+  | 'BatchWriteItem';
 
 /** Node's `require` inside an ESM bundle, for the CommonJS dependencies esbuild inlines. */
 const ESM_REQUIRE_SHIM =
@@ -80,23 +95,20 @@ export class BrokerFunction extends NodejsFunction {
     logGroup.grantWrite(role);
   }
 
-  /** Puts the table's name in `envName` and grants exactly the access asked for. */
-  bindTable(table: ITable, envName: string, access: 'read' | 'readWrite'): void {
+  /**
+   * Puts the table's name in `envName` and grants exactly the item actions the function's code sends to it
+   * (test/infra-least-privilege.test.ts records them), on that table only; and the table key's use, through
+   * DynamoDB only. Not CDK's grantReadData / grantReadWriteData: they add Scan, Query, Batch*, DescribeTable,
+   * the stream reads and KMS actions usable outside DynamoDB.
+   */
+  bindTable(table: ITable, envName: string, actions: readonly ItemAction[]): void {
     this.addEnvironment(envName, table.tableName);
-    if (access === 'read') {
-      table.grantReadData(this);
-      return;
-    }
-    table.grantReadWriteData(this);
-    if (!this.role) return;
-    for (const action of ['kms:ReEncrypt*', 'kms:GenerateDataKey*']) {
-      Validations.of(this.role).acknowledge({
-        id: `AwsSolutions-IAM5[Action::${action}]`,
-        reason:
-          `${action} comes from Table.grantReadWriteData on a table encrypted with a customer-managed key: ` +
-          "DynamoDB uses the key on the caller's behalf when it writes. The statement is limited to that one " +
-          "key's ARN; no statement of this role has a wildcard resource.",
-      });
-    }
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: actions.map((action) => `dynamodb:${action}`),
+        resources: [table.tableArn],
+      }),
+    );
+    if (table.encryptionKey) dynamoDbKeyAccess(this, table.encryptionKey);
   }
 }

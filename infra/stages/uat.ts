@@ -38,6 +38,12 @@ export const uat = {
       principalArn: 'arn:aws:iam::111111111111:role/reporting-service-uat',
       credentialSets: ['uat-advisor'],
     },
+    {
+      // The pipeline's smoke test after each UAT deploy (infra/stages/pipeline.ts): one token, nothing else.
+      name: 'pipeline-smoke-test',
+      principalArn: 'arn:aws:iam::444444444444:role/token-broker-pipeline-smoke-test',
+      credentialSets: ['uat-advisor'],
+    },
   ],
   // The on-call role: `token-broker status` for every set, never a token (docs/runbook.md, Before you start).
   operators: [{ name: 'oncall', principalArn: 'arn:aws:iam::111111111111:role/token-broker-oncall-uat' }],

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import { type Sandbox, type SandboxSettings, startSandbox } from '../../sandbox/index.js';
 import { ManualClock } from '../../shared/clock.js';
@@ -175,6 +175,11 @@ export async function startVendHarness(
     clock?: ManualClock;
     /** Status-only principals (default: none). */
     operators?: OperatorConfig[];
+    /**
+     * The in-process refresher's DynamoDB client (by default `dynamo.client`, as the vend side's): in AWS
+     * the refresher is another function with its own role, so a test of what each sends gives it its own.
+     */
+    refresherClient?: DynamoDBClient;
   } = {},
 ): Promise<VendHarness> {
   const clock = options.clock ?? new ManualClock();
@@ -190,6 +195,9 @@ export async function startVendHarness(
   const ledgerTable = await dynamo.createTable('ledger');
   const tokenStore = new DynamoTokenStore({ client: dynamo.client, tableName: tokensTable });
   const store = new CountingStore(tokenStore);
+  const refresherStore = options.refresherClient
+    ? new DynamoTokenStore({ client: options.refresherClient, tableName: tokensTable })
+    : tokenStore;
   const telemetry = new MemoryTelemetry();
   const consumers = harnessConsumers(sets);
   const operators = parseOperators(
@@ -199,7 +207,7 @@ export async function startVendHarness(
   const container = (holderId?: string) => {
     const refresher = new Refresher({
       sets,
-      store: tokenStore,
+      store: refresherStore,
       credentials,
       // One attempt per login: a retry would sleep on the ManualClock, which only the test moves.
       vendorFor: (set) => new VendorClient({ baseUrl: set.vendorBaseUrl, clock, retry: { maxAttempts: 1 } }),
