@@ -109,7 +109,11 @@ export class BrokerStack extends Stack {
 
     new RefreshSchedule(this, 'Schedule', { target: refresher, minutes: stage.refreshScheduleMinutes });
 
-    const topic = new AlarmTopic(this, 'Alarms', { key: tables.key, alarms: stage.alarms }).topic;
+    const topic = new AlarmTopic(this, 'Alarms', {
+      key: tables.key,
+      alarms: stage.alarms,
+      alarmNamePrefix: stackName(stage),
+    }).topic;
     const tableMap = { tokens: tables.tokens, ledger: tables.ledger };
     const alarms = new BrokerAlarms(this, 'AlarmSet', {
       stage,
