@@ -4,9 +4,10 @@ import { type Deployed, type Json, refOf, resolveArn, synthesizeStages } from '.
 
 let deployed: Record<string, Deployed> = {};
 
+// Synthesizing both stages takes seconds, and longer on a loaded machine: a generous bound, not a measurement.
 beforeAll(() => {
   ({ deployed } = synthesizeStages());
-});
+}, 180_000);
 
 /** A resource-policy statement as CloudFormation holds it (topic policy, key policy). */
 interface PolicyStatement {

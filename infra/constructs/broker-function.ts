@@ -23,6 +23,10 @@ export interface BrokerFunctionProps {
   retainLogs: boolean;
   /** Asynchronous (scheduled) invocations retried by Lambda itself. */
   retryAttempts?: number;
+  /** How long an asynchronous event may wait in Lambda's queue before it is dropped (60 s to 6 h). */
+  maxEventAge?: Duration;
+  /** Reserved concurrency: both a guaranteed share of the account's concurrency and a cap. */
+  reservedConcurrentExecutions?: number;
 }
 
 /**
@@ -53,6 +57,8 @@ export class BrokerFunction extends NodejsFunction {
       role,
       logGroup,
       retryAttempts: props.retryAttempts,
+      maxEventAge: props.maxEventAge,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: {
         ...props.environment,
         NODE_OPTIONS: '--enable-source-maps',
