@@ -2,6 +2,8 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
+import { Metric } from '../shared/metric-names.js';
+import { MetricUnit, type Telemetry } from '../shared/observability.js';
 import { InvalidRefreshRequestError } from '../shared/tokens/errors.js';
 import type { RefreshOutcome, RefreshRequest } from '../shared/tokens/refresh-request.js';
 import type { Refresher, RunSummary } from '../shared/tokens/refresher.js';
@@ -11,6 +13,8 @@ export type RefreshActionEvent = { action: 'refresh' } & RefreshRequest;
 
 export interface RefresherHandlerDeps {
   refresher: Pick<Refresher, 'runScheduled' | 'refreshOne'>;
+  /** Where the schedule's heartbeat (ScheduledRun) goes. */
+  telemetry: Pick<Telemetry, 'metric'>;
   /** The Powertools logger behind the telemetry: stamps every line with the Lambda request id. */
   logger?: Logger;
 }
@@ -39,7 +43,12 @@ export function createRefresherHandler(deps: RefresherHandlerDeps) {
         const { action: _action, ...request } = event;
         return deps.refresher.refreshOne(request as RefreshRequest, signal);
       }
-      if (isScheduledEvent(event)) return deps.refresher.runScheduled(signal);
+      if (isScheduledEvent(event)) {
+        // The heartbeat counts the schedule's runs only: on-demand re-logins (vend traffic) must not hide a
+        // schedule that stopped. Emitted as the run starts: a run that then fails is an error, not silence.
+        deps.telemetry.metric(Metric.ScheduledRun, MetricUnit.Count, 1);
+        return deps.refresher.runScheduled(signal);
+      }
       throw new InvalidRefreshRequestError(
         'event must be an EventBridge scheduled event or {"action": "refresh", "credentialSetId": ..., "reason": ...}',
       );

@@ -33,4 +33,4 @@ const refresher = new Refresher({
   concurrency: config.concurrency,
 });
 
-export const handler = createRefresherHandler({ refresher, logger: telemetry.logger });
+export const handler = createRefresherHandler({ refresher, telemetry, logger: telemetry.logger });

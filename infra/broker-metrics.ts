@@ -19,6 +19,25 @@ export function setMetric(name: MetricName, setId: string, statistic: string, pe
 }
 
 /**
+ * A broker metric that is not per set (ScheduledRun, VendServerError): `service` and the metric's own
+ * dimensions, exactly as the functions emit them.
+ */
+export function serviceMetric(
+  name: MetricName,
+  dimensions: Record<string, string>,
+  statistic: string,
+  period: Duration,
+): Metric {
+  return new Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: name,
+    dimensionsMap: { service: SERVICE_NAME, ...dimensions },
+    statistic,
+    period,
+  });
+}
+
+/**
  * Every series of one metric for one set, whatever other dimensions it carries (LoginFailure has an
  * ErrorCode): a SEARCH expression, for dashboards (alarms cannot use SEARCH).
  */

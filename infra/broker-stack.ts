@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Stack, type StackProps, Tags } from 'aws-cdk-lib';
 import { ArnPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -13,7 +13,14 @@ import { BrokerFunction } from './constructs/broker-function.js';
 import { BrokerTables } from './constructs/broker-tables.js';
 import { LogQueries } from './constructs/log-queries.js';
 import { RefreshSchedule } from './constructs/refresh-schedule.js';
-import { REFRESHER_MEMORY_MB, REFRESHER_TIMEOUT, VEND_MEMORY_MB, VEND_TIMEOUT } from './function-sizing.js';
+import { VendRollout } from './constructs/vend-rollout.js';
+import {
+  REFRESHER_MEMORY_MB,
+  REFRESHER_RESERVED_CONCURRENCY,
+  REFRESHER_TIMEOUT,
+  VEND_MEMORY_MB,
+  VEND_TIMEOUT,
+} from './function-sizing.js';
 import { refresherSecretAccess } from './least-privilege.js';
 import { refresherRoleName } from './secret-policy.js';
 import { functionCredentialSets, type StageConfig, urlPrincipals } from './stage-config.js';
@@ -85,6 +92,11 @@ export class BrokerStack extends Stack {
       retryAttempts: 0,
       // The secrets' resource policy names this role before the stack exists (infra/secret-policy.ts).
       roleName: refresherRoleName(stage.name),
+      // Only the schedule invokes it asynchronously (vend's on-demand re-logins are synchronous). An event
+      // that waited in Lambda's queue (throttled, say) longer than one period is dropped: the next scheduled
+      // run does the same work, and stale runs must not pile up behind it for Lambda's default 6 hours.
+      maxEventAge: Duration.minutes(stage.refreshScheduleMinutes),
+      reservedConcurrentExecutions: REFRESHER_RESERVED_CONCURRENCY,
     });
     refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem', 'UpdateItem']);
     refresherSecretAccess(this, refresher, stage);
@@ -102,6 +114,7 @@ export class BrokerStack extends Stack {
       },
       logRetention,
       retainLogs: stage.production,
+      reservedConcurrentExecutions: stage.rollout.vendReservedConcurrency,
     });
     vend.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem']);
     // DeleteItem: a report-driven re-login claim is given back when no login came of it.
@@ -111,7 +124,12 @@ export class BrokerStack extends Stack {
       new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [refresher.functionArn] }),
     );
 
-    const url = vend.addFunctionUrl({
+    // The URL serves the `live` alias, which CodeDeploy moves to each new version gradually (VendRollout).
+    const rollout = new VendRollout(this, 'VendRollout', {
+      fn: vend,
+      deployment: stage.rollout.vendDeployment,
+    });
+    const url = rollout.alias.addFunctionUrl({
       authType: FunctionUrlAuthType.AWS_IAM,
       invokeMode: InvokeMode.BUFFERED,
     });
@@ -119,16 +137,21 @@ export class BrokerStack extends Stack {
 
     new RefreshSchedule(this, 'Schedule', { target: refresher, minutes: stage.refreshScheduleMinutes });
 
-    const topic = new AlarmTopic(this, 'Alarms', { key: tables.key, alarms: stage.alarms }).topic;
+    const topic = new AlarmTopic(this, 'Alarms', {
+      key: tables.key,
+      alarms: stage.alarms,
+      alarmNamePrefix: stackName(stage),
+    }).topic;
     const tableMap = { tokens: tables.tokens, ledger: tables.ledger };
     const alarms = new BrokerAlarms(this, 'AlarmSet', {
       stage,
       namePrefix: stackName(stage),
       topic,
       refresher: { fn: refresher, timeout: REFRESHER_TIMEOUT },
-      vend: { fn: vend, timeout: VEND_TIMEOUT },
+      vend: { fn: vend, alias: rollout.alias, timeout: VEND_TIMEOUT },
       tables: tableMap,
     });
+    rollout.rollBackOn(alarms.rollbackAlarms);
     new BrokerDashboard(this, 'Dashboard', {
       stage,
       dashboardName: stackName(stage),
@@ -149,5 +172,11 @@ export class BrokerStack extends Stack {
     new CfnOutput(this, 'LedgerTableName', { value: tables.ledger.tableName });
     new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn });
     new CfnOutput(this, 'RefresherFunctionName', { value: refresher.functionName });
+    // For the rollout commands of docs/deploying.md (aws deploy list-deployments, aws lambda get-alias).
+    new CfnOutput(this, 'VendFunctionName', { value: vend.functionName });
+    new CfnOutput(this, 'VendDeploymentApplication', {
+      value: rollout.deploymentGroup.application.applicationName,
+    });
+    new CfnOutput(this, 'VendDeploymentGroup', { value: rollout.deploymentGroup.deploymentGroupName });
   }
 }

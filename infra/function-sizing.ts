@@ -41,3 +41,13 @@ export const VEND_TIMEOUT = Duration.seconds(VEND_REFRESH_WAIT_SECONDS + AWS_CAL
  */
 export const VEND_MEMORY_MB = 1024;
 export const REFRESHER_MEMORY_MB = 512;
+
+/**
+ * The refresher's reserved concurrency: a share of the account's concurrency that vend traffic (or any other
+ * function of the account) cannot take, and a cap. It needs one instance for a scheduled run (every set in
+ * one invocation) and one per on-demand re-login in progress: the lease lets one login per set happen at a
+ * time, and each vend instance waiting for a set's new token holds one refresher instance while it polls.
+ * Ten covers a scheduled run plus a burst of waiting vend instances; a waiter throttled beyond that gets
+ * 503 TOKEN_UNAVAILABLE with Retry-After and finds the token in the table on its next request.
+ */
+export const REFRESHER_RESERVED_CONCURRENCY = 10;

@@ -1,4 +1,11 @@
 /**
+ * This repository's runbook on the Git host: where alarm descriptions of a non-production stage point unless
+ * the stage names another `runbookUrl` (production stages must name theirs).
+ */
+export const REPOSITORY_RUNBOOK_URL =
+  'https://git.example.com/platform/token-broker/blob/main/docs/runbook.md';
+
+/**
  * The sections of docs/runbook.md that alarms point to. The anchors are the ones a Markdown renderer derives
  * from each section's heading; a test checks that every anchor exists in the runbook.
  */
@@ -15,6 +22,9 @@ export const RunbookSection = {
   FunctionDuration: 'function-duration-near-timeout',
   DynamoDbErrors: 'dynamodb-throttles-or-system-errors',
   RefresherNotRunning: 'refresher-not-running',
+  VendServerErrors: 'vend-5xx-answers',
+  VendLatency: 'vend-latency-high',
+  CanaryRollback: 'a-canary-rollback-happened',
 } as const;
 export type RunbookAnchor = (typeof RunbookSection)[keyof typeof RunbookSection];
 

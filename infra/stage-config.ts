@@ -11,6 +11,7 @@ import {
 import { operatorSchema } from '../shared/config/operators.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS } from '../shared/vendor/types.js';
+import { REPOSITORY_RUNBOOK_URL } from './runbook.js';
 import { refresherRoleName } from './secret-policy.js';
 
 /**
@@ -60,8 +61,54 @@ export const alarmSettingsSchema = z.object({
   permitDenialsPeriods: z.number().int().min(1).max(12).default(3),
   /** A function whose slowest invocation takes more than this share of its timeout pages. */
   durationShareOfTimeout: z.number().gt(0).lt(1).default(0.8),
+  /**
+   * Vend's p99 duration (ms, per 5 minutes) that pages and rolls a deployment back. A warm request takes tens
+   * of ms; only the rare wait for an on-demand re-login takes seconds. Must stay below the near-timeout alarm
+   * (checked when the stack is built, which knows the timeout).
+   */
+  vendLatencyP99Ms: z.number().int().min(100).max(60_000).default(5000),
+  /** Vend 5xx answers of one error code per 5 minutes that page and roll a deployment back. */
+  vendServerErrorsPerPeriod: z.number().int().min(1).max(10_000).default(1),
 });
 export type AlarmSettings = z.infer<typeof alarmSettingsSchema>;
+
+/** CodeDeploy's predefined Lambda deployment configurations (names as in aws-cdk-lib's LambdaDeploymentConfig). */
+export const VEND_DEPLOYMENTS = [
+  'CANARY_10PERCENT_5MINUTES',
+  'CANARY_10PERCENT_10MINUTES',
+  'CANARY_10PERCENT_15MINUTES',
+  'CANARY_10PERCENT_30MINUTES',
+  'LINEAR_10PERCENT_EVERY_1MINUTE',
+  'LINEAR_10PERCENT_EVERY_2MINUTES',
+  'LINEAR_10PERCENT_EVERY_3MINUTES',
+  'LINEAR_10PERCENT_EVERY_10MINUTES',
+  'ALL_AT_ONCE',
+] as const;
+export type VendDeployment = (typeof VEND_DEPLOYMENTS)[number];
+
+export const rolloutSettingsSchema = z.object({
+  /**
+   * How CodeDeploy moves vend traffic to a new version. The default keeps 10 % on the new version for 10
+   * minutes: the rollback alarms use 5-minute periods, so at least one whole period of canary traffic is
+   * judged before everyone gets it (5 minutes may end before the first period is). ALL_AT_ONCE only outside
+   * production.
+   */
+  vendDeployment: z.enum(VEND_DEPLOYMENTS).default('CANARY_10PERCENT_10MINUTES'),
+  /**
+   * Reserved concurrency of the vend function, a cap on its instances (and a guarantee of them); unset: vend
+   * shares the account's unreserved pool. Lambda keeps at least 100 of an account's concurrency unreserved.
+   */
+  vendReservedConcurrency: z.number().int().min(1).max(1000).optional(),
+});
+export type RolloutSettings = z.infer<typeof rolloutSettingsSchema>;
+
+/**
+ * Where alarm descriptions point: the runbook as a page of the Git host, absolute so that a pager or an e-mail
+ * can open it; `#anchor` is appended per alarm, so the URL has none of its own.
+ */
+const runbookUrlSchema = z
+  .url({ protocol: /^https$/, error: 'an absolute https:// URL' })
+  .refine((url) => !url.includes('#'), 'no #fragment: each alarm appends its own section');
 
 export const stageConfigSchema = z
   .object({
@@ -92,8 +139,13 @@ export const stageConfigSchema = z
         message: `one of the retention periods CloudWatch Logs accepts: ${LOG_RETENTION_DAYS.join(', ')}`,
       })
       .default(90),
-    /** Where alarm descriptions point; `#anchor` is appended per alarm. */
-    runbookUrl: z.string().min(1).default('docs/runbook.md'),
+    /**
+     * Where alarm descriptions point (https://, `#anchor` appended per alarm). Required for production stages;
+     * other stages default to this repository's runbook on the Git host.
+     */
+    runbookUrl: runbookUrlSchema.optional(),
+    /** How new vend versions reach consumers, and the functions' concurrency. */
+    rollout: rolloutSettingsSchema.prefault({}),
   })
   .superRefine((stage, ctx) => {
     const issue = (path: (string | number)[], message: string) =>
@@ -174,7 +226,17 @@ export const stageConfigSchema = z
     if (stage.alarms.emails.length + stage.alarms.httpsEndpoints.length === 0) {
       issue(['alarms'], 'needs at least one notification target (emails or httpsEndpoints)');
     }
-  });
+    if (stage.production && stage.runbookUrl === undefined) {
+      issue(['runbookUrl'], 'required for a production stage: the https:// address of docs/runbook.md');
+    }
+    if (stage.production && stage.rollout.vendDeployment === 'ALL_AT_ONCE') {
+      issue(
+        ['rollout', 'vendDeployment'],
+        'a production stage deploys gradually (a CANARY_ or LINEAR_ setting)',
+      );
+    }
+  })
+  .transform((stage) => ({ ...stage, runbookUrl: stage.runbookUrl ?? REPOSITORY_RUNBOOK_URL }));
 
 export type StageInput = z.input<typeof stageConfigSchema>;
 export type StageConfig = z.infer<typeof stageConfigSchema>;

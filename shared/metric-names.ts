@@ -7,6 +7,13 @@ export const DIMENSION_CREDENTIAL_SET = 'CredentialSet';
 /** Added to LoginFailure beside CredentialSet: the vendor's errorCode or the broker's own. */
 export const DIMENSION_ERROR_CODE = 'ErrorCode';
 
+/**
+ * The error codes of vend's 5xx answers, the only values of VendServerError's ErrorCode: one series and one
+ * alarm each, so the list is short and fixed (a 5xx of any other code would be counted as INTERNAL_ERROR).
+ */
+export const VEND_SERVER_ERROR_CODES = ['LEDGER_UNAVAILABLE', 'TOKEN_UNAVAILABLE', 'INTERNAL_ERROR'] as const;
+export type VendServerErrorCode = (typeof VEND_SERVER_ERROR_CODES)[number];
+
 export const Metric = {
   // Refresher
   LoginSuccess: 'LoginSuccess',
@@ -26,6 +33,8 @@ export const Metric = {
   LeaseContention: 'LeaseContention',
   /** The vendor's clock minus ours, from the login response `Date` header. */
   VendorClockSkewSeconds: 'VendorClockSkewSeconds',
+  /** 1 per run started by the schedule (not on demand): the heartbeat of the schedule itself. */
+  ScheduledRun: 'ScheduledRun',
   // Vend
   TokensVended: 'TokensVended',
   PermitsGranted: 'PermitsGranted',
@@ -33,5 +42,7 @@ export const Metric = {
   TokenRejectionsReported: 'TokenRejectionsReported',
   VendorRateLimitReported: 'VendorRateLimitReported',
   VendLatency: 'VendLatency',
+  /** 1 per 5xx answer, with dimension ErrorCode (one of VEND_SERVER_ERROR_CODES) and no CredentialSet. */
+  VendServerError: 'VendServerError',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];

@@ -53,7 +53,7 @@ describe('token-broker check-config', () => {
       expect(run.stderr).toContain(
         `warning: ${stage.name}.account: ${stage.account} looks like a placeholder account id`,
       );
-      expect(run.stderr).toContain(`warning: ${stage.name}.runbookUrl: not an http(s) URL`);
+      expect(run.stderr).toContain(`warning: ${stage.name}.runbookUrl: an example.com address`);
     }
   });
 

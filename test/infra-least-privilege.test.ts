@@ -10,6 +10,7 @@ import { startSandbox } from '../sandbox/index.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { ConfigurationError } from '../shared/errors.js';
+import { MemoryTelemetry } from '../shared/observability.js';
 import type { RefreshOutcome, RunSummary } from '../shared/tokens/index.js';
 import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import {
@@ -100,7 +101,10 @@ async function driveRefresher(dynamo: LocalDynamo): Promise<void> {
     tableRoles.set(world.table, 'tokens');
     const set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: sandbox.url });
     world.storeCredentialsOf(set, 'uat-advisor', sandbox);
-    const handler = createRefresherHandler({ refresher: world.refresher('lambda-1', [set]) });
+    const handler = createRefresherHandler({
+      refresher: world.refresher('lambda-1', [set]),
+      telemetry: new MemoryTelemetry(),
+    });
     const run = async () => (await handler(scheduledEvent, lambdaContext)) as RunSummary;
     const refresh = async (request: Record<string, unknown>) =>
       (await handler(

@@ -59,11 +59,13 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     const topics = Object.keys(template.findResources('AWS::SNS::Topic'));
     expect(topics).toHaveLength(1);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
-    // 7 per credential set, 3 per function, the refresher heartbeat, 2 per table.
-    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2);
+    // 7 per credential set, 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and p99.
+    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2 + 3 + 1);
+    expect(stage.runbookUrl).toMatch(/^https:\/\/[^#\s]+$/);
     for (const alarm of alarms) {
-      const link = /Runbook: docs\/runbook\.md#([a-z0-9-]+)$/.exec(alarm.AlarmDescription)?.[1];
+      const [, url, link] = /Runbook: (https:\/\/\S+)#([a-z0-9-]+)$/.exec(alarm.AlarmDescription) ?? [];
       expect(link, alarm.AlarmName).toBeDefined();
+      expect(url, alarm.AlarmName).toBe(stage.runbookUrl);
       expect(anchors.has(link ?? ''), `${alarm.AlarmName} → #${link}`).toBe(true);
       expect(alarm.AlarmDescription.length, alarm.AlarmName).toBeGreaterThan(60);
       expect(alarm.AlarmActions).toEqual([{ Ref: topics[0] }]);
@@ -99,11 +101,12 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
   });
 
   it('alarms when the refresher has not run for two schedule periods, counting no data as not running', () => {
-    const { template, ids, stage } = d();
+    const { template, stage } = d();
+    // ScheduledRun, which only scheduled runs emit: vend's on-demand re-logins do not count.
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Namespace: 'AWS/Lambda',
-      MetricName: 'Invocations',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: ids.refresher } }],
+      Namespace: 'TokenBroker',
+      MetricName: Metric.ScheduledRun,
+      Dimensions: [{ Name: 'service', Value: 'token-broker' }],
       Statistic: 'Sum',
       Period: stage.refreshScheduleMinutes * 60,
       ComparisonOperator: 'LessThanThreshold',

@@ -41,7 +41,13 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     const permissions = Object.values(d().template.findResources('AWS::Lambda::Permission')).map(
       (p) => p.Properties,
     );
-    const onVend = permissions.filter((p) => refOf(p.FunctionName) === d().ids.vend);
+    // The URL serves the vend function's one alias: every grant outside the refresher's is on that alias,
+    // none on the function itself or on a version.
+    const aliases = Object.keys(d().template.findResources('AWS::Lambda::Alias'));
+    expect(aliases).toHaveLength(1);
+    const notRefresher = permissions.filter((p) => refOf(p.FunctionName) !== d().ids.refresher);
+    expect(notRefresher.filter((p) => refOf(p.FunctionName) !== aliases[0])).toEqual([]);
+    const onVend = permissions.filter((p) => refOf(p.FunctionName) === aliases[0]);
     const urlGrants = onVend.filter((p) => p.Action === 'lambda:InvokeFunctionUrl');
     const { consumers, operators } = d().stage;
     expect(urlGrants.map((p) => p.Principal).sort()).toEqual(

@@ -3,6 +3,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRefresherHandler } from '../functions/refresher-handler.js';
+import { MemoryTelemetry } from '../shared/observability.js';
 import { InvalidRefreshRequestError, type RunSummary } from '../shared/tokens/index.js';
 import { expectNoSecrets, refresherSuite, sandboxPasswords } from './support/refresher-harness.js';
 
@@ -42,6 +43,7 @@ describe('the refresher handler', () => {
     const { world, set } = await suite.advisorWorld();
     const handler = createRefresherHandler({
       refresher: world.refresher('lambda-1', [set]),
+      telemetry: new MemoryTelemetry(),
       logger: new Logger({ serviceName: 'token-broker', logLevel: 'SILENT' }),
     });
 
@@ -85,7 +87,10 @@ describe('the refresher handler', () => {
     ['nothing', null],
   ])('refuses %s, touching nothing', async (_case, event) => {
     const { world, set } = await suite.advisorWorld();
-    const handler = createRefresherHandler({ refresher: world.refresher('lambda-1', [set]) });
+    const handler = createRefresherHandler({
+      refresher: world.refresher('lambda-1', [set]),
+      telemetry: new MemoryTelemetry(),
+    });
     const loginsBefore = suite.uat.stats().loginRequests;
     await expect(handler(event, context)).rejects.toBeInstanceOf(InvalidRefreshRequestError);
     expect((await world.dynamo.client.send(new ScanCommand({ TableName: world.table }))).Count).toBe(0);

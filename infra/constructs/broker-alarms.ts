@@ -8,11 +8,16 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { Operation, type Table } from 'aws-cdk-lib/aws-dynamodb';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { IAlias, IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { Metric as BrokerMetric } from '../../shared/metric-names.js';
-import { setMetric } from '../broker-metrics.js';
+import { ConfigurationError } from '../../shared/errors.js';
+import {
+  Metric as BrokerMetric,
+  DIMENSION_ERROR_CODE,
+  VEND_SERVER_ERROR_CODES,
+} from '../../shared/metric-names.js';
+import { serviceMetric, setMetric } from '../broker-metrics.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
 import type { StageConfig } from '../stage-config.js';
 
@@ -22,7 +27,8 @@ export interface BrokerAlarmsProps {
   namePrefix: string;
   topic: ITopic;
   refresher: { fn: IFunction; timeout: Duration };
-  vend: { fn: IFunction; timeout: Duration };
+  /** `alias`: the one the Function URL serves (consumers' traffic). */
+  vend: { fn: IFunction; alias: IAlias; timeout: Duration };
   tables: Record<string, Table>;
 }
 
@@ -33,6 +39,7 @@ interface AlarmSpec {
   /** Consecutive periods that must breach (all of them). */
   periods?: number;
   missing?: TreatMissingData;
+  evaluateLowSampleCountPercentile?: string;
   meaning: string;
   runbook: RunbookAnchor;
 }
@@ -47,6 +54,16 @@ const BELOW = ComparisonOperator.LESS_THAN_THRESHOLD;
  */
 export class BrokerAlarms extends Construct {
   readonly alarms: Alarm[] = [];
+  /**
+   * The alarms that roll a vend deployment back (VendRollout): vend's errors, its 5xx answers by code and its
+   * p99 latency. They watch all of vend's traffic, not the new version's alone, and that is enough: their
+   * thresholds are absolute counts (one unhandled error, one 5xx of a code per 5 minutes by default) or the
+   * slowest 1 %, and a canary takes 10 % of the traffic, so a bad canary trips them by itself. The custom metrics
+   * carry no version to tell the versions apart (a version dimension would mean new series and alarms at every
+   * deploy). The price: a failure of the old version during the shift also rolls the deployment back, which
+   * is the safe way round.
+   */
+  readonly rollbackAlarms: Alarm[] = [];
 
   constructor(
     scope: Construct,
@@ -56,7 +73,8 @@ export class BrokerAlarms extends Construct {
     super(scope, id);
     for (const set of props.stage.credentialSets) this.credentialSetAlarms(set.id);
     this.functionAlarms('refresher', props.refresher.fn, props.refresher.timeout);
-    this.functionAlarms('vend', props.vend.fn, props.vend.timeout);
+    const vendErrors = this.functionAlarms('vend', props.vend.fn, props.vend.timeout);
+    this.rollbackAlarms.push(vendErrors, ...this.vendServerErrors(), this.vendLatency());
     this.refresherNotRunning();
     for (const [name, table] of Object.entries(props.tables)) this.tableAlarms(name, table);
   }
@@ -141,10 +159,11 @@ export class BrokerAlarms extends Construct {
     for (const [suffix, spec] of specs) this.add(`${setId}-${suffix}`, spec);
   }
 
-  private functionAlarms(name: string, fn: IFunction, timeout: Duration): void {
+  /** Errors, throttles and near-timeout durations of one function; answers the errors alarm. */
+  private functionAlarms(name: string, fn: IFunction, timeout: Duration): Alarm {
+    const limitMs = this.nearTimeoutMs(timeout);
     const share = this.props.stage.alarms.durationShareOfTimeout;
-    const limitMs = Math.round(timeout.toMilliseconds() * share);
-    this.add(`${name}-errors`, {
+    const errors = this.add(`${name}-errors`, {
       metric: fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
       threshold: 1,
       comparison: AT_LEAST,
@@ -165,21 +184,68 @@ export class BrokerAlarms extends Construct {
       meaning: `An invocation of the ${name} function took at least ${Math.round(share * 100)} % of its ${timeout.toSeconds()} s timeout.`,
       runbook: RunbookSection.FunctionDuration,
     });
+    return errors;
   }
 
+  private nearTimeoutMs(timeout: Duration): number {
+    return Math.round(timeout.toMilliseconds() * this.props.stage.alarms.durationShareOfTimeout);
+  }
+
+  /** One alarm per error code of vend's 5xx answers (a fixed, short list: VEND_SERVER_ERROR_CODES). */
+  private vendServerErrors(): Alarm[] {
+    const threshold = this.props.stage.alarms.vendServerErrorsPerPeriod;
+    return VEND_SERVER_ERROR_CODES.map((code) =>
+      this.add(`vend-5xx-${code.toLowerCase().replaceAll('_', '-')}`, {
+        metric: serviceMetric(
+          BrokerMetric.VendServerError,
+          { [DIMENSION_ERROR_CODE]: code },
+          'Sum',
+          FIVE_MINUTES,
+        ),
+        threshold,
+        comparison: AT_LEAST,
+        meaning: `The vend function answered consumers ${threshold === 1 ? 'with' : `at least ${threshold} times with`} 5xx ${code} in 5 minutes.`,
+        runbook: RunbookSection.VendServerErrors,
+      }),
+    );
+  }
+
+  /**
+   * Vend's p99 duration as Lambda measures it, on the alias the Function URL serves. Lambda's Duration rather
+   * than the handler's VendLatency: it covers every request in one series (all routes, all sets, answers that
+   * failed) and CloudWatch computes the percentile over all of them, whereas VendLatency is split by credential
+   * set and percentiles of separate series cannot be combined. Neither includes a cold start's init.
+   */
+  private vendLatency(): Alarm {
+    const { alarms } = this.props.stage;
+    const nearTimeoutMs = this.nearTimeoutMs(this.props.vend.timeout);
+    if (alarms.vendLatencyP99Ms >= nearTimeoutMs) {
+      throw new ConfigurationError(
+        `invalid stage "${this.props.stage.name}": alarms.vendLatencyP99Ms (${alarms.vendLatencyP99Ms}) must be below the vend near-timeout alarm's ${nearTimeoutMs} ms`,
+      );
+    }
+    return this.add('vend-latency-p99', {
+      metric: this.props.vend.alias.metricDuration({ period: FIVE_MINUTES, statistic: 'p99' }),
+      threshold: alarms.vendLatencyP99Ms,
+      comparison: AT_LEAST,
+      meaning: `The slowest 1 % of vend requests took at least ${alarms.vendLatencyP99Ms} ms in 5 minutes (with few requests: the slowest one).`,
+      runbook: RunbookSection.VendLatency,
+      // With under 1000 requests in a period CloudWatch would otherwise be allowed to skip the percentile.
+      evaluateLowSampleCountPercentile: 'evaluate',
+    });
+  }
+
+  /** On ScheduledRun, which only scheduled runs emit: vend's on-demand re-logins cannot hide a dead schedule. */
   private refresherNotRunning(): void {
     const minutes = this.props.stage.refreshScheduleMinutes;
     this.add('refresher-not-running', {
-      metric: this.props.refresher.fn.metricInvocations({
-        period: Duration.minutes(minutes),
-        statistic: 'Sum',
-      }),
+      metric: serviceMetric(BrokerMetric.ScheduledRun, {}, 'Sum', Duration.minutes(minutes)),
       threshold: 1,
       comparison: BELOW,
       periods: 2,
       // No data at all is exactly what this alarm is about.
       missing: TreatMissingData.BREACHING,
-      meaning: `The refresher has not run for two schedule periods (${2 * minutes} min): tokens are not being renewed.`,
+      meaning: `The refresher has not started a scheduled run for two schedule periods (${2 * minutes} min): tokens are not being renewed.`,
       runbook: RunbookSection.RefresherNotRunning,
     });
   }
@@ -231,7 +297,7 @@ export class BrokerAlarms extends Construct {
     });
   }
 
-  private add(id: string, spec: AlarmSpec): void {
+  private add(id: string, spec: AlarmSpec): Alarm {
     const periods = spec.periods ?? 1;
     const alarm = new Alarm(this, id, {
       alarmName: `${this.props.namePrefix}-${id}`,
@@ -242,10 +308,12 @@ export class BrokerAlarms extends Construct {
       evaluationPeriods: periods,
       datapointsToAlarm: periods,
       treatMissingData: spec.missing ?? TreatMissingData.NOT_BREACHING,
+      evaluateLowSampleCountPercentile: spec.evaluateLowSampleCountPercentile,
     });
     const action = new SnsAction(this.props.topic);
     alarm.addAlarmAction(action);
     alarm.addOkAction(action);
     this.alarms.push(alarm);
+    return alarm;
   }
 }

@@ -40,6 +40,10 @@ export interface BrokerFunctionProps {
   retryAttempts?: number;
   /** A fixed name for the execution role, when something outside the stack must name it; else generated. */
   roleName?: string;
+  /** How long an asynchronous event may wait in Lambda's queue before it is dropped (60 s to 6 h). */
+  maxEventAge?: Duration;
+  /** Reserved concurrency: both a guaranteed share of the account's concurrency and a cap. */
+  reservedConcurrentExecutions?: number;
 }
 
 /**
@@ -71,6 +75,8 @@ export class BrokerFunction extends NodejsFunction {
       role,
       logGroup,
       retryAttempts: props.retryAttempts,
+      maxEventAge: props.maxEventAge,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: {
         ...props.environment,
         NODE_OPTIONS: '--enable-source-maps',

@@ -82,7 +82,12 @@ export const LOG_QUERIES: readonly LogQuerySpec[] = [
   {
     name: 'function-errors',
     sources: ['refresher', 'vend'],
-    runbook: [RunbookSection.FunctionErrors, RunbookSection.DynamoDbErrors],
+    runbook: [
+      RunbookSection.FunctionErrors,
+      RunbookSection.DynamoDbErrors,
+      RunbookSection.VendServerErrors,
+      RunbookSection.CanaryRollback,
+    ],
     query: {
       fields: [
         '@timestamp',
@@ -107,6 +112,8 @@ export const LOG_QUERIES: readonly LogQuerySpec[] = [
       RunbookSection.FunctionDuration,
       RunbookSection.FunctionThrottles,
       RunbookSection.RefresherNotRunning,
+      RunbookSection.VendLatency,
+      RunbookSection.CanaryRollback,
     ],
     query: {
       filterStatements: ['@type = "REPORT"'],

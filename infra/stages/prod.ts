@@ -54,4 +54,6 @@ export const prod = {
     httpsEndpoints: ['https://events.incidents.example.com/integration/token-broker-prod/sns'],
   },
   logRetentionDays: 365,
+  // The runbook as the Git host shows it: alarm descriptions link its sections (required for production).
+  runbookUrl: 'https://git.example.com/platform/token-broker/blob/main/docs/runbook.md',
 } satisfies StageInput;

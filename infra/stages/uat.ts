@@ -53,4 +53,5 @@ export const uat = {
     emails: ['token-broker-uat-alerts@example.com'],
   },
   logRetentionDays: 30,
+  runbookUrl: 'https://git.example.com/platform/token-broker/blob/main/docs/runbook.md',
 } satisfies StageInput;

@@ -8,7 +8,13 @@ import type { ConsumerConfig } from '../config/consumers.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
 import type { OperatorConfig } from '../config/operators.js';
 import type { RateLedger } from '../ledger/index.js';
-import { DIMENSION_CREDENTIAL_SET, Metric } from '../metric-names.js';
+import {
+  DIMENSION_CREDENTIAL_SET,
+  DIMENSION_ERROR_CODE,
+  Metric,
+  VEND_SERVER_ERROR_CODES,
+  type VendServerErrorCode,
+} from '../metric-names.js';
 import { MetricUnit, type Telemetry } from '../observability.js';
 import { AccessPolicy } from './access-policy.js';
 import { readEvent, type VendRequest } from './http-request.js';
@@ -24,7 +30,7 @@ import { getToken, reportTokenRejection } from './routes/token-routes.js';
 import { TokenProvider } from './token-provider.js';
 import { type CacheStore, TokenStateCache } from './token-state-cache.js';
 import { toVendError } from './translate-error.js';
-import type { VendError } from './vend-errors.js';
+import { VendError } from './vend-errors.js';
 
 export interface VendHandlerDeps {
   sets: readonly CredentialSetConfig[];
@@ -153,7 +159,18 @@ export function createVendHandler(deps: VendHandlerDeps) {
       latencyMs,
       audit.credentialSet ? { [DIMENSION_CREDENTIAL_SET]: audit.credentialSet } : {},
     );
+    if (result.statusCode >= 500) countServerError(failure?.code);
     return result;
+  }
+
+  /**
+   * Every 5xx answer counts once under its error code: what the 5xx alarms (and a deployment's rollback) see.
+   * No CredentialSet dimension: the alarms stay one per code, and the `vend request` log line names the set.
+   */
+  function countServerError(code: string | undefined): void {
+    const known = VEND_SERVER_ERROR_CODES.find((c) => c === code);
+    const errorCode: VendServerErrorCode = known ?? 'INTERNAL_ERROR';
+    telemetry.metric(Metric.VendServerError, MetricUnit.Count, 1, { [DIMENSION_ERROR_CODE]: errorCode });
   }
 
   return middy<VendEvent, VendResult>(handle).use({
@@ -167,6 +184,9 @@ export function createVendHandler(deps: VendHandlerDeps) {
         readEvent(request.event, request.context?.awsRequestId ?? randomUUID()).requestId,
         clock.now(),
       );
+      // The code errorResult answered with: a VendError's own, else INTERNAL_ERROR.
+      if (request.response.statusCode >= 500)
+        countServerError(request.error instanceof VendError ? request.error.code : undefined);
     },
   });
 }
