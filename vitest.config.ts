@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     environment: 'node',
+    // One DynamoDB Local (AWS's engine, a JVM) for the run: the DynamoDB tests run on it and on dynalite.
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // dynalite and the sandbox are per-file servers on ephemeral ports; files run in parallel.
