@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { consumerSchema } from '../shared/config/consumers.js';
 import {
   type CredentialSetConfig,
