@@ -6,8 +6,10 @@ export default defineConfig({
     environment: 'node',
     // One DynamoDB Local (AWS's engine, a JVM) for the run: the DynamoDB tests run on it and on dynalite.
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Timeouts bound a hang; they are not timings. A loaded 2-core machine runs the heaviest files (fuzz, soaks,
+    // DynamoDB Local's start) several times slower than an idle one, and must not fail them for it.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     // dynalite and the sandbox are per-file servers on ephemeral ports; files run in parallel.
     pool: 'forks',
     // Most files wait on loopback I/O (dynalite, sandboxes, the soak's real-time run): two workers on two cores.
