@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { VendorCredentials } from '../shared/vendor/types.js';
 import { PromptCancelledError, UsageError } from './errors.js';
 import type { CliInput } from './io.js';

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { Clock } from '../shared/clock.js';
 import { VendorCallAbortedError } from '../shared/vendor/errors.js';
 import { parseJson } from '../shared/vendor/parse-response.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseRetryAfterSeconds } from '../shared/vendor/parse-response.js';
 import { tokenId as tokenIdOf } from '../shared/vendor/token-id.js';
 import { BrokerApiError } from './errors.js';

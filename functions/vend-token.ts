@@ -3,8 +3,8 @@
  * module scope: configuration (a wrong value fails the cold start with a message naming it), the AWS clients,
  * the in-memory token cache inside the handler.
  */
-import { LambdaClient } from '@aws-sdk/client-lambda';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
+import { SignedLambdaInvoker } from '../shared/aws/lambda-invoke.js';
 import { systemClock } from '../shared/clock.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
 import { createPowertoolsTelemetry } from '../shared/observability.js';
@@ -26,7 +26,11 @@ export const handler = createVendHandler({
   // The vend function may not read credentials: re-logins are the refresher's, by synchronous invoke.
   reports: { client: dynamo, tableName: config.ledgerTableName, settings: config.reportLimits },
   refresher: new LambdaRefreshInvoker({
-    client: new LambdaClient({ region: process.env.AWS_REGION, maxAttempts: 2 }),
+    client: new SignedLambdaInvoker({
+      region: process.env.AWS_REGION ?? '',
+      endpoint: process.env.AWS_ENDPOINT_URL_LAMBDA,
+      maxAttempts: 2,
+    }),
     functionName: config.refresherFunctionName,
   }),
   clock: systemClock,

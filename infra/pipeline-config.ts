@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues } from '../shared/config/credential-sets.js';
 import { ConfigurationError } from '../shared/errors.js';
 import type { StageConfig } from './stage-config.js';

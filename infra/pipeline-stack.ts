@@ -26,14 +26,11 @@ export const PIPELINE_ASSEMBLY_DIR = 'cdk.pipeline.out';
 /** The asset publisher the pipeline installs (`npm install -g cdk-assets@…`); not a dependency of the project. */
 export const CDK_ASSETS_VERSION = '4.7.3';
 
-/** The commands of the pipeline's synth step: CI's checks, then the pipeline's own synth. */
-export const SYNTH_COMMANDS = [
-  'npm ci',
-  'npm test',
-  'npm run typecheck',
-  'npm run lint',
-  'npm run synth:pipeline',
-];
+/**
+ * The commands of the pipeline's synth step: exactly CI's run (`.ci/run`: Java for DynamoDB Local when the image
+ * lacks it, `npm ci`, `npm test`, typecheck, lint, both synths), whose pipeline synth is the step's output.
+ */
+export const SYNTH_COMMANDS = ['bash .ci/run'];
 
 /** The CDK CLI the pipeline's self-mutation and asset steps install: the one package.json pins. */
 function pinnedCliVersion(): string {

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { z } from 'zod';
+import * as z from 'zod';
 import { consumerSchema, principalArnSchema } from '../shared/config/consumers.js';
 import {
   type CredentialSetInput,

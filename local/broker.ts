@@ -55,7 +55,7 @@ async function startDynalite(dataDir: string | undefined): Promise<{ server: Ser
 }
 
 /**
- * The whole broker on one machine: dynalite, one vendor sandbox per environment, the refresher on an
+ * The whole broker on one machine: dynalite (or the configured DynamoDB endpoint), one vendor sandbox per environment, the refresher on an
  * interval, and the vend handler behind a local Function URL that verifies SigV4 like AWS does. The handlers
  * are the same code as in Lambda; only the transport and the refresh invoker (in-process) differ.
  */
@@ -71,13 +71,17 @@ export async function startLocalBroker(
     for (const closer of closers.reverse()) await closer().catch(() => undefined);
   };
   try {
-    const dynamo = await startDynalite(config.dataDir);
+    // An external endpoint (BROKER_DYNAMODB_ENDPOINT) is not ours to stop; dynalite is.
+    const dynamo = config.dynamoDbEndpoint
+      ? { server: undefined, endpoint: config.dynamoDbEndpoint }
+      : await startDynalite(config.dataDir);
     const client = createDynamoDbClient({ endpoint: dynamo.endpoint });
     closers.push(
       async () =>
         new Promise<void>((resolve) => {
           client.destroy();
-          dynamo.server.close(() => resolve());
+          if (dynamo.server) dynamo.server.close(() => resolve());
+          else resolve();
         }),
     );
     for (const table of [LOCAL_TOKENS_TABLE, LOCAL_LEDGER_TABLE]) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { consumerSchema } from '../shared/config/consumers.js';
 import {
   type CredentialSetConfig,
@@ -15,7 +15,7 @@ import { MIN_SLACK_FRACTION } from '../shared/ledger/limit-plan.js';
 
 /**
  * The local broker's configuration file (default `local/broker.config.json`), with environment overrides:
- * BROKER_CONFIG (the file), BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR.
+ * BROKER_CONFIG (the file), BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR, BROKER_DYNAMODB_ENDPOINT.
  */
 const callerSchema = z.object({
   name: z.string().min(1),
@@ -40,6 +40,11 @@ export const localConfigSchema = z.object({
   refreshIntervalSeconds: z.number().positive().default(300),
   /** A folder for dynalite's data; absent: in memory. */
   dataDir: z.string().min(1).optional(),
+  /**
+   * A DynamoDB endpoint to use instead of starting dynalite (DynamoDB Local, dynalite, LocalStack: spoken to
+   * with local dummy credentials); the broker's tables are created there when missing.
+   */
+  dynamoDbEndpoint: z.url({ protocol: /^https?$/ }).optional(),
   /** JSON file {secretId: {username, password}} read by the file credentials source (relative to this file). */
   credentialsFile: z.string().min(1),
   sandbox: z
@@ -101,10 +106,15 @@ export function loadLocalConfig(
   const timeScale = numberFromEnv('TIME_SCALE', env.TIME_SCALE);
   if (timeScale !== undefined) overrides.timeScale = timeScale;
   if (env.BROKER_DATA_DIR) overrides.dataDir = env.BROKER_DATA_DIR;
+  if (env.BROKER_DYNAMODB_ENDPOINT) overrides.dynamoDbEndpoint = env.BROKER_DYNAMODB_ENDPOINT;
   const result = localConfigSchema.safeParse({ ...(raw as object), ...overrides });
   if (!result.success)
     throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, configPath)}`);
   const config = result.data;
+  if (config.dataDir && config.dynamoDbEndpoint)
+    throw new ConfigurationError(
+      'invalid configuration: dataDir (BROKER_DATA_DIR) is for the local dynalite; with dynamoDbEndpoint (BROKER_DYNAMODB_ENDPOINT) the data lives at that endpoint',
+    );
   const setIds = new Set(config.credentialSets.map((set) => set.id));
   config.consumers.forEach((consumer, index) => {
     for (const setId of consumer.credentialSets) {

@@ -278,7 +278,11 @@ export async function runSoak(
 }
 
 /** The soak's promises; an empty list means it kept all of them. */
-export function soakFailures(result: SoakResult, minQuotaUsedPct: number): string[] {
+/**
+ * What a soak must never show; with `minQuotaUsedPct`, also a quota use below it (a real-time figure that the
+ * machine's load moves: `npm run soak` gates on it, `npm test` does not).
+ */
+export function soakFailures(result: SoakResult, minQuotaUsedPct?: number): string[] {
   const failures: string[] = [];
   for (const row of result.rows) {
     const where = `${row.mode} ${row.set}`;
@@ -287,7 +291,8 @@ export function soakFailures(result: SoakResult, minQuotaUsedPct: number): strin
     if (row.logins > Math.floor(row.lifetimes) + 1) {
       failures.push(`${where}: ${row.logins} logins in ${row.lifetimes} lifetimes`);
     }
-    if (row.quotaUsedPct < minQuotaUsedPct) failures.push(`${where}: quota used ${row.quotaUsedPct} %`);
+    if (minQuotaUsedPct !== undefined && row.quotaUsedPct < minQuotaUsedPct)
+      failures.push(`${where}: quota used ${row.quotaUsedPct} %`);
   }
   if (result.secretsInLogs > 0) failures.push(`${result.secretsInLogs} secrets in the logs`);
   return failures;

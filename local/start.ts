@@ -1,9 +1,9 @@
 /**
  * `npm start`: the whole broker on this machine. Settings: local/broker.config.json (or BROKER_CONFIG),
- * BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR, LOG_LEVEL (debug|info|warn|error).
+ * BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR, BROKER_DYNAMODB_ENDPOINT, LOG_LEVEL (debug|info|warn|error).
  */
 import { BrokerError } from '../shared/errors.js';
-import { startLocalBroker } from './broker.js';
+import { LOCAL_LEDGER_TABLE, LOCAL_TOKENS_TABLE, startLocalBroker } from './broker.js';
 import { loadLocalConfig } from './config.js';
 import { ConsoleTelemetry } from './console-telemetry.js';
 
@@ -29,7 +29,9 @@ async function main(): Promise<void> {
     out.push(`vendor sandbox ${environment}: ${sandbox.url}`);
   }
   out.push(
-    `dynalite: ${broker.dynamoEndpoint}${config.dataDir ? ` (data in ${config.dataDir})` : ' (in memory)'}`,
+    config.dynamoDbEndpoint
+      ? `DynamoDB: ${broker.dynamoEndpoint} (external; tables ${LOCAL_TOKENS_TABLE}, ${LOCAL_LEDGER_TABLE})`
+      : `dynalite: ${broker.dynamoEndpoint}${config.dataDir ? ` (data in ${config.dataDir})` : ' (in memory)'}`,
   );
   out.push('');
   out.push('credential sets:');

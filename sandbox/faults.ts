@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ERROR_CODES, type VendorErrorCode } from '../shared/vendor/errors.js';
 import {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { type Clock, systemClock } from '../shared/clock.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS, type VendorEnvironment } from '../shared/vendor/types.js';

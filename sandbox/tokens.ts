@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { compactVerify, SignJWT } from 'jose';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { VendorEnvironment } from '../shared/vendor/types.js';
 import type { SandboxUser } from './users.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { VendorEnvironment } from '../shared/vendor/types.js';
 
 export interface SandboxUser {

@@ -7,19 +7,20 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import type { LocalDynamo } from './support/dynalite.js';
+import { ENGINES, startEngine } from './support/engines.js';
 import {
   createFaultyDynamoDbClient,
   type FaultyDynamoDb,
   type FaultyDynamoDbOptions,
 } from './support/faulty-dynamodb.js';
 
-describe('faulty DynamoDB client against dynalite', () => {
+describe.each(ENGINES)('faulty DynamoDB client against %s', (engine) => {
   let dynamo: LocalDynamo;
   let table: string;
   const opened: FaultyDynamoDb[] = [];
   beforeAll(async () => {
-    dynamo = await startDynalite();
+    dynamo = await startEngine(engine);
   });
   afterAll(async () => {
     await dynamo.close();

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBrokerApp } from '../infra/broker-app.js';
+import { BUNDLE_BUDGET_KIB, formatInputs, largestInputs } from '../infra/tools/bundle-contents.js';
 
 /**
  * The real bundling `cdk synth` does (local esbuild, no Docker, offline), for one stage: what Lambda would
@@ -89,5 +90,23 @@ describe('function bundles', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     expect(run).toThrow(/invalid configuration: CREDENTIAL_SETS/);
+  });
+
+  it(`stay under the size budget (${BUNDLE_BUDGET_KIB} KiB each), and say what they are made of`, () => {
+    for (const bundle of bundles) {
+      const file = path.join(bundle.dir, 'index.mjs');
+      const code = readFileSync(file, 'utf8');
+      const map = JSON.parse(readFileSync(`${file}.map`, 'utf8'));
+      const inputs = largestInputs(code, map, bundle.dir, process.cwd());
+      const kib = (code.length / 1024).toFixed(1);
+      console.info([`${bundle.id}: ${kib} KiB`, ...formatInputs(inputs, code.length, 8)].join('\n'));
+      // The sizes are deterministic (same sources, same esbuild): a budget, not a timing.
+      expect(code.length / 1024, bundle.id).toBeLessThanOrEqual(BUNDLE_BUDGET_KIB);
+      // Every input is accounted for, and zod is there without its locales (`import { z }` brings 444 KiB).
+      expect(inputs.reduce((sum, input) => sum + input.bytes, 0)).toBe(code.length);
+      const zod = inputs.find((input) => input.name === 'zod')?.bytes ?? 0;
+      expect(zod / 1024, `${bundle.id}: zod`).toBeLessThan(150);
+      expect(zod).toBeGreaterThan(0);
+    }
   });
 });

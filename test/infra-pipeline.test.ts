@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { type App, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -80,12 +81,12 @@ describe('the pipeline', () => {
       BranchName: committed.branch,
     });
     expect(buildSpecOf(actionNamed(stageNamed('Build'), 'Synth')).phases.build.commands).toEqual([
-      'npm ci',
-      'npm test',
-      'npm run typecheck',
-      'npm run lint',
-      'npm run synth:pipeline',
+      'bash .ci/run',
     ]);
+    // CI's run ends with the pipeline's own synth, the assembly this step hands on.
+    expect(readFileSync(new URL('../.ci/run', import.meta.url), 'utf8')).toMatch(
+      /npm run synth:pipeline\s*(;|fi|$)/,
+    );
   });
 
   it('runs UAT deploy → smoke test → prod diff → approval → prod deploy, in that order', () => {

@@ -3,7 +3,8 @@ import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger, type PermitDecision } from '../shared/ledger/index.js';
 import { WRITE_IDS_LIMIT } from '../shared/ledger/receipts.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import type { LocalDynamo } from './support/dynalite.js';
+import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
 
 /**
@@ -19,130 +20,139 @@ const granted = (decision: PermitDecision) => {
   return decision;
 };
 
-describe('rate ledger: one effect per operation when answers are lost and the SDK retries', () => {
-  let dynamo: LocalDynamo;
-  let faulty: FaultyDynamoDb;
-  let clock: ManualClock;
-  let table: string;
-  const ledger = () =>
-    new DynamoRateLedger({ client: faulty.client, tableName: table, clock, random: () => 0 });
-  /** The next UpdateItem is applied and its answer lost; the SDK's re-send then meets the applied write. */
-  const loseNextWriteAnswer = () => {
-    faulty.faults.set({ commands: ['UpdateItem'] });
-    faulty.faults.script('lostAnswer', 'none');
-  };
-  const minuteRemaining = async () => (await ledger().remaining(TOKEN, limits))[0]?.remaining;
+describe.each(ENGINES)(
+  'rate ledger on %s: one effect per operation when answers are lost and the SDK retries',
+  (engine) => {
+    let dynamo: LocalDynamo;
+    let faulty: FaultyDynamoDb;
+    let clock: ManualClock;
+    let table: string;
+    const ledger = () =>
+      new DynamoRateLedger({ client: faulty.client, tableName: table, clock, random: () => 0 });
+    /** The next UpdateItem is applied and its answer lost; the SDK's re-send then meets the applied write. */
+    const loseNextWriteAnswer = () => {
+      faulty.faults.set({ commands: ['UpdateItem'] });
+      faulty.faults.script('lostAnswer', 'none');
+    };
+    const minuteRemaining = async () => (await ledger().remaining(TOKEN, limits))[0]?.remaining;
 
-  beforeAll(async () => {
-    dynamo = await startDynalite();
-  });
-  afterAll(async () => {
-    await dynamo.close();
-  });
-  beforeEach(async () => {
-    faulty?.client.destroy();
-    faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint });
-    clock = new ManualClock();
-    table = await dynamo.createTable('ledger-idempotence');
-  });
-
-  it('a give-back whose answer is lost is applied once: grant 50, return 10, and only 10 more are granted', async () => {
-    const a = ledger();
-    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 50, limits }));
-    await clock.advance(1000);
-    loseNextWriteAnswer();
-    await expect(a.giveBack({ tokenId: TOKEN, count: 10, receipt: grant.receipt, limits })).resolves.toEqual({
-      returned: 10,
+    beforeAll(async () => {
+      dynamo = await startEngine(engine);
     });
-    expect(faulty.faults.stats.lostAnswer).toBe(1);
-    expect(faulty.faults.stats.byCommand.UpdateItem?.sent).toBe(3);
-    expect(await minuteRemaining()).toBe(10);
-    const b = ledger();
-    granted(await b.acquire({ tokenId: TOKEN, count: 10, limits }));
-    const no = await b.acquire({ tokenId: TOKEN, count: 1, limits });
-    expect(no).toMatchObject({ granted: false, reason: 'QUOTA' });
-  });
-
-  it('a first grant (the item is created) whose answer is lost counts once and is answered as granted', async () => {
-    loseNextWriteAnswer();
-    const grant = granted(await ledger().acquire({ tokenId: TOKEN, count: 5, limits }));
-    expect(faulty.faults.stats.lostAnswer).toBe(1);
-    expect(await minuteRemaining()).toBe(45);
-    // Its receipt is the one the item holds: it gives back.
-    await expect(
-      ledger().giveBack({ tokenId: TOKEN, count: 5, receipt: grant.receipt, limits }),
-    ).resolves.toEqual({ returned: 5 });
-    expect(await minuteRemaining()).toBe(50);
-  });
-
-  it('a concurrent grant added to the head slot whose answer is lost is added once', async () => {
-    const a = ledger();
-    granted(await a.acquire({ tokenId: TOKEN, count: 3, limits }));
-    await clock.advance(100);
-    loseNextWriteAnswer();
-    // Same slot, item known: the cheap ADD path, whose copy fails on "my write id is there already".
-    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 4, limits }));
-    expect(faulty.faults.stats.lostAnswer).toBe(1);
-    expect(await minuteRemaining()).toBe(43);
-    await expect(a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits })).resolves.toEqual({
-      returned: 4,
+    afterAll(async () => {
+      await dynamo.close();
     });
-    expect(await minuteRemaining()).toBe(47);
-  });
+    beforeEach(async () => {
+      faulty?.client.destroy();
+      faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint });
+      clock = new ManualClock();
+      table = await dynamo.createTable('ledger-idempotence');
+    });
 
-  it('in a busy second, a head addition past the write ids’ room is never re-sent after a lost answer: at most once, failed closed', async () => {
-    const a = ledger();
-    granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
-    // The first write of the second is a full one (one write id); eleven head additions fill the set.
-    for (let i = 0; i < WRITE_IDS_LIMIT - 1; i++)
+    it('a give-back whose answer is lost is applied once: grant 50, return 10, and only 10 more are granted', async () => {
+      const a = ledger();
+      const grant = granted(await a.acquire({ tokenId: TOKEN, count: 50, limits }));
+      await clock.advance(1000);
+      loseNextWriteAnswer();
+      await expect(
+        a.giveBack({ tokenId: TOKEN, count: 10, receipt: grant.receipt, limits }),
+      ).resolves.toEqual({
+        returned: 10,
+      });
+      expect(faulty.faults.stats.lostAnswer).toBe(1);
+      expect(faulty.faults.stats.byCommand.UpdateItem?.sent).toBe(3);
+      expect(await minuteRemaining()).toBe(10);
+      const b = ledger();
+      granted(await b.acquire({ tokenId: TOKEN, count: 10, limits }));
+      const no = await b.acquire({ tokenId: TOKEN, count: 1, limits });
+      expect(no).toMatchObject({ granted: false, reason: 'QUOTA' });
+    });
+
+    it('a first grant (the item is created) whose answer is lost counts once and is answered as granted', async () => {
+      loseNextWriteAnswer();
+      const grant = granted(await ledger().acquire({ tokenId: TOKEN, count: 5, limits }));
+      expect(faulty.faults.stats.lostAnswer).toBe(1);
+      expect(await minuteRemaining()).toBe(45);
+      // Its receipt is the one the item holds: it gives back.
+      await expect(
+        ledger().giveBack({ tokenId: TOKEN, count: 5, receipt: grant.receipt, limits }),
+      ).resolves.toEqual({ returned: 5 });
+      expect(await minuteRemaining()).toBe(50);
+    });
+
+    it('a concurrent grant added to the head slot whose answer is lost is added once', async () => {
+      const a = ledger();
+      granted(await a.acquire({ tokenId: TOKEN, count: 3, limits }));
+      await clock.advance(100);
+      loseNextWriteAnswer();
+      // Same slot, item known: the cheap ADD path, whose copy fails on "my write id is there already".
+      const grant = granted(await a.acquire({ tokenId: TOKEN, count: 4, limits }));
+      expect(faulty.faults.stats.lostAnswer).toBe(1);
+      expect(await minuteRemaining()).toBe(43);
+      await expect(a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits })).resolves.toEqual(
+        {
+          returned: 4,
+        },
+      );
+      expect(await minuteRemaining()).toBe(47);
+    });
+
+    it('in a busy second, a head addition past the write ids’ room is never re-sent after a lost answer: at most once, failed closed', async () => {
+      const a = ledger();
       granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
-    expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT);
-    faulty.faults.resetStats();
-    loseNextWriteAnswer();
-    await expect(a.acquire({ tokenId: TOKEN, count: 2, limits })).rejects.toMatchObject({
-      code: 'LEDGER_UNAVAILABLE',
+      // The first write of the second is a full one (one write id); eleven head additions fill the set.
+      for (let i = 0; i < WRITE_IDS_LIMIT - 1; i++)
+        granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
+      expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT);
+      faulty.faults.resetStats();
+      loseNextWriteAnswer();
+      await expect(a.acquire({ tokenId: TOKEN, count: 2, limits })).rejects.toMatchObject({
+        code: 'LEDGER_UNAVAILABLE',
+      });
+      // Sent once and applied (its answer lost): counted once, never twice; no permit was handed out for it.
+      expect(faulty.faults.stats.byCommand.UpdateItem?.sent).toBe(1);
+      expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT - 2);
+      // A throttle, though, is retried: DynamoDB refused it unapplied.
+      faulty.faults.script('throttle', 'none');
+      granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
+      expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT - 3);
     });
-    // Sent once and applied (its answer lost): counted once, never twice; no permit was handed out for it.
-    expect(faulty.faults.stats.byCommand.UpdateItem?.sent).toBe(1);
-    expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT - 2);
-    // A throttle, though, is retried: DynamoDB refused it unapplied.
-    faulty.faults.script('throttle', 'none');
-    granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
-    expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT - 3);
-  });
 
-  it('a vendor report whose answer is lost is applied once, from when it arrived', async () => {
-    const a = ledger();
-    granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
-    loseNextWriteAnswer();
-    await a.reportVendorFeedback({ tokenId: TOKEN, limits, retryAfterSeconds: 30 });
-    expect(faulty.faults.stats.lostAnswer).toBe(1);
-    const no = await ledger().acquire({ tokenId: TOKEN, count: 1, limits });
-    expect(no).toMatchObject({ granted: false, reason: 'COOLDOWN', retryAfterMs: 30_000 });
-    await clock.advance(30_000);
-    granted(await ledger().acquire({ tokenId: TOKEN, count: 1, limits }));
-  });
-
-  it('a write that never gets an answer, even after the retries, is recognised when it did apply', async () => {
-    const a = ledger();
-    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 20, limits }));
-    faulty.faults.set({ commands: ['UpdateItem'] });
-    // Applied, answer lost; then the copies are throttled until the SDK gives up; the ledger reads and sees.
-    faulty.faults.script('lostAnswer', 'throttle', 'throttle');
-    await expect(a.giveBack({ tokenId: TOKEN, count: 20, receipt: grant.receipt, limits })).resolves.toEqual({
-      returned: 20,
+    it('a vendor report whose answer is lost is applied once, from when it arrived', async () => {
+      const a = ledger();
+      granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
+      loseNextWriteAnswer();
+      await a.reportVendorFeedback({ tokenId: TOKEN, limits, retryAfterSeconds: 30 });
+      expect(faulty.faults.stats.lostAnswer).toBe(1);
+      const no = await ledger().acquire({ tokenId: TOKEN, count: 1, limits });
+      expect(no).toMatchObject({ granted: false, reason: 'COOLDOWN', retryAfterMs: 30_000 });
+      await clock.advance(30_000);
+      granted(await ledger().acquire({ tokenId: TOKEN, count: 1, limits }));
     });
-    expect(await minuteRemaining()).toBe(50);
-  });
 
-  it('a write that was not applied and got no answer fails closed: no permit', async () => {
-    const a = ledger();
-    faulty.faults.set({ commands: ['UpdateItem'] });
-    faulty.faults.script('serverError', 'serverError', 'serverError');
-    await expect(a.acquire({ tokenId: TOKEN, count: 5, limits })).rejects.toMatchObject({
-      code: 'LEDGER_UNAVAILABLE',
+    it('a write that never gets an answer, even after the retries, is recognised when it did apply', async () => {
+      const a = ledger();
+      const grant = granted(await a.acquire({ tokenId: TOKEN, count: 20, limits }));
+      faulty.faults.set({ commands: ['UpdateItem'] });
+      // Applied, answer lost; then the copies are throttled until the SDK gives up; the ledger reads and sees.
+      faulty.faults.script('lostAnswer', 'throttle', 'throttle');
+      await expect(
+        a.giveBack({ tokenId: TOKEN, count: 20, receipt: grant.receipt, limits }),
+      ).resolves.toEqual({
+        returned: 20,
+      });
+      expect(await minuteRemaining()).toBe(50);
     });
-    faulty.faults.off();
-    expect(await minuteRemaining()).toBe(50);
-  });
-});
+
+    it('a write that was not applied and got no answer fails closed: no permit', async () => {
+      const a = ledger();
+      faulty.faults.set({ commands: ['UpdateItem'] });
+      faulty.faults.script('serverError', 'serverError', 'serverError');
+      await expect(a.acquire({ tokenId: TOKEN, count: 5, limits })).rejects.toMatchObject({
+        code: 'LEDGER_UNAVAILABLE',
+      });
+      faulty.faults.off();
+      expect(await minuteRemaining()).toBe(50);
+    });
+  },
+);

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import type { FailureState, StoredToken, TakeLeaseRequest } from '../shared/tokens/index.js';
 import { DynamoTokenStore, TokenStoreUnavailableError, tokenIdOf } from '../shared/tokens/index.js';
-import { type LocalDynamo, startDynalite } from './support/dynalite.js';
+import type { LocalDynamo } from './support/dynalite.js';
+import { ENGINES, startEngine } from './support/engines.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const MIN = 60_000;
@@ -14,12 +15,6 @@ let store: DynamoTokenStore;
 let setSeq = 0;
 let setId: string;
 
-beforeAll(async () => {
-  dynamo = await startDynalite();
-  table = await dynamo.createTable('tokens');
-  store = new DynamoTokenStore({ client: dynamo.client, tableName: table });
-});
-afterAll(() => dynamo.close());
 beforeEach(() => {
   setId = `store-set-${++setSeq}`;
 });
@@ -72,7 +67,14 @@ async function promote(now: number, t: StoredToken, expectedTokenId: string | nu
   });
 }
 
-describe('DynamoTokenStore', () => {
+describe.each(ENGINES)('DynamoTokenStore on %s', (engine) => {
+  beforeAll(async () => {
+    dynamo = await startEngine(engine);
+    table = await dynamo.createTable('tokens');
+    store = new DynamoTokenStore({ client: dynamo.client, tableName: table });
+  });
+  afterAll(() => dynamo.close());
+
   it('knows nothing of a set never written', async () => {
     expect(await store.read(setId, T0)).toBeUndefined();
   });

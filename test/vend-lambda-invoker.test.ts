@@ -1,30 +1,37 @@
 import { inspect } from 'node:util';
-import { InvokeCommand, type InvokeCommandOutput, LambdaClient } from '@aws-sdk/client-lambda';
-import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  LambdaInvokeError,
+  type LambdaInvokeOutput,
+  type LambdaInvoker,
+} from '../shared/aws/lambda-invoke.js';
 import { LambdaRefreshInvoker } from '../shared/vend/lambda-refresh-invoker.js';
 
-// No local Lambda exists: the invoke is checked against a client mock (aws-sdk-client-mock).
-const lambdaMock = mockClient(LambdaClient);
-// The SDK wraps payloads in a blob adapter; a plain Uint8Array is what the invoker reads either way.
-const bytes = (text: string) => new TextEncoder().encode(text) as unknown as InvokeCommandOutput['Payload'];
+// The invoke itself (SigV4, HTTP, retries) is tested against a local server in lambda-invoke.test.ts; here the
+// invoker's reading of the refresher's answer, through a scripted LambdaInvoker.
+const calls: { functionName: string; payload: Uint8Array }[] = [];
+let answer: () => Promise<LambdaInvokeOutput> = () => Promise.reject(new Error('no answer scripted'));
+const lambda: LambdaInvoker = {
+  invoke(input) {
+    calls.push(input);
+    return answer();
+  },
+};
+const answers = (output: Omit<LambdaInvokeOutput, 'statusCode'>) => {
+  answer = () => Promise.resolve({ statusCode: 200, ...output });
+};
+const bytes = (text: string) => new TextEncoder().encode(text);
 const encode = (value: unknown) => bytes(JSON.stringify(value));
-const invoker = () =>
-  new LambdaRefreshInvoker({
-    client: new LambdaClient({
-      region: 'eu-west-1',
-      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
-    }),
-    functionName: 'token-broker-refresher',
-  });
+const invoker = () => new LambdaRefreshInvoker({ client: lambda, functionName: 'token-broker-refresher' });
 
-afterEach(() => lambdaMock.reset());
+afterEach(() => {
+  calls.length = 0;
+});
 
 describe('LambdaRefreshInvoker', () => {
   it('invokes the refresher synchronously with {action: "refresh", ...request} and returns its outcome', async () => {
-    lambdaMock.on(InvokeCommand).resolves({
-      StatusCode: 200,
-      Payload: encode({ status: 'CURRENT', tokenId: '0123456789abcdef', exp: 1767618000, loggedIn: true }),
+    answers({
+      payload: encode({ status: 'CURRENT', tokenId: '0123456789abcdef', exp: 1767618000, loggedIn: true }),
     });
     const outcome = await invoker().refresh({
       credentialSetId: 'uat-advisor',
@@ -37,12 +44,10 @@ describe('LambdaRefreshInvoker', () => {
       exp: 1767618000,
       loggedIn: true,
     });
-    const calls = lambdaMock.commandCalls(InvokeCommand);
     expect(calls).toHaveLength(1);
-    const input = calls[0]?.args[0].input;
-    expect(input?.FunctionName).toBe('token-broker-refresher');
-    expect(input?.InvocationType).toBe('RequestResponse');
-    expect(JSON.parse(new TextDecoder().decode(input?.Payload as Uint8Array))).toEqual({
+    const input = calls[0];
+    expect(input?.functionName).toBe('token-broker-refresher');
+    expect(JSON.parse(new TextDecoder().decode(input?.payload))).toEqual({
       action: 'refresh',
       credentialSetId: 'uat-advisor',
       reason: 'NO_USABLE_TOKEN',
@@ -51,9 +56,8 @@ describe('LambdaRefreshInvoker', () => {
   });
 
   it('passes a rejection report on and reads an UNAVAILABLE outcome', async () => {
-    lambdaMock.on(InvokeCommand).resolves({
-      StatusCode: 200,
-      Payload: encode({ status: 'UNAVAILABLE', errorCode: 'INVALID_CREDENTIALS', retryAfterSeconds: 840 }),
+    answers({
+      payload: encode({ status: 'UNAVAILABLE', errorCode: 'INVALID_CREDENTIALS', retryAfterSeconds: 840 }),
     });
     const outcome = await invoker().refresh({
       credentialSetId: 'uat-advisor',
@@ -65,8 +69,7 @@ describe('LambdaRefreshInvoker', () => {
       errorCode: 'INVALID_CREDENTIALS',
       retryAfterSeconds: 840,
     });
-    const payload = lambdaMock.commandCalls(InvokeCommand)[0]?.args[0].input.Payload as Uint8Array;
-    expect(JSON.parse(new TextDecoder().decode(payload))).toMatchObject({
+    expect(JSON.parse(new TextDecoder().decode(calls[0]?.payload))).toMatchObject({
       action: 'refresh',
       reason: 'TOKEN_REJECTED',
       rejectedTokenId: 'fedcba9876543210',
@@ -75,9 +78,8 @@ describe('LambdaRefreshInvoker', () => {
 
   it('drops anything but the outcome fields, so a token in the payload could never travel on', async () => {
     const leaked = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJsZWFrIn0.c2lnbmF0dXJl';
-    lambdaMock.on(InvokeCommand).resolves({
-      StatusCode: 200,
-      Payload: encode({
+    answers({
+      payload: encode({
         status: 'CURRENT',
         tokenId: '0123456789abcdef',
         exp: 1,
@@ -90,10 +92,9 @@ describe('LambdaRefreshInvoker', () => {
   });
 
   it('a function error becomes REFRESHER_UNAVAILABLE naming the error type only, never its message', async () => {
-    lambdaMock.on(InvokeCommand).resolves({
-      StatusCode: 200,
-      FunctionError: 'Unhandled',
-      Payload: encode({
+    answers({
+      functionError: 'Unhandled',
+      payload: encode({
         errorType: 'TokenStoreUnavailableError',
         errorMessage: 'details for the refresher logs',
       }),
@@ -106,7 +107,7 @@ describe('LambdaRefreshInvoker', () => {
     expect(inspect(error)).not.toContain('details for the refresher logs');
   });
 
-  it('an SDK failure, a non-JSON or unknown answer each become REFRESHER_UNAVAILABLE', async () => {
+  it('a failed invoke, a non-JSON or unknown answer each become REFRESHER_UNAVAILABLE', async () => {
     const attempt = () =>
       invoker()
         .refresh({ credentialSetId: 'uat-advisor', reason: 'NO_USABLE_TOKEN' })
@@ -114,15 +115,11 @@ describe('LambdaRefreshInvoker', () => {
           () => 'resolved',
           (e: unknown) => (e as { code: string }).code,
         );
-    lambdaMock
-      .on(InvokeCommand)
-      .rejects(Object.assign(new Error('Rate exceeded'), { name: 'TooManyRequestsException' }));
+    answer = () => Promise.reject(new LambdaInvokeError(429, 'TooManyRequestsException'));
     expect(await attempt()).toBe('REFRESHER_UNAVAILABLE');
-    lambdaMock.reset();
-    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: bytes('<html>') });
+    answers({ payload: bytes('<html>') });
     expect(await attempt()).toBe('REFRESHER_UNAVAILABLE');
-    lambdaMock.reset();
-    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ status: 'MAYBE' }) });
+    answers({ payload: encode({ status: 'MAYBE' }) });
     expect(await attempt()).toBe('REFRESHER_UNAVAILABLE');
   });
 });

@@ -3,7 +3,7 @@ import {
   type SecretsManagerClient,
   SecretsManagerServiceException,
 } from '@aws-sdk/client-secrets-manager';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { refresherRoleArn, sameSecretPolicy, secretResourcePolicy } from '../../infra/secret-policy.js';
 import {
   functionCredentialSets,

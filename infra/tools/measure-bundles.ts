@@ -3,12 +3,16 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { BUNDLE_BUDGET_KIB, formatInputs, largestInputs } from './bundle-contents.js';
+import { measureInit, median } from './bundle-init.js';
 
 /**
  * Measures each function's bundle after a real `cdk synth`: the size of the bundle and its source map, and
  * the cold module-init time, i.e. a fresh Node process (with the functions' NODE_OPTIONS) importing the
  * bundle and finding its handler, with the environment the stack gives the function (resource names
  * replaced by placeholders). Nothing reaches AWS: module init only parses configuration and builds clients.
+ * Also: the init as a ratio to an empty module's import in the same run (interleaved), and the table of what
+ * each bundle is made of (largest inputs, from its source map).
  *
  *   npx cdk synth -c stage=uat --quiet && npx tsx infra/tools/measure-bundles.ts cdk.out TokenBroker-uat 15
  */
@@ -63,7 +67,9 @@ for (const [id, resource] of Object.entries(template.Resources)) {
     }).sort((a, b) => a - b);
   let samples: number[];
   let withoutSourceMaps: number[];
+  let init: ReturnType<typeof measureInit>;
   try {
+    init = measureInit(bundle, env, nodeOptions, runs);
     samples = measure(nodeOptions);
     // The price of --enable-source-maps at init, for comparison.
     withoutSourceMaps = measure(nodeOptions.filter((option) => option !== '--enable-source-maps'));
@@ -85,6 +91,14 @@ for (const [id, resource] of Object.entries(template.Resources)) {
       initMsP90: Number(percentile(samples, 0.9).toFixed(1)),
       initMsMin: Number((samples[0] ?? Number.NaN).toFixed(1)),
       initMsMedianWithoutSourceMaps: Number(percentile(withoutSourceMaps, 0.5).toFixed(1)),
+      emptyModuleImportMsMedian: Number(median(init.emptyMs).toFixed(1)),
+      initRatioToEmptyModule: Number((median(init.bundleMs) / median(init.emptyMs)).toFixed(1)),
+      budget: `${BUNDLE_BUDGET_KIB} KiB: ${code.length <= BUNDLE_BUDGET_KIB * 1024 ? 'within' : 'OVER'}`,
     }),
+  );
+  const map = JSON.parse(readFileSync(`${bundle}.map`, 'utf8')) as { sources: string[]; mappings: string };
+  const inputs = largestInputs(code.toString(), map, path.dirname(bundle), process.cwd());
+  console.log(
+    [`${id}: largest inputs of ${kib(code.length)}`, ...formatInputs(inputs, code.length, 12)].join('\n'),
   );
 }

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
 import { planFor } from '../ledger/limit-plan.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor/types.js';

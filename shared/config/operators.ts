@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
 import { principalArnSchema } from './consumers.js';
 import { parseConfig } from './credential-sets.js';

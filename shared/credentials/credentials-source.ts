@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BrokerError } from '../errors.js';
 import type { VendorCredentials } from '../vendor/types.js';
 

@@ -1,6 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type CredentialSetState, notExpired, type StoredToken, type TokenView } from './token-state.js';
 
 /** Item layout of the tokens table: one item per set, key `pk = "set#<id>"`. */

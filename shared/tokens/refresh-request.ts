@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues } from '../config/credential-sets.js';
 import { InvalidRefreshRequestError } from './errors.js';
 

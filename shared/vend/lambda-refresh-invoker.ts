@@ -1,5 +1,5 @@
-import { InvokeCommand, type InvokeCommandOutput, type LambdaClient } from '@aws-sdk/client-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
+import type { LambdaInvokeOutput, LambdaInvoker } from '../aws/lambda-invoke.js';
 import type { RefreshInvoker, RefreshOutcome, RefreshRequest } from './refresh-invoker.js';
 import { RefresherUnavailableError } from './vend-errors.js';
 
@@ -23,37 +23,36 @@ const outcomeSchema = z.discriminatedUnion('status', [
 
 /** The refresher function, invoked synchronously (RequestResponse) with `{ action: 'refresh', ...request }`. */
 export class LambdaRefreshInvoker implements RefreshInvoker {
-  readonly #client: LambdaClient;
+  readonly #client: LambdaInvoker;
   readonly #functionName: string;
   readonly #timeoutMs: number;
 
   /** `timeoutMs` (real time, default 12 s): a refresher that hangs must not hold the vend request forever. */
-  constructor(options: { client: LambdaClient; functionName: string; timeoutMs?: number }) {
+  constructor(options: { client: LambdaInvoker; functionName: string; timeoutMs?: number }) {
     this.#client = options.client;
     this.#functionName = options.functionName;
     this.#timeoutMs = options.timeoutMs ?? 12_000;
   }
 
   async refresh(request: RefreshRequest, options: { signal?: AbortSignal } = {}): Promise<RefreshOutcome> {
-    const command = new InvokeCommand({
-      FunctionName: this.#functionName,
-      InvocationType: 'RequestResponse',
-      Payload: new TextEncoder().encode(JSON.stringify({ action: 'refresh', ...request })),
-    });
-    let response: InvokeCommandOutput;
+    const input = {
+      functionName: this.#functionName,
+      payload: new TextEncoder().encode(JSON.stringify({ action: 'refresh', ...request })),
+    };
+    let response: LambdaInvokeOutput;
     try {
       const timeout = AbortSignal.timeout(this.#timeoutMs);
       const abortSignal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-      response = await this.#client.send(command, { abortSignal });
+      response = await this.#client.invoke(input, { abortSignal });
     } catch (cause) {
       const name = cause instanceof Error ? cause.name : 'unknown';
       throw new RefresherUnavailableError(`invoking the refresher failed (${name})`, { cause });
     }
-    const text = response.Payload ? new TextDecoder().decode(response.Payload) : '';
-    if (response.FunctionError) {
+    const text = new TextDecoder().decode(response.payload);
+    if (response.functionError) {
       // The error's type only: its message is the refresher's business, and stays in the refresher's logs.
       const errorType = safeErrorType(text);
-      throw new RefresherUnavailableError(`the refresher failed (${response.FunctionError}: ${errorType})`);
+      throw new RefresherUnavailableError(`the refresher failed (${response.functionError}: ${errorType})`);
     }
     let payload: unknown;
     try {

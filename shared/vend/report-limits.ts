@@ -6,7 +6,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';

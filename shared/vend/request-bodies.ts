@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { BadRequestError } from './vend-errors.js';
 
 /** A token id as the broker hands it out: the first 16 hex digits of sha256(token). */

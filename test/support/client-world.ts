@@ -154,8 +154,11 @@ export async function startBrokerWorld(
 export const minuteRemaining = (windows: readonly WindowRemaining[]): number | undefined =>
   windows.find((w) => w.class === undefined && w.windowSeconds === 60)?.remaining;
 
-/** Waits (real time, briefly) until `check` holds: for work the library does in the background over real I/O. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+/**
+ * Waits (real time) until `check` holds: for work the library does in the background over real I/O. The
+ * deadline bounds a hang; it is not a timing, so it is generous (a loaded 2-core machine is slow, not wrong).
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error('condition not reached in time');

@@ -26,6 +26,11 @@ let tableCounter = 0;
 export async function startDynalite(): Promise<LocalDynamo> {
   const external = process.env.TEST_DYNAMO_ENDPOINT;
   if (external) return externalDynamo(external);
+  return startDynaliteServer();
+}
+
+/** Always a dynalite of this process, whatever TEST_DYNAMO_ENDPOINT says (see engines.ts). */
+export async function startDynaliteServer(): Promise<LocalDynamo> {
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -49,7 +54,8 @@ export async function startDynalite(): Promise<LocalDynamo> {
 /** Tables from earlier runs stay in a shared server, and a pid can come back: names get this run's id too. */
 const runId = randomBytes(4).toString('hex');
 
-function externalDynamo(endpoint: string): LocalDynamo {
+/** A server this process does not own (DynamoDB Local, or TEST_DYNAMO_ENDPOINT): its own tables, never stopped. */
+export function externalDynamo(endpoint: string): LocalDynamo {
   const client = createDynamoDbClient({ endpoint });
   return {
     endpoint,

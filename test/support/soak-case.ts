@@ -8,12 +8,10 @@ import { runSoak, SOAK_DEFAULTS, soakFailures } from '../../local/soak.js';
  * two run side by side.
  *
  * What it gates on is what load cannot change: no vendor 429 or 401, one login per lifetime, no secret in a
- * log, no client error, and traffic flowing (more than half the quota used). How much of the quota is used in
- * real time depends on the machine (measured 84-100 % on an idle 2-core machine, 72-79 % under load): that
- * figure is printed here and gated by `npm run soak` (≥ 95 %), not by `npm test`.
+ * log, no client error, traffic reaching the vendor on every token. How much of the quota is used in real time
+ * depends on the machine (measured 84-100 % on an idle 2-core machine, 72-79 % under load): that figure is
+ * printed here and gated only by `npm run soak` (≥ 95 %), never by `npm test`.
  */
-/** Traffic flows: far below any real-time figure, so that the machine's load cannot fail the suite. */
-const IN_SUITE_MIN_QUOTA_PCT = 50;
 
 export async function shortSoak(windowKind: 'fixed' | 'sliding'): Promise<void> {
   const result = await runSoak({
@@ -34,10 +32,10 @@ export async function shortSoak(windowKind: 'fixed' | 'sliding'): Promise<void> 
     expect(row.tokens).toBeGreaterThanOrEqual(3);
   }
   console.info(JSON.stringify(result.rows.map((row) => ({ set: row.set, quotaUsedPct: row.quotaUsedPct }))));
-  expect(soakFailures(result, IN_SUITE_MIN_QUOTA_PCT)).toEqual([]);
+  expect(soakFailures(result)).toEqual([]);
   expect(result.clientErrors).toEqual({});
 }
 
 export const SOAK_TEST_NAME =
-  'keeps the vendor from ever answering 429 or 401, logs in once per lifetime, and uses the quota';
+  'keeps the vendor from ever answering 429 or 401, logs in once per lifetime, and leaks no secret';
 export const SOAK_TIMEOUT_MS = 150_000;
