@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StageInput } from '../infra/stage-config.js';
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
 import { runIn } from './support/cli-harness.js';
+import { variant } from './support/stage-variants.js';
 
 /** `token-broker check-config`: what a pipeline runs before a deploy. Offline, no AWS credentials. */
 const dir = mkdtempSync(join(tmpdir(), 'cli-stages-'));
@@ -14,14 +14,6 @@ function stageFile(stage: unknown): string {
   const path = join(dir, `stage-${++files}.json`);
   writeFileSync(path, JSON.stringify(stage));
   return path;
-}
-function variant(
-  base: StageInput,
-  change: (stage: StageInput & Record<string, unknown>) => void,
-): StageInput {
-  const copy = structuredClone(base) as StageInput & Record<string, unknown>;
-  change(copy);
-  return copy;
 }
 /** A stage as a real team would have it: its own account, real addresses, a clickable runbook. */
 const realistic = variant(prod, (s) =>

@@ -6,7 +6,6 @@ import { STAGES } from '../infra/stages/index.js';
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
 import { parseOperators } from '../shared/config/operators.js';
-import { ConfigurationError } from '../shared/errors.js';
 import {
   type Deployed,
   identityStatements,
@@ -14,6 +13,7 @@ import {
   SKIP_BUNDLING,
   synthesizeStages,
 } from './support/infra-template.js';
+import { stageFailureOf, variant } from './support/stage-variants.js';
 
 /**
  * Who reaches what, as deployed: the refresher role's fixed name (the one the vendor secrets' resource
@@ -112,24 +112,6 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
   });
 });
 
-function variant(
-  base: StageInput,
-  change: (stage: StageInput & Record<string, unknown>) => void,
-): StageInput {
-  const copy = structuredClone(base) as StageInput & Record<string, unknown>;
-  change(copy);
-  return copy;
-}
-function messageOf(input: StageInput): string {
-  try {
-    parseStageConfig(input);
-  } catch (error) {
-    if (error instanceof ConfigurationError) return error.message;
-    throw error;
-  }
-  throw new Error('the stage was accepted');
-}
-
 describe('stage configuration: operators and break-glass principals', () => {
   const ONCALL = 'arn:aws:iam::111111111111:role/token-broker-oncall-uat';
   it.each<[string, StageInput, string]>([
@@ -209,7 +191,7 @@ describe('stage configuration: operators and break-glass principals', () => {
       'prod.breakGlassPrincipals: a production stage needs at least one break-glass principal',
     ],
   ])('refuses %s', (_, input, expected) => {
-    expect(messageOf(input)).toContain(expected);
+    expect(stageFailureOf(input).message).toContain(expected);
   });
 
   it('accepts uat without break-glass principals or operators, and a consumer that is also an operator', () => {

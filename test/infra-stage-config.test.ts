@@ -4,29 +4,9 @@ import { functionCredentialSets, parseStageConfig, type StageInput } from '../in
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
 import { parseCredentialSets } from '../shared/config/credential-sets.js';
-import { ConfigurationError } from '../shared/errors.js';
+import { stageFailureOf, variant } from './support/stage-variants.js';
 
 const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
-
-/** A deep copy of a stage with one change, so every case starts from a valid stage. */
-function variant(
-  base: StageInput,
-  change: (stage: StageInput & Record<string, unknown>) => void,
-): StageInput {
-  const copy = structuredClone(base) as StageInput & Record<string, unknown>;
-  change(copy);
-  return copy;
-}
-
-function failureOf(input: StageInput): ConfigurationError {
-  try {
-    parseStageConfig(input);
-  } catch (error) {
-    if (error instanceof ConfigurationError) return error;
-    throw error;
-  }
-  throw new Error('the stage was accepted');
-}
 
 describe('stage configuration', () => {
   it('accepts the uat and prod stages, with defaults filled in', () => {
@@ -126,7 +106,7 @@ describe('stage configuration', () => {
   ];
 
   it.each(cases)('refuses %s, naming the stage and the field', (_, input, expected) => {
-    const error = failureOf(input);
+    const error = stageFailureOf(input);
     expect(error.code).toBe('CONFIGURATION_INVALID');
     expect(error.message).toContain(`invalid stage "${input.name}"`);
     expect(error.message).toContain(expected);

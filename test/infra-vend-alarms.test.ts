@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createBrokerApp } from '../infra/broker-app.js';
 import { VEND_TIMEOUT } from '../infra/function-sizing.js';
 import { REPOSITORY_RUNBOOK_URL } from '../infra/runbook.js';
-import { parseStageConfig, type StageInput } from '../infra/stage-config.js';
+import { parseStageConfig } from '../infra/stage-config.js';
 import { STAGES } from '../infra/stages/index.js';
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
@@ -11,6 +11,7 @@ import { ConfigurationError } from '../shared/errors.js';
 import { DIMENSION_ERROR_CODE, Metric, VEND_SERVER_ERROR_CODES } from '../shared/metric-names.js';
 import { createPowertoolsTelemetry, MetricUnit } from '../shared/observability.js';
 import { type Deployed, SKIP_BUNDLING, synthesizeStages } from './support/infra-template.js';
+import { variant } from './support/stage-variants.js';
 
 let deployed: Record<string, Deployed> = {};
 
@@ -21,15 +22,6 @@ beforeAll(() => {
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-function variant(
-  base: StageInput,
-  change: (stage: StageInput & Record<string, unknown>) => void,
-): StageInput {
-  const copy = structuredClone(base) as StageInput & Record<string, unknown>;
-  change(copy);
-  return copy;
-}
 
 function failureOf(run: () => unknown): string {
   try {

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -6,29 +6,9 @@ import { LOCAL_LEDGER_TABLE, LOCAL_TOKENS_TABLE, startLocalBroker } from '../loc
 import { loadLocalConfig } from '../local/config.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { MemoryTelemetry } from '../shared/observability.js';
+import { startBrokerProcess } from './support/local-broker-process.js';
 
 const run = promisify(execFile);
-const TSX = 'node_modules/.bin/tsx';
-
-/** `npm start` (local/start.ts) with the environment given, up to its banner's last line. */
-function startBroker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; banner: string }> {
-  const child = spawn(TSX, ['local/start.ts'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('Ctrl-C stops everything.')) resolve({ child, banner: out });
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('exit', (code) => reject(new Error(`broker exited with ${code}: ${err}`)));
-  });
-}
 
 /**
  * BROKER_DYNAMODB_ENDPOINT: the local broker on an external DynamoDB, here the run's DynamoDB Local (AWS's
@@ -43,7 +23,11 @@ describe('npm start on DynamoDB Local (BROKER_DYNAMODB_ENDPOINT)', () => {
 
   beforeAll(async () => {
     before = await tables();
-    broker = await startBroker({ BROKER_PORT: '0', LOG_LEVEL: 'warn', BROKER_DYNAMODB_ENDPOINT: endpoint });
+    broker = await startBrokerProcess({
+      BROKER_PORT: '0',
+      LOG_LEVEL: 'warn',
+      BROKER_DYNAMODB_ENDPOINT: endpoint,
+    });
   }, 120_000);
   afterAll(() => {
     if (broker?.child.exitCode === null) broker.child.kill('SIGKILL');

@@ -1,39 +1,19 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBrokerProcess, TSX } from './support/local-broker-process.js';
 
 const run = promisify(execFile);
-const TSX = 'node_modules/.bin/tsx';
-
-/** Starts `local/start.ts` as `npm start` does and waits for its banner (everything up to "Ctrl-C"). */
-function startBroker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; banner: string }> {
-  const child = spawn(TSX, ['local/start.ts'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('Ctrl-C stops everything.')) resolve({ child, banner: out });
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('exit', (code) => reject(new Error(`broker exited with ${code}: ${err}`)));
-  });
-}
 
 describe('npm start (the README quick start)', () => {
   let broker: { child: ChildProcess; banner: string };
 
   beforeAll(async () => {
-    broker = await startBroker({ BROKER_PORT: '0', LOG_LEVEL: 'warn' });
+    broker = await startBrokerProcess({ BROKER_PORT: '0', LOG_LEVEL: 'warn' });
   }, 60_000);
   afterAll(() => {
     if (broker?.child.exitCode === null) broker.child.kill('SIGKILL');
