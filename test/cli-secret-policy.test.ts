@@ -209,6 +209,7 @@ describe('check-config --secrets', () => {
     expect(run.stdout).toContain(
       `secret readers: ${PROD_READERS[0]} (refresher), ${PROD_READERS[1]} (break-glass)`,
     );
+    expect(run.stdout).toContain("secrets' resource policies: checked in Secrets Manager");
     expect(secrets.commandCalls(GetResourcePolicyCommand).map((c) => c.args[0].input.SecretId)).toEqual([
       'token-broker/prod/advisor',
       'token-broker/prod/execution-platform',
@@ -272,6 +273,8 @@ describe('check-config --secrets', () => {
     });
     expect(offline.exit, offline.stderr).toBe(0);
     expect(clients).toBe(0);
+    // The offline answer says what it did not check, and how to.
+    expect(offline.stdout).toContain("secrets' resource policies: not checked (offline); --secrets asks");
   });
 });
 

@@ -234,6 +234,9 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
       ...summary.operators.map((o) => `    ${o.name} → ${o.credentialSets.join(', ')}`),
       `  secret readers: ${summary.secretReaders.refresher} (refresher), ${summary.secretReaders.breakGlass.map((arn) => `${arn} (break-glass)`).join(', ') || 'no break-glass principal'}`,
       `  configuration in the functions' environment: ${summary.configurationBytes} bytes (Lambda allows 4096 in all)`,
+      parsed.values.secrets
+        ? "  secrets' resource policies: checked in Secrets Manager (findings below)"
+        : "  secrets' resource policies: not checked (offline); --secrets asks Secrets Manager",
     ];
     io.stdout.write(`${lines.join('\n')}\n`);
   }
