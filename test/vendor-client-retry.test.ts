@@ -158,16 +158,28 @@ describe('network failures, timeouts and aborts', () => {
   });
 
   it('an answer slower than the timeout is a VendorTimeoutError, retried up to max attempts', async () => {
-    // The sandbox holds each answer far longer than the timeout, so no load on the machine can let one through.
-    sandbox.update({ latencyMs: 5000 });
-    const telemetry = new MemoryTelemetry();
-    const client = clientWith({ maxAttempts: 2 }, { timeoutMs: 20, telemetry });
-    const error = await failure(client.login(credentials));
-    expect(error).toBeInstanceOf(VendorTimeoutError);
-    expect(error).toMatchObject({ code: 'VENDOR_TIMEOUT', retryable: true });
-    // Counted by the client: under load an attempt can time out before the sandbox has even read it.
-    const retries = telemetry.logs.filter((l) => l.message === 'vendor call failed; retrying');
-    expect(retries.map((l) => l.attributes.errorCode)).toEqual(['VENDOR_TIMEOUT']);
+    // A sandbox of its own, closed at the end: under load an attempt that timed out at the client may reach a
+    // sandbox only later, and would be counted by the next test. It holds each answer far longer than the
+    // timeout, so no load on the machine can let one through.
+    const slow = await startSandbox({ environment: 'uat', clock, quiet: true, latencyMs: 5000 });
+    try {
+      const telemetry = new MemoryTelemetry();
+      const client = new VendorClient({
+        baseUrl: slow.url,
+        clock,
+        retry: { maxAttempts: 2 },
+        timeoutMs: 20,
+        telemetry,
+      });
+      const error = await failure(client.login(credentials));
+      expect(error).toBeInstanceOf(VendorTimeoutError);
+      expect(error).toMatchObject({ code: 'VENDOR_TIMEOUT', retryable: true });
+      // Counted by the client: under load an attempt can time out before the sandbox has even read it.
+      const retries = telemetry.logs.filter((l) => l.message === 'vendor call failed; retrying');
+      expect(retries.map((l) => l.attributes.errorCode)).toEqual(['VENDOR_TIMEOUT']);
+    } finally {
+      await slow.close();
+    }
   });
 
   it("the caller's signal aborts an attempt in flight, and it is not retried", async () => {
