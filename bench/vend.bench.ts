@@ -187,12 +187,12 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
   return [
     {
       title:
-        'vend handler latency, IN-PROCESS (no HTTP, no SigV4), simulated clock, dynalite on 127.0.0.1, this machine',
+        'vend handler latency (real time around the call), IN-PROCESS (no HTTP, no SigV4); the handler on a simulated clock; dynalite on 127.0.0.1, this machine',
       rows: inProcess,
     },
     {
       title:
-        'vend API latency over HTTP + SigV4 (local broker on 127.0.0.1, real clock, dynalite), this machine',
+        'vend API latency (real time around the request) over HTTP + SigV4: local broker on 127.0.0.1 on the real clock, dynalite, this machine',
       rows: await httpCases(),
     },
   ];
