@@ -4,6 +4,8 @@ export type BenchRow = Record<string, string | number>;
 export interface BenchTable {
   title: string;
   rows: BenchRow[];
+  /** Printed under the table: how to read it, how a contender was set up. */
+  footnote?: string;
 }
 
 /** Columns padded to their widest cell; numbers right-aligned. */
@@ -29,7 +31,7 @@ export function formatTable(table: BenchTable): string {
       columns.map((column) => typeof row[column] === 'number'),
     ),
   );
-  return [table.title, header, rule, ...body].join('\n');
+  return [table.title, header, rule, ...body, ...(table.footnote ? [`* ${table.footnote}`] : [])].join('\n');
 }
 
 const formatNumber = (value: number): string =>

@@ -1,12 +1,16 @@
 /**
  * The rate ledger beside rate-limiter-flexible's RateLimiterDynamo (two of them in a RateLimiterUnion, for
- * 50 per minute and 1000 per hour, the way its users combine limits), on the same dynalite, through the real
- * DynamoDB client, with writes counted at each client.
- * - Simulated (ManualClock; Date.now follows it while rate-limiter-flexible runs): 3 hours of two demand
- *   patterns; the most granted in any 60 s and 3600 s span, the permits an exact sliding-window vendor would
- *   refuse, DynamoDB writes per granted permit, and the share of the quota used (permits the vendor accepts /
- *   the most any scheduler could get through in the same 3 hours, see idealGrantTimes).
- * - Real time: grants per second at 1, 8 and 32 concurrent consumers, limits out of reach.
+ * 50 per minute and 1000 per hour, with a rejected request's points given back by `reward`, as its
+ * documentation has it), on the same dynalite, through the real DynamoDB client, with writes counted at each
+ * client. Every call is in-process (no HTTP, no SigV4).
+ * - SIMULATED time (ManualClock; Date.now follows it while rate-limiter-flexible runs; DynamoDB answers take no
+ *   simulated time): 3 hours of two demand patterns; the most granted in any 60 s and 3600 s span, the permits
+ *   an exact sliding-window vendor would refuse, DynamoDB writes per granted permit, and the share of the quota
+ *   used (permits the vendor accepts / the most any scheduler could get through in the same 3 hours, see
+ *   idealGrantTimes). Here the hour limit binds; ledger-realtime.bench.ts has the minute limit binding on the
+ *   real clock.
+ * - REAL time: grants per second at 1, 8 and 32 callers, limits out of reach: one process batching concurrent
+ *   callers, and one instance per caller serving one request at a time (what Lambda instances do).
  */
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock, systemClock } from '../shared/clock.js';
@@ -105,7 +109,7 @@ async function quotaRow(
     writes = countDynamoCalls(client).writes;
     destroy = () => client.destroy();
     contender = flexibleContender({
-      name: 'RateLimiterDynamo ×2 + Union',
+      name: 'rate-limiter-flexible: RateLimiterDynamo ×2 + Union, reward on rejection',
       client,
       tableName,
       limits: FLEXIBLE_LIMITS,
@@ -135,53 +139,74 @@ async function quotaRow(
   };
 }
 
+/**
+ * `batched`: one ledger in one process answers all callers at once, so concurrent asks share one write: a
+ * Lambda instance never sees this (it serves one request at a time). `instances`: one ledger and one DynamoDB
+ * client per caller, each asking again only when answered, as N Lambda instances would. rate-limiter-flexible
+ * is set up the `instances` way too (it keeps nothing in memory to batch).
+ */
 async function throughputRow(
   dynamo: Dynamo,
-  kind: 'ledger-shared' | 'ledger-per-consumer' | 'flexible',
+  kind: 'ledger-batched' | 'ledger-instances' | 'flexible-instances',
 ): Promise<BenchRow> {
   const row: BenchRow = {};
-  for (const consumers of CONCURRENCY) {
+  for (const callers of CONCURRENCY) {
+    const clients: { destroy(): void }[] = [];
+    const writeCounters: (() => number)[] = [];
+    let name: string;
     let contender: Contender;
-    let counter: ReturnType<typeof countDynamoCalls>;
-    let destroy: () => void;
-    if (kind === 'flexible') {
-      const client = flexibleClient(dynamo.endpoint);
-      const tableName = `bench-flexible-throughput-${consumers}`;
-      await createFlexibleTable(client, tableName);
-      counter = countDynamoCalls(client);
-      destroy = () => client.destroy();
+    if (kind === 'flexible-instances') {
+      const tableName = `bench-flexible-throughput-${callers}`;
       const huge = FLEXIBLE_LIMITS.map((l) => ({ ...l, points: 1e9 }));
-      contender = flexibleContender({
-        name: 'RateLimiterDynamo ×2 + Union',
-        client,
-        tableName,
-        limits: huge,
-        key: 'k',
-      });
+      const instances: Contender[] = [];
+      for (let i = 0; i < callers; i++) {
+        const client = flexibleClient(dynamo.endpoint);
+        if (i === 0) await createFlexibleTable(client, tableName);
+        clients.push(client);
+        writeCounters.push(countDynamoCalls(client).writes);
+        instances.push(flexibleContender({ name: '', client, tableName, limits: huge, key: 'k' }));
+      }
+      name = 'rate-limiter-flexible (RateLimiterDynamo ×2 + Union), one instance per caller';
+      contender = { name, acquire: (caller, count) => (instances[caller] as Contender).acquire(0, count) };
     } else {
-      const client = createDynamoDbClient({ endpoint: dynamo.endpoint });
-      counter = countDynamoCalls(client);
-      destroy = () => client.destroy();
-      contender = ledgerContender({
-        name:
-          kind === 'ledger-shared'
-            ? 'DynamoRateLedger, one per process'
-            : 'DynamoRateLedger, one per consumer',
-        client,
-        tableName: await dynamo.createTable('bench-throughput'),
-        clock: systemClock,
-        // Out of reach of a 2 s run, and still within one write unit (limits that need more digits do not fit).
-        limits: rateLimitSettingsSchema.parse({ general: [{ limit: 36 ** 4 - 1, windowSeconds: 3600 }] }),
-        processes: kind === 'ledger-shared' ? 1 : consumers,
-        tokenId: 'throughput',
+      const tableName = await dynamo.createTable('bench-throughput');
+      // Out of reach of a 2 s run, and still within one write unit (limits that need more digits do not fit).
+      const limits = rateLimitSettingsSchema.parse({
+        general: [{ limit: 36 ** 4 - 1, windowSeconds: 3600 }],
       });
+      const instances: Contender[] = [];
+      for (let i = 0; i < (kind === 'ledger-batched' ? 1 : callers); i++) {
+        const client = createDynamoDbClient({ endpoint: dynamo.endpoint });
+        clients.push(client);
+        writeCounters.push(countDynamoCalls(client).writes);
+        instances.push(
+          ledgerContender({
+            name: '',
+            client,
+            tableName,
+            clock: systemClock,
+            limits,
+            processes: 1,
+            tokenId: 'throughput',
+          }),
+        );
+      }
+      name =
+        kind === 'ledger-batched'
+          ? 'DynamoRateLedger, ONE process batching concurrent callers (not what Lambda sees)'
+          : 'DynamoRateLedger, one instance per caller, one request at a time (as on Lambda)';
+      contender = {
+        name,
+        acquire: (caller, count) => (instances[caller % instances.length] as Contender).acquire(0, count),
+      };
     }
-    const result = await measureThroughput(contender, consumers, THROUGHPUT_MS);
-    destroy();
-    row.limiter ??= contender.name;
-    row[`grants/s, ${consumers} consumer${consumers > 1 ? 's' : ''}`] = Math.round(result.grantsPerSecond);
-    row[`writes/grant @${consumers}`] = result.grants ? counter.writes() / result.grants : 0;
-    row[`failed @${consumers}`] = result.failures;
+    const result = await measureThroughput(contender, callers, THROUGHPUT_MS);
+    for (const client of clients) client.destroy();
+    const writes = writeCounters.reduce((sum, w) => sum + w(), 0);
+    row.limiter ??= name;
+    row[`grants/s, ${callers} caller${callers > 1 ? 's' : ''}`] = Math.round(result.grantsPerSecond);
+    row[`writes/grant @${callers}`] = result.grants ? writes / result.grants : 0;
+    row[`failed @${callers}`] = result.failures;
   }
   return row;
 }
@@ -210,16 +235,20 @@ export async function run(): Promise<BenchTable[]> {
       });
     }
     const speed: BenchRow[] = [];
-    for (const kind of ['ledger-shared', 'ledger-per-consumer', 'flexible'] as const)
+    for (const kind of ['ledger-batched', 'ledger-instances', 'flexible-instances'] as const)
       speed.push(await throughputRow(dynamo, kind));
     return [
       {
-        title: `Rate limits 50/60 s + 1000/3600 s on one token, ${HOURS} simulated hours, same dynalite (grant times; vendor = exact sliding windows)`,
+        title: `Rate limits 50/60 s + 1000/3600 s on one token, SIMULATED time: ${HOURS} simulated hours (DynamoDB takes no simulated time; the hour limit binds), in-process (no HTTP), same dynalite (grant times; vendor = exact sliding windows)`,
         rows: quota,
+        footnote:
+          "rate-limiter-flexible: two RateLimiterDynamo (fixed windows from the first consume) in a RateLimiterUnion, and on a rejection the request's points given back to both limiters with reward() (the union consumes from every limiter, the rejecting one included); its writes include those rewards. Its RateLimiterQueue is not used: it takes one limiter (it reads get() and points, which a union lacks) and queues in one process only.",
       },
       {
-        title: `Grants per second, real time, in-process (no HTTP), limits out of reach, ${THROUGHPUT_MS / 1000} s per cell`,
+        title: `Grants per second, REAL time, in-process (no HTTP), dynalite on 127.0.0.1, limits out of reach, ${THROUGHPUT_MS / 1000} s per cell; a caller asks again when answered`,
         rows: speed,
+        footnote:
+          'ONE process batching: one DynamoRateLedger answers every caller, so concurrent asks share a write; a Lambda instance serves one request at a time and never sees this. One instance per caller: its own ledger and DynamoDB client, asking again only when answered, as that many Lambda instances would (the rows to read for Lambda).',
       },
       {
         title:

@@ -123,7 +123,7 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
   const rows = [...(await simulate(1)), ...(await simulate(20))];
   return [
     {
-      title: `Refresher: ${HOURS} simulated hours, token lifetime ${LIFETIME / 3600} h, a run every ${PERIOD / 60} min`,
+      title: `Refresher: ${HOURS} simulated hours, token lifetime ${LIFETIME / 3600} h, a run every ${PERIOD / 60} min (in-process runs; vendor sandbox over HTTP, dynalite)`,
       rows,
     },
   ];

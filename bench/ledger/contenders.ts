@@ -63,8 +63,11 @@ export async function createFlexibleTable(client: DynamoDB, tableName: string): 
 }
 
 /**
- * rate-limiter-flexible as its users set it up for "50 per minute and 1000 per hour": two RateLimiterDynamo
- * (fixed windows starting at the first consume) combined with RateLimiterUnion. It reads time from Date.now().
+ * rate-limiter-flexible set up as its documentation advises for "50 per minute and 1000 per hour": two
+ * RateLimiterDynamo (fixed windows starting at the first consume) combined with RateLimiterUnion, and the
+ * points of a rejected request given back with `reward`. RateLimiterUnion consumes from every limiter (a store
+ * limiter counts the points even when it rejects), so without the give-back a request refused by the minute
+ * limiter still spends hour points. It reads time from Date.now().
  */
 export function flexibleContender(options: {
   name: string;
@@ -93,8 +96,10 @@ export function flexibleContender(options: {
         await union.consume(options.key, count);
         return { granted: true, at: Date.now() };
       } catch (rejection) {
+        // Only the rejecting limiters are in the rejection; every limiter counted the points.
         const results = Object.values(rejection as Record<string, unknown>);
         if (results.length === 0 || !results.every((r) => r instanceof RateLimiterRes)) throw rejection;
+        await Promise.all(limiters.map((limiter) => limiter.reward(options.key, count)));
         const waits = (results as RateLimiterRes[]).map((r) => r.msBeforeNext);
         return { granted: false, retryAfterMs: Math.max(1, ...waits) };
       }

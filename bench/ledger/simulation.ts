@@ -88,19 +88,26 @@ export function slidingVendorRejections(
   grants: readonly TimedCount[],
   limits: { limit: number; windowMs: number }[],
 ): number {
+  const sent = grants.reduce((sum, g) => sum + g.count, 0);
+  return sent - slidingVendorAccepted(grants, limits).length;
+}
+
+/** The times of the permits such a vendor would accept, in order. */
+export function slidingVendorAccepted(
+  grants: readonly TimedCount[],
+  limits: { limit: number; windowMs: number }[],
+): number[] {
   const permits = [...grants]
     .sort((a, b) => a.time - b.time)
     .flatMap((g) => Array<number>(g.count).fill(g.time));
   const accepted: number[] = [];
   const oldest = limits.map(() => 0);
-  let rejected = 0;
   for (const t of permits) {
     const full = limits.some(({ limit, windowMs }, i) => {
       while ((accepted[oldest[i] ?? 0] ?? t) <= t - windowMs) oldest[i] = (oldest[i] ?? 0) + 1;
       return accepted.length - (oldest[i] ?? 0) >= limit;
     });
-    if (full) rejected++;
-    else accepted.push(t);
+    if (!full) accepted.push(t);
   }
-  return rejected;
+  return accepted;
 }
