@@ -176,30 +176,26 @@ export const stageConfigSchema = z
         issue(['alarms', 'tokenValiditySeconds'], `must be below set "${set.id}"'s softThresholdSeconds`);
       }
     });
-    const principals = new Set<string>();
-    stage.consumers.forEach((consumer, index) => {
-      if (principals.has(consumer.principalArn)) {
-        issue(['consumers', index, 'principalArn'], `duplicate principal "${consumer.principalArn}"`);
-      }
-      principals.add(consumer.principalArn);
-      consumer.credentialSets.forEach((setId, setIndex) => {
-        if (!setIds.has(setId)) {
-          issue(['consumers', index, 'credentialSets', setIndex], `unknown credential set "${setId}"`);
+    // Consumers and operators: each principal once per list, and only sets the stage has.
+    const checkRules = (
+      key: 'consumers' | 'operators',
+      rules: readonly { principalArn: string; credentialSets?: readonly string[] }[],
+    ) => {
+      const principals = new Set<string>();
+      rules.forEach((rule, index) => {
+        if (principals.has(rule.principalArn)) {
+          issue([key, index, 'principalArn'], `duplicate principal "${rule.principalArn}"`);
         }
+        principals.add(rule.principalArn);
+        rule.credentialSets?.forEach((setId, setIndex) => {
+          if (!setIds.has(setId)) {
+            issue([key, index, 'credentialSets', setIndex], `unknown credential set "${setId}"`);
+          }
+        });
       });
-    });
-    const operatorPrincipals = new Set<string>();
-    stage.operators.forEach((operator, index) => {
-      if (operatorPrincipals.has(operator.principalArn)) {
-        issue(['operators', index, 'principalArn'], `duplicate principal "${operator.principalArn}"`);
-      }
-      operatorPrincipals.add(operator.principalArn);
-      operator.credentialSets?.forEach((setId, setIndex) => {
-        if (!setIds.has(setId)) {
-          issue(['operators', index, 'credentialSets', setIndex], `unknown credential set "${setId}"`);
-        }
-      });
-    });
+    };
+    checkRules('consumers', stage.consumers);
+    checkRules('operators', stage.operators);
     const readers = new Set<string>();
     stage.breakGlassPrincipals.forEach((arn, index) => {
       if (readers.has(arn)) issue(['breakGlassPrincipals', index], `duplicate principal "${arn}"`);

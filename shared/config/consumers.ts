@@ -14,9 +14,12 @@ export const principalArnSchema = z
     'an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/portfolio-service',
   );
 
+/** The name of a consumer or operator rule, for logs. */
+export const ruleNameSchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/);
+
 export const consumerSchema = z.object({
   /** A human name for logs, e.g. `portfolio-service`. */
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+  name: ruleNameSchema,
   principalArn: principalArnSchema,
   credentialSets: z.array(z.string().min(1)).min(1),
 });
@@ -31,9 +34,19 @@ export function parseConsumers(
   source = 'consumers',
 ): ConsumerConfig[] {
   const consumers = parseConfig(consumersSchema, input, source);
+  requireKnownSets(consumers, knownSetIds, source);
+  return consumers;
+}
+
+/** Every set a rule (consumer or operator) names must exist; the first that does not is named. */
+export function requireKnownSets(
+  rules: readonly { credentialSets?: readonly string[] }[],
+  knownSetIds: readonly string[],
+  source: string,
+): void {
   const known = new Set(knownSetIds);
-  consumers.forEach((consumer, index) => {
-    consumer.credentialSets.forEach((setId, setIndex) => {
+  rules.forEach((rule, index) => {
+    rule.credentialSets?.forEach((setId, setIndex) => {
       if (!known.has(setId)) {
         throw new ConfigurationError(
           `invalid configuration: ${source}[${index}].credentialSets[${setIndex}]: unknown credential set "${setId}"`,
@@ -41,5 +54,4 @@ export function parseConsumers(
       }
     });
   });
-  return consumers;
 }

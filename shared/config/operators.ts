@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
-import { principalArnSchema } from './consumers.js';
+import { principalArnSchema, requireKnownSets, ruleNameSchema } from './consumers.js';
 import { parseConfig } from './credential-sets.js';
 
 /**
@@ -11,7 +11,7 @@ import { parseConfig } from './credential-sets.js';
  */
 export const operatorSchema = z.object({
   /** A human name for logs, e.g. `oncall`. */
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/),
+  name: ruleNameSchema,
   principalArn: principalArnSchema,
   credentialSets: z.array(z.string().min(1)).min(1).optional(),
 });
@@ -29,7 +29,6 @@ export function parseOperators(
   source = 'operators',
 ): OperatorConfig[] {
   const operators = parseConfig(operatorsSchema, input ?? [], source);
-  const known = new Set(knownSetIds);
   const seen = new Set<string>();
   operators.forEach((operator, index) => {
     if (seen.has(operator.principalArn)) {
@@ -38,13 +37,7 @@ export function parseOperators(
       );
     }
     seen.add(operator.principalArn);
-    operator.credentialSets?.forEach((setId, setIndex) => {
-      if (!known.has(setId)) {
-        throw new ConfigurationError(
-          `invalid configuration: ${source}[${index}].credentialSets[${setIndex}]: unknown credential set "${setId}"`,
-        );
-      }
-    });
   });
+  requireKnownSets(operators, knownSetIds, source);
   return operators;
 }
