@@ -11,6 +11,7 @@ import {
   identityStatements,
   refOf,
   SKIP_BUNDLING,
+  stageOf,
   synthesizeStages,
 } from './support/infra-template.js';
 import { stageFailureOf, variant } from './support/stage-variants.js';
@@ -31,11 +32,7 @@ beforeAll(() => {
 });
 
 describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
-  const d = () => {
-    const found = deployed[name];
-    if (!found) throw new Error(`stage ${name} was not synthesized`);
-    return found;
-  };
+  const d = () => stageOf(deployed, name);
 
   it('gives the refresher the execution role the secrets’ resource policy names, and no other function it', () => {
     const { json, ids, stage } = d();

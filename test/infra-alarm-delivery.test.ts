@@ -1,6 +1,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { STAGES } from '../infra/stages/index.js';
-import { type Deployed, type Json, refOf, resolveArn, synthesizeStages } from './support/infra-template.js';
+import {
+  type Deployed,
+  type Json,
+  refOf,
+  resolveArn,
+  stageOf,
+  synthesizeStages,
+} from './support/infra-template.js';
 
 let deployed: Record<string, Deployed> = {};
 
@@ -112,11 +119,7 @@ const alarmContext = (account: string, region: string, name: string): RequestCon
  * alarm's own ARN and account, so an alarm that could not publish fails the test.
  */
 describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
-  const d = () => {
-    const found = deployed[name];
-    if (!found) throw new Error(`stage ${name} was not synthesized`);
-    return found;
-  };
+  const d = () => stageOf(deployed, name);
   const topicPolicies = (topicId: string) =>
     Object.values(d().template.findResources('AWS::SNS::TopicPolicy'))
       .filter((p) => list(p.Properties.Topics).some((t) => refOf(t) === topicId))

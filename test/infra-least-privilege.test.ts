@@ -1,5 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { Context, ScheduledEvent } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRefresherHandler } from '../functions/refresher-handler.js';
 import { parseStageConfig, type StageInput } from '../infra/stage-config.js';
@@ -20,9 +20,10 @@ import {
   refOf,
   resourcesOf,
   type Statement,
+  stageOf,
   synthesizeStages,
 } from './support/infra-template.js';
-import { credentialSet, startWorld, whileAdvancing } from './support/refresher-harness.js';
+import { credentialSet, SCHEDULED_EVENT, startWorld, whileAdvancing } from './support/refresher-harness.js';
 import {
   fixture,
   getToken,
@@ -78,17 +79,6 @@ function recordingClient(endpoint: string, fn: FunctionName): DynamoDBClient {
 /** The LocalDynamo a harness creates its tables with (unrecorded), its code's calls going through `client`. */
 const through = (dynamo: LocalDynamo, client: DynamoDBClient): LocalDynamo => ({ ...dynamo, client });
 
-const scheduledEvent: ScheduledEvent = {
-  version: '0',
-  id: '53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa',
-  'detail-type': 'Scheduled Event',
-  source: 'aws.events',
-  account: '123456789012',
-  time: '2026-01-05T09:00:00Z',
-  region: 'eu-west-1',
-  resources: ['arn:aws:events:eu-west-1:123456789012:rule/token-broker-uat-Schedule'],
-  detail: {},
-};
 const lambdaContext = { awsRequestId: 'c6af9ac6-7b61-11e6-9a41-93e812345678' } as Context;
 
 /** The refresher on its own (the scheduled function): runs, on-demand refreshes, failures, contention. */
@@ -105,7 +95,7 @@ async function driveRefresher(dynamo: LocalDynamo): Promise<void> {
       refresher: world.refresher('lambda-1', [set]),
       telemetry: new MemoryTelemetry(),
     });
-    const run = async () => (await handler(scheduledEvent, lambdaContext)) as RunSummary;
+    const run = async () => (await handler(SCHEDULED_EVENT, lambdaContext)) as RunSummary;
     const refresh = async (request: Record<string, unknown>) =>
       (await handler(
         { action: 'refresh', credentialSetId: set.id, ...request },
@@ -295,11 +285,7 @@ describe('the DynamoDB calls of the functions', () => {
 });
 
 describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
-  const d = () => {
-    const found = deployed[name];
-    if (!found) throw new Error(`stage ${name} was not synthesized`);
-    return found;
-  };
+  const d = () => stageOf(deployed, name);
 
   it('grants each function exactly the DynamoDB actions its code sends, per table, and no other', () => {
     const { template, ids, json } = d();

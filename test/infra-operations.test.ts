@@ -6,7 +6,7 @@ import { STAGES } from '../infra/stages/index.js';
 import { parseConsumers } from '../shared/config/consumers.js';
 import { parseCredentialSets } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
-import { type Deployed, type Json, refOf, synthesizeStages } from './support/infra-template.js';
+import { type Deployed, type Json, refOf, stageOf, synthesizeStages } from './support/infra-template.js';
 
 let deployed: Record<string, Deployed> = {};
 
@@ -29,11 +29,7 @@ function markdownAnchors(markdown: string): Set<string> {
 
 /** What operations rely on: the schedule, alarms and their runbook links, functions, outputs, dashboard. */
 describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
-  const d = () => {
-    const found = deployed[name];
-    if (!found) throw new Error(`stage ${name} was not synthesized`);
-    return found;
-  };
+  const d = () => stageOf(deployed, name);
 
   it('runs the refresher on the schedule, with the scheduled event, allowed by the rule only', () => {
     const { template, ids, stage } = d();

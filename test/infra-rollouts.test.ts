@@ -12,6 +12,7 @@ import {
   type Json,
   refOf,
   SKIP_BUNDLING,
+  stageOf,
   synthesizeStages,
 } from './support/infra-template.js';
 
@@ -47,11 +48,7 @@ const ofType = (json: Deployed['json'], type: string) =>
 
 /** Rollouts: versions, the alias behind the URL, CodeDeploy with rollback alarms, concurrency, event age. */
 describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
-  const d = () => {
-    const found = deployed[name];
-    if (!found) throw new Error(`stage ${name} was not synthesized`);
-    return found;
-  };
+  const d = () => stageOf(deployed, name);
 
   it('serves the Function URL from the `live` alias of a published vend version, not from $LATEST', () => {
     const { json, ids } = d();

@@ -12,6 +12,7 @@ import {
   resolveArn,
   resourcesOf,
   type Statement,
+  stageOf,
   synthesizeStages,
   wildcardGrants,
 } from './support/infra-template.js';
@@ -25,11 +26,7 @@ beforeAll(() => {
 
 /** The security properties of the stack, one test each, for every stage; and cdk-nag. */
 describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
-  const d = () => {
-    const found = deployed[name];
-    if (!found) throw new Error(`stage ${name} was not synthesized`);
-    return found;
-  };
+  const d = () => stageOf(deployed, name);
 
   it('serves the vend function only through a Function URL with AWS_IAM auth', () => {
     const urls = d().template.findResources('AWS::Lambda::Url');

@@ -10,7 +10,7 @@ import { uat } from '../infra/stages/uat.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { DIMENSION_ERROR_CODE, Metric, VEND_SERVER_ERROR_CODES } from '../shared/metric-names.js';
 import { createPowertoolsTelemetry, MetricUnit } from '../shared/observability.js';
-import { type Deployed, SKIP_BUNDLING, synthesizeStages } from './support/infra-template.js';
+import { type Deployed, SKIP_BUNDLING, stageOf, synthesizeStages } from './support/infra-template.js';
 import { variant } from './support/stage-variants.js';
 
 let deployed: Record<string, Deployed> = {};
@@ -65,11 +65,7 @@ interface AlarmProps {
 
 /** Vend's 5xx answers by code and its p99 latency, alarmed on the metrics the functions really emit. */
 describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
-  const d = () => {
-    const found = deployed[name];
-    if (!found) throw new Error(`stage ${name} was not synthesized`);
-    return found;
-  };
+  const d = () => stageOf(deployed, name);
   const alarms = () =>
     Object.values(d().template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties as AlarmProps,

@@ -1,24 +1,16 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
-import type { Context, ScheduledEvent } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRefresherHandler } from '../functions/refresher-handler.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { InvalidRefreshRequestError, type RunSummary } from '../shared/tokens/index.js';
-import { expectNoSecrets, refresherSuite, sandboxPasswords } from './support/refresher-harness.js';
-
-// As AWS documents the event of an EventBridge rule with a schedule expression.
-const scheduledEvent: ScheduledEvent = {
-  version: '0',
-  id: '53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa',
-  'detail-type': 'Scheduled Event',
-  source: 'aws.events',
-  account: '123456789012',
-  time: '2026-01-05T09:00:00Z',
-  region: 'eu-west-1',
-  resources: ['arn:aws:events:eu-west-1:123456789012:rule/token-broker-uat-Schedule'],
-  detail: {},
-};
+import {
+  expectNoSecrets,
+  refresherSuite,
+  SCHEDULED_EVENT,
+  sandboxPasswords,
+} from './support/refresher-harness.js';
 
 const context = {
   callbackWaitsForEmptyEventLoop: true,
@@ -47,7 +39,7 @@ describe('the refresher handler', () => {
       logger: new Logger({ serviceName: 'token-broker', logLevel: 'SILENT' }),
     });
 
-    const summary = (await handler(scheduledEvent, context)) as RunSummary;
+    const summary = (await handler(SCHEDULED_EVENT, context)) as RunSummary;
     expect(summary).toMatchObject({
       at: T0,
       sets: [{ credentialSetId: 'uat-advisor', action: 'LOGGED_IN' }],

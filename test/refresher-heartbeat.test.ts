@@ -1,22 +1,10 @@
-import type { Context, ScheduledEvent } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { createRefresherHandler } from '../functions/refresher-handler.js';
 import { Metric } from '../shared/metric-names.js';
 import { MemoryTelemetry } from '../shared/observability.js';
-import { refresherSuite } from './support/refresher-harness.js';
+import { refresherSuite, SCHEDULED_EVENT } from './support/refresher-harness.js';
 
-// As AWS documents the event of an EventBridge rule with a schedule expression.
-const scheduledEvent: ScheduledEvent = {
-  version: '0',
-  id: '7bf73129-1428-4cd3-a780-95db273d1602',
-  'detail-type': 'Scheduled Event',
-  source: 'aws.events',
-  account: '123456789012',
-  time: '2026-01-05T09:05:00Z',
-  region: 'eu-west-1',
-  resources: ['arn:aws:events:eu-west-1:123456789012:rule/token-broker-uat-Schedule'],
-  detail: {},
-};
 const context = { awsRequestId: 'c6af9ac6-7b61-11e6-9a41-93e812345679' } as Context;
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -48,8 +36,8 @@ describe('the ScheduledRun heartbeat', () => {
     expect(suite.uat.stats().loginRequests).toBeGreaterThan(0);
     expect(heartbeats()).toEqual([]);
 
-    await handler(scheduledEvent, context);
-    await handler(scheduledEvent, context);
+    await handler(SCHEDULED_EVENT, context);
+    await handler(SCHEDULED_EVENT, context);
     expect(heartbeats()).toEqual([
       { name: Metric.ScheduledRun, unit: 'Count', value: 1, dimensions: {} },
       { name: Metric.ScheduledRun, unit: 'Count', value: 1, dimensions: {} },

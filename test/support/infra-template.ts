@@ -83,6 +83,13 @@ export function wildcardGrants(template: Template, services: string[]): Statemen
     );
 }
 
+/** One stage of what synthesizeStages returned; a test of a stage that was not synthesized fails at once. */
+export function stageOf(deployed: Record<string, Deployed>, name: string): Deployed {
+  const found = deployed[name];
+  if (!found) throw new Error(`stage ${name} was not synthesized`);
+  return found;
+}
+
 /** Every stage's stack, synthesized once (bundling skipped), with what the tests look things up by. */
 export function synthesizeStages(): { app: App; deployed: Record<string, Deployed> } {
   const deployed: Record<string, Deployed> = {};

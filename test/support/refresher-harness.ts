@@ -3,6 +3,7 @@ import {
   ResourceNotFoundException,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
+import type { ScheduledEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll } from 'vitest';
 import {
@@ -115,6 +116,19 @@ export function expectNoSecrets(text: string, secrets: readonly string[]): void 
 }
 
 /** Tries per login the test vendor clients make (their retries pass at once: see instantSleeps). */
+/** A scheduled refresher run's event, as AWS documents the event of an EventBridge rule with a schedule expression. */
+export const SCHEDULED_EVENT: ScheduledEvent = {
+  version: '0',
+  id: '53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa',
+  'detail-type': 'Scheduled Event',
+  source: 'aws.events',
+  account: '123456789012',
+  time: '2026-01-05T09:00:00Z',
+  region: 'eu-west-1',
+  resources: ['arn:aws:events:eu-west-1:123456789012:rule/token-broker-uat-Schedule'],
+  detail: {},
+};
+
 export const VENDOR_CLIENT_ATTEMPTS = 2;
 
 export interface World {
