@@ -39,7 +39,13 @@ export async function run(): Promise<{ title: string; rows: Record<string, strin
           typeof value === 'string' ? value : `placeholder-${name.toLowerCase()}`,
         ]),
       );
-      const env = { PATH: process.env.PATH ?? '', ...environment, AWS_REGION: 'eu-west-1' };
+      // LAMBDA_TASK_ROOT: where Lambda runs the asset from, and finds its configuration document.
+      const env = {
+        PATH: process.env.PATH ?? '',
+        ...environment,
+        AWS_REGION: 'eu-west-1',
+        LAMBDA_TASK_ROOT: path.dirname(bundle),
+      };
       const nodeOptions = (environment.NODE_OPTIONS ?? '').split(' ').filter(Boolean);
       const { bundleMs, emptyMs } = measureInit(bundle, env, nodeOptions, RUNS);
       rows.push({

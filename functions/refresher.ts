@@ -17,6 +17,10 @@ import { createRefresherHandler } from './refresher-handler.js';
 
 const config = loadRefresherConfig(process.env);
 const telemetry = createPowertoolsTelemetry();
+telemetry.info('configuration loaded', {
+  configRevision: config.revision,
+  credentialSets: config.sets.length,
+});
 const vendorClients = new Map(
   config.sets.map((set) => [set.vendorBaseUrl, new VendorClient({ baseUrl: set.vendorBaseUrl, telemetry })]),
 );

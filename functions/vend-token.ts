@@ -16,6 +16,12 @@ import { createVendHandler } from '../shared/vend/vend-handler.js';
 const config = loadVendConfig(process.env);
 const dynamo = createDynamoDbClient();
 const telemetry = createPowertoolsTelemetry();
+telemetry.info('configuration loaded', {
+  configRevision: config.revision,
+  credentialSets: config.sets.length,
+  consumers: config.consumers.length,
+  operators: config.operators.length,
+});
 
 export const handler = createVendHandler({
   sets: config.sets,

@@ -1,11 +1,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CfnOutput, Duration, Stack, type StackProps, Tags } from 'aws-cdk-lib';
-import { ArnPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { AccountPrincipal, OrganizationPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { ConfigurationError } from '../shared/errors.js';
 import { AlarmTopic } from './constructs/alarm-topic.js';
 import { BrokerAlarms } from './constructs/broker-alarms.js';
 import { BrokerDashboard } from './constructs/broker-dashboard.js';
@@ -23,14 +22,9 @@ import {
 } from './function-sizing.js';
 import { refresherSecretAccess } from './least-privilege.js';
 import { refresherRoleName } from './secret-policy.js';
-import { functionCredentialSets, type StageConfig, urlPrincipals } from './stage-config.js';
+import { callerAccounts, functionConfigDocuments, type StageConfig } from './stage-config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-
-/** Lambda allows 4 KB of environment variables per function, names and values together. */
-const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
-/** Room for the other variables (table names, function name, Node and Powertools settings). */
-const ENVIRONMENT_RESERVE_BYTES = 700;
 
 export interface BrokerStackProps extends StackProps {
   stage: StageConfig;
@@ -65,17 +59,7 @@ export class BrokerStack extends Stack {
     Tags.of(this).add('service', 'token-broker');
     Tags.of(this).add('stage', stage.name);
 
-    const credentialSets = JSON.stringify(functionCredentialSets(stage));
-    const consumers = JSON.stringify(stage.consumers);
-    const operators = JSON.stringify(stage.operators);
-    const configBytes =
-      Buffer.byteLength(credentialSets) + Buffer.byteLength(consumers) + Buffer.byteLength(operators);
-    if (configBytes + ENVIRONMENT_RESERVE_BYTES > LAMBDA_ENVIRONMENT_LIMIT_BYTES) {
-      throw new ConfigurationError(
-        `invalid stage "${stage.name}": credentialSets, consumers and operators take ${configBytes} bytes of the functions' environment; ` +
-          `Lambda allows ${LAMBDA_ENVIRONMENT_LIMIT_BYTES} bytes in all`,
-      );
-    }
+    const config = functionConfigDocuments(stage);
 
     const tables = new BrokerTables(this, 'Tables', { production: stage.production });
     const logRetention = stage.logRetentionDays as RetentionDays;
@@ -85,7 +69,8 @@ export class BrokerStack extends Stack {
       description: `token-broker ${stage.name}: re-logs in to the vendor ahead of each token's expiry`,
       timeout: REFRESHER_TIMEOUT,
       memorySize: REFRESHER_MEMORY_MB,
-      environment: { CREDENTIAL_SETS: credentialSets },
+      environment: {},
+      config: config.refresher,
       logRetention,
       retainLogs: stage.production,
       // A failed run is not retried by Lambda: the next scheduled run is the retry.
@@ -106,12 +91,8 @@ export class BrokerStack extends Stack {
       description: `token-broker ${stage.name}: vends tokens and rate permits to authorised consumers`,
       timeout: VEND_TIMEOUT,
       memorySize: VEND_MEMORY_MB,
-      environment: {
-        CREDENTIAL_SETS: credentialSets,
-        CONSUMERS: consumers,
-        OPERATORS: operators,
-        REFRESHER_FUNCTION_NAME: refresher.functionName,
-      },
+      environment: { REFRESHER_FUNCTION_NAME: refresher.functionName },
+      config: config.vend,
       logRetention,
       retainLogs: stage.production,
       reservedConcurrentExecutions: stage.rollout.vendReservedConcurrency,
@@ -133,7 +114,14 @@ export class BrokerStack extends Stack {
       authType: FunctionUrlAuthType.AWS_IAM,
       invokeMode: InvokeMode.BUFFERED,
     });
-    for (const principalArn of urlPrincipals(stage)) url.grantInvokeUrl(new ArnPrincipal(principalArn));
+    // Granted to the callers' accounts (or their organization), not to each principal: the policy stays the same
+    // size whatever the number of consumers, and the vend function's own rules decide, per caller and set,
+    // refusing with 403 any principal of those accounts that no consumer or operator rule names.
+    if (stage.urlAccess.organizationId !== undefined) {
+      url.grantInvokeUrl(new OrganizationPrincipal(stage.urlAccess.organizationId));
+    } else {
+      for (const account of callerAccounts(stage)) url.grantInvokeUrl(new AccountPrincipal(account));
+    }
 
     new RefreshSchedule(this, 'Schedule', { target: refresher, minutes: stage.refreshScheduleMinutes });
 

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import * as z from 'zod';
+import { type BrokerConfigDocument, brokerConfigDocument } from '../shared/config/broker-config.js';
 import { consumerSchema, principalArnSchema } from '../shared/config/consumers.js';
 import {
   type CredentialSetInput,
@@ -110,6 +111,43 @@ const runbookUrlSchema = z
   .url({ protocol: /^https$/, error: 'an absolute https:// URL' })
   .refine((url) => !url.includes('#'), 'no #fragment: each alarm appends its own section');
 
+/**
+ * Who may reach the Function URL at all (lambda:InvokeFunctionUrl); the broker's own per-set rules
+ * (consumers, operators) then decide what each caller gets, and refuse everyone else with 403.
+ */
+export const urlAccessSchema = z.object({
+  /**
+   * The AWS Organization (`o-…`) of every consumer and operator account: the URL is granted to the
+   * organization by one `aws:PrincipalOrgID` condition, whatever the number of accounts. Unset: the URL is
+   * granted to each account that has a consumer or operator, two policy statements per account.
+   */
+  organizationId: z
+    .string()
+    .regex(/^o-[a-z0-9]{10,32}$/, 'an AWS Organizations id, e.g. o-a1b2c3d4e5')
+    .optional(),
+});
+
+/**
+ * Accounts granted the Function URL one by one. Lambda's resource policy holds 20 KB; each account takes two
+ * statements (lambda:InvokeFunctionUrl, and lambda:InvokeFunction through the URL) of about 400 bytes each, so
+ * 20 accounts stay near 16 KB with room for CloudFormation's own. More accounts: grant the organization.
+ */
+export const MAX_URL_ACCOUNTS = 20;
+
+/**
+ * The configuration document the vend function reads at cold start (broker-config.json) grows with the
+ * consumers (about 140 bytes each); this bound keeps its cold start measured and small
+ * (`npm run bench -- config`: 500 consumers and 100 sets are about 90 KB).
+ */
+export const MAX_CONFIG_DOCUMENT_BYTES = 1024 * 1024;
+
+/**
+ * Credential sets per stage. The bound is the refresher's: a scheduled run checks every set and logs in those
+ * that are due, REFRESH_CONCURRENCY at a time, within one schedule period; and the per-set alarms turn into one
+ * alarm per kind across all sets beyond a few dozen sets (infra/constructs/broker-alarms.ts).
+ */
+export const MAX_CREDENTIAL_SETS = 100;
+
 export const stageConfigSchema = z
   .object({
     /** Part of the stack name, e.g. `uat` → stack `TokenBroker-uat`. */
@@ -120,7 +158,7 @@ export const stageConfigSchema = z
     vendorEnvironment: z.enum(VENDOR_ENVIRONMENTS),
     /** Production: deletion protection on, data and logs retained when the stack goes. Required with prod. */
     production: z.boolean(),
-    credentialSets: z.array(stageCredentialSetSchema).min(1),
+    credentialSets: z.array(stageCredentialSetSchema).min(1).max(MAX_CREDENTIAL_SETS),
     consumers: z.array(consumerSchema).min(1),
     /** Principals that may read the sets' status (`token-broker status`) and nothing else: triage without tokens. */
     operators: z.array(operatorSchema).default([]),
@@ -144,6 +182,8 @@ export const stageConfigSchema = z
      * other stages default to this repository's runbook on the Git host.
      */
     runbookUrl: runbookUrlSchema.optional(),
+    /** Who may reach the Function URL (the broker's own rules then decide what each caller gets). */
+    urlAccess: urlAccessSchema.prefault({}),
     /** How new vend versions reach consumers, and the functions' concurrency. */
     rollout: rolloutSettingsSchema.prefault({}),
   })
@@ -196,6 +236,20 @@ export const stageConfigSchema = z
     };
     checkRules('consumers', stage.consumers);
     checkRules('operators', stage.operators);
+    const accounts = callerAccounts(stage);
+    if (stage.urlAccess.organizationId === undefined && accounts.length > MAX_URL_ACCOUNTS) {
+      issue(
+        ['urlAccess', 'organizationId'],
+        `consumers and operators are in ${accounts.length} accounts; the Function URL's resource policy (20 KB) holds grants for ${MAX_URL_ACCOUNTS}: set urlAccess.organizationId to grant their organization instead`,
+      );
+    }
+    const documentBytes = Buffer.byteLength(JSON.stringify(functionConfigDocuments(stage).vend));
+    if (documentBytes > MAX_CONFIG_DOCUMENT_BYTES) {
+      issue(
+        ['consumers'],
+        `the vend function's configuration document would take ${documentBytes} bytes; at most ${MAX_CONFIG_DOCUMENT_BYTES}`,
+      );
+    }
     const readers = new Set<string>();
     stage.breakGlassPrincipals.forEach((arn, index) => {
       if (readers.has(arn)) issue(['breakGlassPrincipals', index], `duplicate principal "${arn}"`);
@@ -251,11 +305,11 @@ const DEFAULT_REFRESH = refreshSettingsSchema.parse({});
 const DEFAULT_RATE_LIMITS = rateLimitSettingsSchema.parse({});
 
 /**
- * The credential sets as the functions read them (`CREDENTIAL_SETS`, parsed at cold start by the same
- * schema): the secret is found by its name, and settings equal to the defaults are left out, because Lambda
- * allows only 4 KB of environment per function.
+ * The credential sets as the functions read them (their configuration document, parsed at cold start by the
+ * same schema): the secret is found by its name, and settings equal to the defaults are left out, so that the
+ * document says what the stage chose.
  */
-export function functionCredentialSets(stage: StageConfig): CredentialSetInput[] {
+export function functionCredentialSets(stage: Pick<StageConfig, 'credentialSets'>): CredentialSetInput[] {
   return stage.credentialSets.map(({ secretName, refresh, rateLimits, ...set }) => ({
     ...set,
     secretId: secretName,
@@ -264,7 +318,30 @@ export function functionCredentialSets(stage: StageConfig): CredentialSetInput[]
   }));
 }
 
-/** Who may call the Function URL: every consumer and operator principal, each once (the vend function decides what). */
-export function urlPrincipals(stage: StageConfig): string[] {
-  return [...new Set([...stage.consumers, ...stage.operators].map((entry) => entry.principalArn))];
+/** Each function's configuration document (shared/config/broker-config.ts): the refresher needs the sets only. */
+export function functionConfigDocuments(
+  stage: Pick<StageConfig, 'name' | 'credentialSets' | 'consumers' | 'operators'>,
+): {
+  refresher: BrokerConfigDocument;
+  vend: BrokerConfigDocument;
+} {
+  const credentialSets = functionCredentialSets(stage);
+  return {
+    refresher: brokerConfigDocument({ stage: stage.name, credentialSets }),
+    vend: brokerConfigDocument({
+      stage: stage.name,
+      credentialSets,
+      consumers: stage.consumers,
+      operators: stage.operators,
+    }),
+  };
+}
+
+/** The AWS accounts of every consumer and operator principal, each once, in configuration order. */
+export function callerAccounts(stage: Pick<StageConfig, 'consumers' | 'operators'>): string[] {
+  return [
+    ...new Set(
+      [...stage.consumers, ...stage.operators].map((entry) => entry.principalArn.split(':')[4] ?? ''),
+    ),
+  ];
 }

@@ -41,7 +41,13 @@ describe('token-broker check-config', () => {
           `    ${set.id} [${set.companyRole}] → ${set.vendorBaseUrl}, secret ${set.secretName}`,
         );
       }
-      expect(run.stdout).toMatch(/configuration in the functions' environment: \d+ bytes/);
+      expect(run.stdout).toMatch(
+        /configuration document of the vend function: \d+ bytes \(at most 1048576\), revision [0-9a-f]{16}/,
+      );
+      const accounts = [
+        ...new Set([...stage.consumers, ...stage.operators].map((c) => c.principalArn.split(':')[4])),
+      ];
+      expect(run.stdout).toContain(`Function URL granted to the accounts ${accounts.join(', ')} (`);
       expect(run.stderr).toContain(
         `warning: ${stage.name}.account: ${stage.account} looks like a placeholder account id`,
       );
@@ -83,20 +89,9 @@ describe('token-broker check-config', () => {
     );
   });
 
-  it('runs the stack’s own checks too: a stage too large for the functions’ 4 KB environment fails', async () => {
-    const crowded = variant(realistic, (s) => {
-      s.credentialSets = Array.from({ length: 30 }, (_, i) => ({
-        id: `prod-set-${i}`,
-        environment: 'prod' as const,
-        companyRole: 'advisor',
-        vendorBaseUrl: 'https://api.pms-vendor.com',
-        secretName: `token-broker/prod/set-${i}`,
-      }));
-      s.consumers = [
-        { name: 'one', principalArn: 'arn:aws:iam::123456789012:role/one', credentialSets: ['prod-set-0'] },
-      ];
-    });
-    const run = await runIn(['check-config', stageFile(crowded), '--json']);
+  it('runs the stack’s own checks too: a p99 latency alarm above the vend near-timeout alarm fails', async () => {
+    const slow = variant(realistic, (s) => Object.assign(s.alarms, { vendLatencyP99Ms: 60_000 }));
+    const run = await runIn(['check-config', stageFile(slow), '--json']);
     expect(run.exit).toBe(2);
     const report = JSON.parse(run.stdout);
     expect(report).toMatchObject({ stage: 'prod', valid: false, summary: null });
@@ -104,7 +99,7 @@ describe('token-broker check-config', () => {
       {
         field: 'prod',
         message: expect.stringMatching(
-          /credentialSets, consumers and operators take \d+ bytes of the functions' environment/,
+          /alarms\.vendLatencyP99Ms \(60000\) must be below the vend near-timeout alarm's \d+ ms/,
         ),
       },
     ]);
@@ -135,7 +130,12 @@ describe('token-broker check-config', () => {
           refresher: 'arn:aws:iam::123456789012:role/token-broker-prod-refresher',
           breakGlass: ['arn:aws:iam::123456789012:role/token-broker-break-glass'],
         },
-        configurationBytes: expect.any(Number),
+        configurationDocument: {
+          bytes: expect.any(Number),
+          maxBytes: 1048576,
+          revision: expect.stringMatching(/^[0-9a-f]{16}$/),
+        },
+        urlAccess: { accounts: ['222222222222', '333333333333', '123456789012'], maxAccounts: 20 },
       },
     });
   });

@@ -5,7 +5,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBrokerApp } from '../infra/broker-app.js';
+import { functionConfigDocuments, parseStageConfig } from '../infra/stage-config.js';
+import { uat } from '../infra/stages/uat.js';
 import { BUNDLE_BUDGET_KIB, formatInputs, largestInputs } from '../infra/tools/bundle-contents.js';
+import { BROKER_CONFIG_FILE } from '../shared/config/broker-config.js';
 
 /**
  * The real bundling `cdk synth` does (local esbuild, no Docker, offline), for one stage: what Lambda would
@@ -73,23 +76,53 @@ describe('function bundles', () => {
       const probe = `const m = await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.mjs')).href)});
         process.stdout.write(typeof m.handler);`;
       const output = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
-        env: { PATH: process.env.PATH ?? '', AWS_REGION: 'eu-west-1', ...bundle.env },
+        // Lambda runs the asset from LAMBDA_TASK_ROOT (/var/task): the configuration document is found there.
+        env: {
+          PATH: process.env.PATH ?? '',
+          AWS_REGION: 'eu-west-1',
+          LAMBDA_TASK_ROOT: bundle.dir,
+          ...bundle.env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       }).toString();
-      expect(output, bundle.id).toBe('function');
+      // The cold start logs which configuration it runs (Powertools writes JSON lines to stdout), then the probe.
+      const lines = output.trimEnd().split('\n');
+      expect(lines.at(-1), bundle.id).toMatch(/function$/);
+      expect(JSON.parse(lines[0] ?? '{}'), bundle.id).toMatchObject({
+        message: 'configuration loaded',
+        configRevision: bundle.env.BROKER_CONFIG_REVISION,
+      });
     }
   });
 
-  it('refuse to start with a wrong configuration, naming the variable', () => {
+  it('carry the configuration document the template names, and refuse to start with another', () => {
+    const documents = functionConfigDocuments(parseStageConfig(uat));
+    const byRevision = new Map(Object.values(documents).map((document) => [document.revision, document]));
+    for (const bundle of bundles) {
+      const shipped = JSON.parse(readFileSync(path.join(bundle.dir, BROKER_CONFIG_FILE), 'utf8'));
+      expect(shipped, bundle.id).toEqual(byRevision.get(bundle.env.BROKER_CONFIG_REVISION ?? ''));
+    }
+    expect(new Set(bundles.map((b) => b.env.BROKER_CONFIG_REVISION)).size).toBe(2);
     const [bundle] = bundles;
     if (!bundle) throw new Error('no bundle');
     const probe = `await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.mjs')).href)});`;
-    const run = () =>
+    const run = (env: Record<string, string>) => () =>
       execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
-        env: { PATH: process.env.PATH ?? '', AWS_REGION: 'eu-west-1', ...bundle.env, CREDENTIAL_SETS: '[]' },
+        env: {
+          PATH: process.env.PATH ?? '',
+          AWS_REGION: 'eu-west-1',
+          LAMBDA_TASK_ROOT: bundle.dir,
+          ...bundle.env,
+          ...env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
-    expect(run).toThrow(/invalid configuration: CREDENTIAL_SETS/);
+    expect(run({ BROKER_CONFIG_REVISION: '0123456789abcdef' })).toThrow(
+      /invalid configuration: broker-config\.json is revision [0-9a-f]{16}, the function was deployed with 0123456789abcdef/,
+    );
+    expect(run({ LAMBDA_TASK_ROOT: outdir })).toThrow(
+      /invalid configuration: the configuration document .*broker-config\.json cannot be read \(ENOENT\)/,
+    );
   });
 
   it(`stay under the size budget (${BUNDLE_BUDGET_KIB} KiB each), and say what they are made of`, () => {

@@ -2,10 +2,12 @@ import { readFileSync } from 'node:fs';
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { LOGIN_WORST_CASE_SECONDS, VEND_REFRESH_WAIT_SECONDS } from '../infra/function-sizing.js';
+import { functionConfigDocuments } from '../infra/stage-config.js';
 import { STAGES } from '../infra/stages/index.js';
-import { parseConsumers } from '../shared/config/consumers.js';
-import { parseCredentialSets } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
+import { loadRefresherConfig } from '../shared/tokens/refresher-config.js';
+import { loadVendConfig } from '../shared/vend/vend-config.js';
+import { writeConfigDocument } from './support/config-document.js';
 import { type Deployed, type Json, refOf, stageOf, synthesizeStages } from './support/infra-template.js';
 
 let deployed: Record<string, Deployed> = {};
@@ -168,24 +170,42 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     expect(timeout(ids.vend)).toBeGreaterThan(VEND_REFRESH_WAIT_SECONDS);
   });
 
-  it('hands the functions configuration they can parse at cold start, and the names of their resources', () => {
+  it('hands each function the configuration document it parses at cold start, and the names of their resources', () => {
     const { json, ids, stage } = d();
     const env = (id: string) =>
       (json.Resources[id]?.Properties.Environment as { Variables: Json } | undefined)?.Variables ?? {};
     const refresher = env(ids.refresher);
     const vend = env(ids.vend);
+    // The document in each code asset (test/infra-bundle.test.ts finds it there) is the one the template names.
+    const documents = functionConfigDocuments(stage);
+    expect(refresher.BROKER_CONFIG_REVISION).toBe(documents.refresher.revision);
+    expect(vend.BROKER_CONFIG_REVISION).toBe(documents.vend.revision);
+    for (const name of ['CREDENTIAL_SETS', 'CONSUMERS', 'OPERATORS']) {
+      expect(refresher[name]).toBeUndefined();
+      expect(vend[name]).toBeUndefined();
+    }
+    const load = <T>(document: unknown, variables: Json, loader: (e: Record<string, string>) => T): T => {
+      const { file, remove } = writeConfigDocument(document);
+      try {
+        return loader({ ...(variables as Record<string, string>), BROKER_CONFIG_FILE: file });
+      } finally {
+        remove();
+      }
+    };
+    const placeholders = { TOKENS_TABLE_NAME: 't', LEDGER_TABLE_NAME: 'l', REFRESHER_FUNCTION_NAME: 'r' };
+    const refresherConfig = load(documents.refresher, { ...refresher, ...placeholders }, loadRefresherConfig);
+    const vendConfig = load(documents.vend, { ...vend, ...placeholders }, loadVendConfig);
     // Exactly the validated sets, defaults and all, with the secret found by its name.
-    const sets = parseCredentialSets(refresher.CREDENTIAL_SETS);
+    const sets = refresherConfig.sets;
     expect(sets).toEqual(
       stage.credentialSets.map(({ secretName, ...set }) => ({ ...set, secretId: secretName })),
     );
-    expect(vend.CREDENTIAL_SETS).toBe(refresher.CREDENTIAL_SETS);
-    const consumers = parseConsumers(
-      vend.CONSUMERS,
-      sets.map((s) => s.id),
-    );
-    expect(consumers.map((c) => c.principalArn)).toEqual(stage.consumers.map((c) => c.principalArn));
-    expect(refresher.CONSUMERS).toBeUndefined();
+    expect(vendConfig.sets).toEqual(sets);
+    expect(vendConfig.consumers).toEqual(stage.consumers);
+    expect(vendConfig.operators).toEqual(stage.operators);
+    // The refresher's document has no consumers or operators: it has no use for them.
+    expect(documents.refresher).not.toHaveProperty('consumers');
+    expect(documents.refresher).not.toHaveProperty('operators');
     expect(refresher.LEDGER_TABLE_NAME).toBeUndefined();
     const tables = Object.keys(d().template.findResources('AWS::DynamoDB::Table'));
     expect(tables).toContain(refOf(refresher.TOKENS_TABLE_NAME));

@@ -1,8 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { createBrokerApp } from '../infra/broker-app.js';
-import { functionCredentialSets, parseStageConfig, type StageInput } from '../infra/stage-config.js';
+import {
+  functionCredentialSets,
+  MAX_CONFIG_DOCUMENT_BYTES,
+  MAX_CREDENTIAL_SETS,
+  MAX_URL_ACCOUNTS,
+  parseStageConfig,
+  type StageInput,
+} from '../infra/stage-config.js';
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
+import { generateStage } from '../infra/tools/generate-stage.js';
 import { parseCredentialSets } from '../shared/config/credential-sets.js';
 import { stageFailureOf, variant } from './support/stage-variants.js';
 
@@ -119,26 +127,32 @@ describe('stage configuration', () => {
     );
   });
 
-  it('refuses a stage whose configuration would not fit in the functions environment (4 KB)', () => {
-    const crowded = (sets: number, consumers: number): StageInput => ({
-      ...uat,
-      credentialSets: Array.from({ length: sets }, (_, i) => ({
-        id: `uat-set-${i}`,
-        environment: 'uat' as const,
-        companyRole: 'advisor',
-        vendorBaseUrl: 'https://uat.pms-vendor.example.com',
-        secretName: `token-broker/uat/set-${i}`,
-      })),
-      consumers: Array.from({ length: consumers }, (_, i) => ({
-        name: `consumer-${i}`,
-        principalArn: `arn:aws:iam::111111111111:role/consumer-${i}`,
-        credentialSets: ['uat-set-0', 'uat-set-1'],
-      })),
+  it('takes a company-sized stage, and refuses one past the limits that replaced the 4 KB environment', () => {
+    // What docs/deploying.md promises: 500 consumers in 10 accounts over 100 sets (test/infra-scale.test.ts
+    // synthesizes it); 20 accounts without an organization; more with urlAccess.organizationId.
+    const large = generateStage({ consumers: 500, sets: MAX_CREDENTIAL_SETS, accounts: 10, name: 'uat' });
+    expect(parseStageConfig(large).consumers).toHaveLength(500);
+    expect(
+      stageFailureOf(generateStage({ consumers: 5, sets: MAX_CREDENTIAL_SETS + 1, name: 'uat' })).message,
+    ).toContain(`uat.credentialSets: Too big: expected array to have <=${MAX_CREDENTIAL_SETS} items`);
+    const accounts = MAX_URL_ACCOUNTS + 1;
+    expect(
+      stageFailureOf(generateStage({ consumers: 50, sets: 5, accounts, name: 'uat' })).message,
+    ).toContain(`uat.urlAccess.organizationId: consumers and operators are in ${accounts} accounts`);
+    const organization = generateStage({
+      consumers: 50,
+      sets: 5,
+      accounts,
+      name: 'uat',
+      organizationId: 'o-a1b2c3d4e5',
     });
-    // What docs/deploying.md promises: a dozen sets and a few consumers fit.
-    expect(createBrokerApp({ stages: [crowded(12, 3)], context: SKIP_BUNDLING }).stacks).toHaveLength(1);
-    expect(() => createBrokerApp({ stages: [crowded(20, 3)], context: SKIP_BUNDLING })).toThrow(
-      /invalid stage "uat": credentialSets, consumers and operators take \d+ bytes of the functions' environment/,
+    expect(parseStageConfig(organization).urlAccess.organizationId).toBe('o-a1b2c3d4e5');
+    // About 150 bytes a consumer: the document bound (1 MiB) is far past 500 consumers, and it holds.
+    const huge = generateStage({ consumers: 8000, sets: 10, accounts: 1, name: 'uat' });
+    expect(stageFailureOf(huge).message).toMatch(
+      new RegExp(
+        `uat\\.consumers: the vend function's configuration document would take \\d+ bytes; at most ${MAX_CONFIG_DOCUMENT_BYTES}`,
+      ),
     );
   });
 });

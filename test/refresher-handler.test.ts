@@ -3,8 +3,10 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRefresherHandler } from '../functions/refresher-handler.js';
+import { brokerConfigDocument } from '../shared/config/broker-config.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { InvalidRefreshRequestError, type RunSummary } from '../shared/tokens/index.js';
+import { writeConfigDocument } from './support/config-document.js';
 import {
   expectNoSecrets,
   refresherSuite,
@@ -95,62 +97,68 @@ describe('the refresher function module', () => {
     vi.unstubAllEnvs();
     vi.resetModules();
   });
-  const goodSets = JSON.stringify([
-    {
-      id: 'prod-advisor',
-      environment: 'prod',
-      companyRole: 'advisor',
-      vendorBaseUrl: 'https://api.vendor.example',
-      secretId: 'token-broker/prod-advisor',
-    },
-  ]);
+  const goodSet = {
+    id: 'prod-advisor',
+    environment: 'prod',
+    companyRole: 'advisor',
+    vendorBaseUrl: 'https://api.vendor.example',
+    secretId: 'token-broker/prod-advisor',
+  };
+  const files: (() => void)[] = [];
+  afterEach(() => {
+    for (const remove of files.splice(0)) remove();
+  });
+  /** The refresher's document (its sets only) as a file, and BROKER_CONFIG_FILE naming it. */
+  const document = (content: unknown) => {
+    const { file, remove } = writeConfigDocument(
+      typeof content === 'string'
+        ? content
+        : brokerConfigDocument({ stage: 'prod', credentialSets: content as unknown[] }),
+    );
+    files.push(remove);
+    vi.stubEnv('BROKER_CONFIG_FILE', file);
+  };
 
-  it.each([
-    [
-      'CREDENTIAL_SETS missing',
-      { TOKENS_TABLE_NAME: 'tokens' },
-      'environment variable CREDENTIAL_SETS is not set',
-    ],
-    [
-      'TOKENS_TABLE_NAME missing',
-      { CREDENTIAL_SETS: goodSets },
-      'environment variable TOKENS_TABLE_NAME is not set',
-    ],
-    [
-      'CREDENTIAL_SETS not JSON',
-      { CREDENTIAL_SETS: '[{', TOKENS_TABLE_NAME: 't' },
-      'CREDENTIAL_SETS: not valid JSON',
-    ],
+  it.each<[string, unknown, Record<string, string>, string]>([
+    ['TOKENS_TABLE_NAME missing', [goodSet], {}, 'environment variable TOKENS_TABLE_NAME is not set'],
+    ['a document that is not JSON', '[{', { TOKENS_TABLE_NAME: 't' }, 'broker-config.json: not valid JSON'],
+    ['a document without sets', '{"format":1}', { TOKENS_TABLE_NAME: 't' }, 'broker-config.json.stage'],
     [
       'a plain-http vendor URL',
-      { CREDENTIAL_SETS: goodSets.replace('https://api', 'http://api'), TOKENS_TABLE_NAME: 't' },
-      'CREDENTIAL_SETS[0].vendorBaseUrl: must be https://',
+      [{ ...goodSet, vendorBaseUrl: 'http://api.vendor.example' }],
+      { TOKENS_TABLE_NAME: 't' },
+      'broker-config.json credentialSets[0].vendorBaseUrl: must be https://',
     ],
     [
       'a backoff cap below its base',
-      {
-        CREDENTIAL_SETS: goodSets.replace(
-          '"secretId"',
-          '"refresh":{"retryBackoffBaseSeconds":120,"retryBackoffMaxSeconds":60},"secretId"',
-        ),
-        TOKENS_TABLE_NAME: 't',
-      },
-      'CREDENTIAL_SETS[0].refresh.retryBackoffMaxSeconds: retryBackoffMaxSeconds must be at least retryBackoffBaseSeconds',
+      [{ ...goodSet, refresh: { retryBackoffBaseSeconds: 120, retryBackoffMaxSeconds: 60 } }],
+      { TOKENS_TABLE_NAME: 't' },
+      'broker-config.json credentialSets[0].refresh.retryBackoffMaxSeconds: retryBackoffMaxSeconds must be at least retryBackoffBaseSeconds',
     ],
     [
       'a bad concurrency',
-      { CREDENTIAL_SETS: goodSets, TOKENS_TABLE_NAME: 't', REFRESH_CONCURRENCY: '0' },
+      [goodSet],
+      { TOKENS_TABLE_NAME: 't', REFRESH_CONCURRENCY: '0' },
       'REFRESH_CONCURRENCY',
     ],
-  ])('fails its cold start on %s, naming it', async (_case, env, message) => {
-    vi.stubEnv('CREDENTIAL_SETS', '');
+  ])('fails its cold start on %s, naming it', async (_case, content, env, message) => {
     vi.stubEnv('TOKENS_TABLE_NAME', '');
+    document(content);
     for (const [key, value] of Object.entries(env)) vi.stubEnv(key, value);
     await expect(import('../functions/refresher.js')).rejects.toThrow(message);
   });
 
-  it('builds its handler from a good environment without calling anything', async () => {
-    vi.stubEnv('CREDENTIAL_SETS', goodSets);
+  it('fails its cold start without its configuration document, naming the file', async () => {
+    vi.stubEnv('TOKENS_TABLE_NAME', 't');
+    vi.stubEnv('BROKER_CONFIG_FILE', '');
+    vi.stubEnv('LAMBDA_TASK_ROOT', '/nonexistent-task-root');
+    await expect(import('../functions/refresher.js')).rejects.toThrow(
+      'the configuration document /nonexistent-task-root/broker-config.json cannot be read (ENOENT)',
+    );
+  });
+
+  it('builds its handler from a good document and environment without calling anything', async () => {
+    document([goodSet]);
     vi.stubEnv('TOKENS_TABLE_NAME', 'token-broker-prod-tokens');
     vi.stubEnv('AWS_REGION', 'eu-west-1');
     const module = await import('../functions/refresher.js');

@@ -6,7 +6,10 @@ import {
 import type * as z from 'zod';
 import { refresherRoleArn, sameSecretPolicy, secretResourcePolicy } from '../../infra/secret-policy.js';
 import {
-  functionCredentialSets,
+  callerAccounts,
+  functionConfigDocuments,
+  MAX_CONFIG_DOCUMENT_BYTES,
+  MAX_URL_ACCOUNTS,
   type StageConfig,
   type StageInput,
   stageConfigSchema,
@@ -21,8 +24,9 @@ export const CHECK_CONFIG_HELP = `Usage: token-broker check-config <stage | file
 
 Validates a stage's configuration before a deploy, offline and without AWS credentials (unless --secrets):
 the schema of infra/stage-config.ts (accounts, Regions, HTTPS vendor URLs, environments, thresholds,
-consumers, operators and the sets they name, break-glass principals, alarm targets) and the stack's own
-checks (the functions' 4 KB environment). Every error names its field, e.g.
+consumers, operators and the sets they name, break-glass principals, alarm targets, the accounts the
+Function URL is granted to, the size of the functions' configuration document) and the stack's own checks.
+Every error names its field, e.g.
 "uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
 
 <stage> is a stage of infra/stages/ (uat, prod) or a path to a JSON file of the same shape.
@@ -157,10 +161,7 @@ export async function secretFindings(client: SecretsManagerClient, stage: StageC
 }
 
 function summaryOf(stage: StageConfig) {
-  const environmentBytes =
-    Buffer.byteLength(JSON.stringify(functionCredentialSets(stage))) +
-    Buffer.byteLength(JSON.stringify(stage.consumers)) +
-    Buffer.byteLength(JSON.stringify(stage.operators));
+  const document = functionConfigDocuments(stage).vend;
   return {
     account: stage.account,
     region: stage.region,
@@ -179,7 +180,16 @@ function summaryOf(stage: StageConfig) {
     })),
     /** Who may read the secrets' values: the refresher's role, then the break-glass principals. */
     secretReaders: { refresher: refresherRoleArn(stage), breakGlass: stage.breakGlassPrincipals },
-    configurationBytes: environmentBytes,
+    /** The vend function's configuration document (broker-config.json in its code asset). */
+    configurationDocument: {
+      bytes: Buffer.byteLength(JSON.stringify(document)),
+      maxBytes: MAX_CONFIG_DOCUMENT_BYTES,
+      revision: document.revision,
+    },
+    /** Who may reach the Function URL: the organization, or each caller account. */
+    urlAccess: stage.urlAccess.organizationId
+      ? { organizationId: stage.urlAccess.organizationId }
+      : { accounts: callerAccounts(stage), maxAccounts: MAX_URL_ACCOUNTS },
   };
 }
 
@@ -233,7 +243,10 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
       `  operators, status only (${summary.operators.length}):`,
       ...summary.operators.map((o) => `    ${o.name} → ${o.credentialSets.join(', ')}`),
       `  secret readers: ${summary.secretReaders.refresher} (refresher), ${summary.secretReaders.breakGlass.map((arn) => `${arn} (break-glass)`).join(', ') || 'no break-glass principal'}`,
-      `  configuration in the functions' environment: ${summary.configurationBytes} bytes (Lambda allows 4096 in all)`,
+      `  configuration document of the vend function: ${summary.configurationDocument.bytes} bytes (at most ${summary.configurationDocument.maxBytes}), revision ${summary.configurationDocument.revision}`,
+      'organizationId' in summary.urlAccess
+        ? `  Function URL granted to the organization ${summary.urlAccess.organizationId}`
+        : `  Function URL granted to the accounts ${summary.urlAccess.accounts.join(', ')} (${summary.urlAccess.accounts.length} of at most ${summary.urlAccess.maxAccounts} without urlAccess.organizationId)`,
       parsed.values.secrets
         ? "  secrets' resource policies: checked in Secrets Manager (findings below)"
         : "  secrets' resource policies: not checked (offline); --secrets asks Secrets Manager",

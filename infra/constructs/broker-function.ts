@@ -1,10 +1,13 @@
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { type Duration, Names, RemovalPolicy, Stage } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { BROKER_CONFIG_FILE, type BrokerConfigDocument } from '../../shared/config/broker-config.js';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability.js';
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 
@@ -33,6 +36,12 @@ export interface BrokerFunctionProps {
   timeout: Duration;
   memorySize: number;
   environment: Record<string, string>;
+  /**
+   * The function's configuration document (credential sets, consumers, operators), shipped in its code asset
+   * as broker-config.json beside the bundle (shared/config/broker-config.ts says why there). A change of it is
+   * a change of the code asset: a new version.
+   */
+  config: BrokerConfigDocument;
   logRetention: RetentionDays;
   /** Production keeps the log group when the stack goes. */
   retainLogs: boolean;
@@ -64,6 +73,11 @@ export class BrokerFunction extends NodejsFunction {
       description: `${props.description} (execution role)`,
       ...(props.roleName ? { roleName: props.roleName } : {}),
     });
+    // Written into the cloud assembly's directory at synth, copied into the asset after bundling.
+    const configDir = path.join(Stage.of(scope)?.outdir ?? '.', 'broker-config');
+    mkdirSync(configDir, { recursive: true });
+    const configFile = path.join(configDir, `${Names.uniqueId(scope)}-${id}.json`);
+    writeFileSync(configFile, `${JSON.stringify(props.config)}\n`);
     super(scope, id, {
       entry: props.entry,
       handler: 'handler',
@@ -79,6 +93,7 @@ export class BrokerFunction extends NodejsFunction {
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: {
         ...props.environment,
+        BROKER_CONFIG_REVISION: props.config.revision,
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
@@ -96,6 +111,13 @@ export class BrokerFunction extends NodejsFunction {
         bundleAwsSDK: true,
         externalModules: [],
         forceDockerBundling: false,
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          afterBundling: (_inputDir: string, outputDir: string) => [
+            `cp ${JSON.stringify(configFile)} ${JSON.stringify(path.join(outputDir, BROKER_CONFIG_FILE))}`,
+          ],
+        },
       },
     });
     logGroup.grantWrite(role);

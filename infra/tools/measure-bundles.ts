@@ -55,6 +55,7 @@ for (const [id, resource] of Object.entries(template.Resources)) {
     ...environment,
     AWS_REGION: 'eu-west-1',
     AWS_LAMBDA_FUNCTION_NAME: id,
+    LAMBDA_TASK_ROOT: path.dirname(bundle),
     PROBE_BUNDLE: pathToFileURL(bundle).href,
   };
   const nodeOptions = (environment.NODE_OPTIONS ?? '').split(' ').filter(Boolean);

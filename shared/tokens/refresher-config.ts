@@ -1,15 +1,21 @@
+import { readBrokerConfig } from '../config/broker-config.js';
 import { type CredentialSetConfig, parseCredentialSets } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
 import { ConfigurationError } from '../errors.js';
 
 export interface RefresherConfig {
+  /** The configuration document's revision (shared/config/broker-config.ts), for the cold-start log line. */
+  revision: string;
   sets: CredentialSetConfig[];
   tokensTableName: string;
   /** Sets refreshed at once by a scheduled run. */
   concurrency: number;
 }
 
-/** The refresher's configuration from its environment, once at cold start; a wrong value names itself. */
+/**
+ * The refresher's configuration, once at cold start: the credential sets from its configuration document
+ * (broker-config.json), the rest from its environment; a wrong value names itself.
+ */
 export function loadRefresherConfig(env: Record<string, string | undefined>): RefresherConfig {
   const concurrencyText = env.REFRESH_CONCURRENCY?.trim() || '4';
   const concurrency = Number(concurrencyText);
@@ -18,8 +24,10 @@ export function loadRefresherConfig(env: Record<string, string | undefined>): Re
       'invalid configuration: REFRESH_CONCURRENCY must be an integer from 1 to 32',
     );
   }
+  const { document, source } = readBrokerConfig(env);
   return {
-    sets: parseCredentialSets(requiredEnv(env, 'CREDENTIAL_SETS'), 'CREDENTIAL_SETS'),
+    revision: document.revision,
+    sets: parseCredentialSets(document.credentialSets, `${source} credentialSets`),
     tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     concurrency,
   };

@@ -1,3 +1,4 @@
+import { readBrokerConfig } from '../config/broker-config.js';
 import { type ConsumerConfig, parseConsumers } from '../config/consumers.js';
 import { type CredentialSetConfig, parseConfig, parseCredentialSets } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
@@ -5,9 +6,11 @@ import { type OperatorConfig, parseOperators } from '../config/operators.js';
 import { type ReportLimitSettings, reportLimitSettingsSchema } from './report-limits.js';
 
 export interface VendConfig {
+  /** The configuration document's revision (shared/config/broker-config.ts), for the cold-start log line. */
+  revision: string;
   sets: CredentialSetConfig[];
   consumers: ConsumerConfig[];
-  /** OPERATORS (JSON, optional: none): principals that may read the list (status) route only. */
+  /** Principals that may read the list (status) route only; none when the document has none. */
   operators: OperatorConfig[];
   tokensTableName: string;
   ledgerTableName: string;
@@ -16,21 +19,19 @@ export interface VendConfig {
   reportLimits: ReportLimitSettings;
 }
 
-/** The vend function's configuration from its environment, once at cold start; a wrong value names itself. */
+/**
+ * The vend function's configuration, once at cold start: the credential sets, consumers and operators from its
+ * configuration document (broker-config.json), the rest from its environment; a wrong value names itself.
+ */
 export function loadVendConfig(env: Record<string, string | undefined>): VendConfig {
-  const sets = parseCredentialSets(requiredEnv(env, 'CREDENTIAL_SETS'), 'CREDENTIAL_SETS');
+  const { document, source } = readBrokerConfig(env);
+  const sets = parseCredentialSets(document.credentialSets, `${source} credentialSets`);
+  const setIds = sets.map((set) => set.id);
   return {
+    revision: document.revision,
     sets,
-    consumers: parseConsumers(
-      requiredEnv(env, 'CONSUMERS'),
-      sets.map((set) => set.id),
-      'CONSUMERS',
-    ),
-    operators: parseOperators(
-      env.OPERATORS?.trim() || [],
-      sets.map((set) => set.id),
-      'OPERATORS',
-    ),
+    consumers: parseConsumers(document.consumers ?? [], setIds, `${source} consumers`),
+    operators: parseOperators(document.operators ?? [], setIds, `${source} operators`),
     tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     ledgerTableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),
     refresherFunctionName: requiredEnv(env, 'REFRESHER_FUNCTION_NAME'),
