@@ -93,9 +93,11 @@ describe('the refresher handler', () => {
 });
 
 describe('the refresher function module', () => {
+  const files: (() => void)[] = [];
   afterEach(() => {
     vi.unstubAllEnvs();
     vi.resetModules();
+    for (const remove of files.splice(0)) remove();
   });
   const goodSet = {
     id: 'prod-advisor',
@@ -104,10 +106,6 @@ describe('the refresher function module', () => {
     vendorBaseUrl: 'https://api.vendor.example',
     secretId: 'token-broker/prod-advisor',
   };
-  const files: (() => void)[] = [];
-  afterEach(() => {
-    for (const remove of files.splice(0)) remove();
-  });
   /** The refresher's document (its sets only) as a file, and BROKER_CONFIG_FILE naming it. */
   const document = (content: unknown) => {
     const { file, remove } = writeConfigDocument(
