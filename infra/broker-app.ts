@@ -18,6 +18,24 @@ export function cdkJsonContext(): Record<string, unknown> {
   return (JSON.parse(readFileSync(CDK_JSON, 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
 }
 
+/**
+ * A stage from a JSON file of the same shape as infra/stages/ (`cdk synth -c stageFile=stage.json`), for a
+ * pipeline that generates its stage, or a scale check (infra/tools/generate-stage.ts); check-config reads the same.
+ */
+function readStageFile(file: string): StageInput {
+  let text: string;
+  try {
+    text = readFileSync(path.resolve(file), 'utf8');
+  } catch (cause) {
+    throw new ConfigurationError(`cannot read the stage file ${path.resolve(file)}`, { cause });
+  }
+  try {
+    return JSON.parse(text) as StageInput;
+  } catch (cause) {
+    throw new ConfigurationError(`the stage file ${path.resolve(file)} is not JSON`, { cause });
+  }
+}
+
 export interface BrokerAppOptions {
   stages?: readonly StageInput[];
   /**
@@ -34,7 +52,8 @@ export interface BrokerAppOptions {
 }
 
 /**
- * The CDK app: one stack per stage (all of them, or only `-c stage=<name>`), every stage validated first, and
+ * The CDK app: one stack per stage (all of them, or only `-c stage=<name>`; or the one of `-c stageFile=<json>`),
+ * every stage validated first, and
  * cdk-nag's AwsSolutions checks run at synth, where any unacknowledged finding fails it. With
  * `-c pipeline=true`, the app is the pipeline stack alone (`TokenBroker-pipeline`), the stages inside it.
  */
@@ -45,7 +64,8 @@ export function createBrokerApp(options: BrokerAppOptions = {}): {
 } {
   const context = { ...(options.baseContext ?? cdkJsonContext()), ...options.context };
   const app = new App({ context, outdir: options.outdir });
-  const configs = (options.stages ?? STAGES).map(parseStageConfig);
+  const stageFile = app.node.tryGetContext('stageFile') as string | undefined;
+  const configs = (options.stages ?? (stageFile ? [readStageFile(stageFile)] : STAGES)).map(parseStageConfig);
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   if (String(app.node.tryGetContext('pipeline')) === 'true') {
     const { pipeline, uat, prod } = parsePipelineConfig(options.pipeline ?? PIPELINE, configs);
