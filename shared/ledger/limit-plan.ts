@@ -62,12 +62,20 @@ export const ringLength = (windowMs: number, marginMs: number): number =>
   Math.ceil((windowMs + marginMs) / slotMsFor(windowMs)) + 1;
 
 const plans = new WeakMap<RateLimitSettings, LimitPlan>();
+/**
+ * The same plan for equal settings, whatever the object: a stage's sets usually share the vendor's defaults,
+ * and compiling (the worst-case item size above all) once instead of once per set keeps a 100-set cold start
+ * from compiling 100 identical plans. Bounded by the distinct settings a process has seen.
+ */
+const plansByValue = new Map<string, LimitPlan>();
 
 /** The plan for a settings object, validated once and then cached (settings are parsed once at cold start). */
 export function planFor(settings: RateLimitSettings): LimitPlan {
   const cached = plans.get(settings);
   if (cached) return cached;
-  const plan = compile(settings);
+  const key = JSON.stringify(settings);
+  const plan = plansByValue.get(key) ?? compile(settings);
+  plansByValue.set(key, plan);
   plans.set(settings, plan);
   return plan;
 }
