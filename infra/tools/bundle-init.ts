@@ -21,7 +21,7 @@ export interface InitSample {
   emptyMs: number[];
 }
 
-function importMs(
+export function importMs(
   file: string,
   env: Record<string, string>,
   nodeOptions: string[],
