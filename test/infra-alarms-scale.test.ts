@@ -190,6 +190,8 @@ describe('alarms of a stage of 100 credential sets', () => {
   it('say what they mean, how to find the sets, and which runbook section to open; and notify on ALARM and OK', () => {
     const perSet = perSetByKind(small);
     expect(groupedOf(large)).toHaveLength(KINDS_PER_SET);
+    // The runbook says how grouped alarms work and how to find their sets; each kind's section links there.
+    expect(runbookAnchors.has('which-set-grouped-alarms-of-large-stages')).toBe(true);
     for (const alarm of large.alarms) {
       expect(alarm.AlarmActions, alarm.AlarmName).toEqual([{ Ref: large.topicId }]);
       expect(alarm.OKActions, alarm.AlarmName).toEqual([{ Ref: large.topicId }]);
