@@ -15,9 +15,16 @@ import { ConfigurationError } from '../../shared/errors.js';
 import {
   Metric as BrokerMetric,
   DIMENSION_ERROR_CODE,
+  type MetricName,
   VEND_SERVER_ERROR_CODES,
 } from '../../shared/metric-names.js';
-import { serviceMetric, setMetric } from '../broker-metrics.js';
+import {
+  PER_SET_ALARMS_MAX_SETS,
+  perSetMonitoring,
+  serviceMetric,
+  setInsightsQuery,
+  setMetric,
+} from '../broker-metrics.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
 import type { StageConfig } from '../stage-config.js';
 
@@ -43,6 +50,30 @@ interface AlarmSpec {
   meaning: string;
   runbook: RunbookAnchor;
 }
+
+/** One alarm kind of a credential set: what it watches and says, for one set or for all of them. */
+interface SetAlarmKind {
+  /** The alarm name's end: `<set id>-<suffix>` per set, `all-sets-<suffix>` grouped. */
+  suffix: string;
+  metric: MetricName;
+  statistic: 'Maximum' | 'Minimum' | 'Sum';
+  period: Duration;
+  threshold: number;
+  comparison: ComparisonOperator;
+  periods?: number;
+  /** The stage setting `periods` comes from, for the message when a grouped alarm cannot span them. */
+  periodsSetting?: string;
+  perSet: (setId: string) => string;
+  grouped: string;
+  runbook: RunbookAnchor;
+}
+
+/** Metrics Insights alarms evaluate only the latest 3 hours of data (CloudWatch's alarm limits). */
+const INSIGHTS_ALARM_WINDOW_MINUTES = 180;
+
+/** How on-call finds the sets behind a grouped alarm; part of its description. */
+const WHICH_SET =
+  'One alarm for all sets, each set a contributor that notifies on its own: the sets in ALARM are its contributors (the alarm in the CloudWatch console, or aws cloudwatch describe-alarm-contributors --alarm-name <this alarm>); also the dashboard and token-broker status.';
 
 const FIVE_MINUTES = Duration.minutes(5);
 const AT_LEAST = ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD;
@@ -71,7 +102,12 @@ export class BrokerAlarms extends Construct {
     private readonly props: BrokerAlarmsProps,
   ) {
     super(scope, id);
-    for (const set of props.stage.credentialSets) this.credentialSetAlarms(set.id);
+    const kinds = this.setAlarmKinds();
+    if (perSetMonitoring(props.stage.credentialSets.length)) {
+      for (const set of props.stage.credentialSets) for (const kind of kinds) this.perSetAlarm(set.id, kind);
+    } else {
+      for (const kind of kinds) this.groupedSetAlarm(kind);
+    }
     this.functionAlarms('refresher', props.refresher.fn, props.refresher.timeout);
     const vendErrors = this.functionAlarms('vend', props.vend.fn, props.vend.timeout);
     this.rollbackAlarms.push(vendErrors, ...this.vendServerErrors(), this.vendLatency());
@@ -79,84 +115,149 @@ export class BrokerAlarms extends Construct {
     for (const [name, table] of Object.entries(props.tables)) this.tableAlarms(name, table);
   }
 
-  private credentialSetAlarms(setId: string): void {
+  /**
+   * The seven alarms of a credential set. A small stage gets them per set, each naming its set; a large one gets
+   * one of each kind over all sets (groupedSetAlarm).
+   */
+  private setAlarmKinds(): SetAlarmKind[] {
     const { alarms, refreshScheduleMinutes } = this.props.stage;
     const run = Duration.minutes(refreshScheduleMinutes);
-    const specs: [suffix: string, spec: AlarmSpec][] = [
-      [
-        'no-usable-token',
-        {
-          metric: setMetric(BrokerMetric.NoUsableToken, setId, 'Maximum', run),
-          threshold: 1,
-          comparison: AT_LEAST,
-          meaning: `Credential set ${setId} has no usable token: consumers get 503 TOKEN_UNAVAILABLE.`,
-          runbook: RunbookSection.NoUsableToken,
-        },
-      ],
-      [
-        'token-validity-low',
-        {
-          metric: setMetric(BrokerMetric.TokenValiditySeconds, setId, 'Minimum', run),
-          threshold: alarms.tokenValiditySeconds,
-          comparison: BELOW,
-          meaning: `Credential set ${setId}'s token has less than ${alarms.tokenValiditySeconds} s of validity left: re-logins have been failing since the soft threshold.`,
-          runbook: RunbookSection.TokenValidityLow,
-        },
-      ],
-      [
-        'credentials-rejected',
-        {
-          metric: setMetric(BrokerMetric.CredentialsRejected, setId, 'Sum', run),
-          threshold: 1,
-          comparison: AT_LEAST,
-          meaning: `The vendor rejected credential set ${setId}'s username or password (INVALID_CREDENTIALS); the broker waits out a cooldown per secret version.`,
-          runbook: RunbookSection.CredentialsRejected,
-        },
-      ],
-      [
-        'vendor-unavailable',
-        {
-          metric: setMetric(BrokerMetric.VendorUnavailable, setId, 'Sum', run),
-          threshold: 1,
-          comparison: AT_LEAST,
-          periods: alarms.vendorUnavailablePeriods,
-          meaning: `Logins for credential set ${setId} have failed on vendor unavailability (5xx, 429, timeout, network) for ${alarms.vendorUnavailablePeriods} scheduled runs in a row; the current token stays in use until its floor.`,
-          runbook: RunbookSection.VendorUnavailable,
-        },
-      ],
-      [
-        'env-mismatch',
-        {
-          metric: setMetric(BrokerMetric.EnvMismatch, setId, 'Sum', run),
-          threshold: 1,
-          comparison: AT_LEAST,
-          meaning: `A login for credential set ${setId} returned a token of the other vendor environment; it was discarded.`,
-          runbook: RunbookSection.EnvMismatch,
-        },
-      ],
-      [
-        'vendor-429-reported',
-        {
-          metric: setMetric(BrokerMetric.VendorRateLimitReported, setId, 'Sum', FIVE_MINUTES),
-          threshold: 1,
-          comparison: AT_LEAST,
-          meaning: `Consumers of credential set ${setId} report vendor 429 answers: the rate ledger did not keep them inside the quota.`,
-          runbook: RunbookSection.VendorRateLimited,
-        },
-      ],
-      [
-        'permit-denials-sustained',
-        {
-          metric: setMetric(BrokerMetric.PermitsDenied, setId, 'Sum', FIVE_MINUTES),
-          threshold: alarms.permitDenialsPerPeriod,
-          comparison: AT_LEAST,
-          periods: alarms.permitDenialsPeriods,
-          meaning: `Credential set ${setId} has denied at least ${alarms.permitDenialsPerPeriod} permits per 5 minutes for ${alarms.permitDenialsPeriods * 5} minutes: consumers want more than the vendor's quota.`,
-          runbook: RunbookSection.PermitDenials,
-        },
-      ],
+    return [
+      {
+        suffix: 'no-usable-token',
+        metric: BrokerMetric.NoUsableToken,
+        statistic: 'Maximum',
+        period: run,
+        threshold: 1,
+        comparison: AT_LEAST,
+        perSet: (setId) =>
+          `Credential set ${setId} has no usable token: consumers get 503 TOKEN_UNAVAILABLE.`,
+        grouped: 'A credential set has no usable token: its consumers get 503 TOKEN_UNAVAILABLE.',
+        runbook: RunbookSection.NoUsableToken,
+      },
+      {
+        suffix: 'token-validity-low',
+        metric: BrokerMetric.TokenValiditySeconds,
+        statistic: 'Minimum',
+        period: run,
+        threshold: alarms.tokenValiditySeconds,
+        comparison: BELOW,
+        perSet: (setId) =>
+          `Credential set ${setId}'s token has less than ${alarms.tokenValiditySeconds} s of validity left: re-logins have been failing since the soft threshold.`,
+        grouped: `A credential set's token has less than ${alarms.tokenValiditySeconds} s of validity left: re-logins have been failing since the soft threshold.`,
+        runbook: RunbookSection.TokenValidityLow,
+      },
+      {
+        suffix: 'credentials-rejected',
+        metric: BrokerMetric.CredentialsRejected,
+        statistic: 'Sum',
+        period: run,
+        threshold: 1,
+        comparison: AT_LEAST,
+        perSet: (setId) =>
+          `The vendor rejected credential set ${setId}'s username or password (INVALID_CREDENTIALS); the broker waits out a cooldown per secret version.`,
+        grouped:
+          "The vendor rejected a credential set's username or password (INVALID_CREDENTIALS); the broker waits out a cooldown per secret version.",
+        runbook: RunbookSection.CredentialsRejected,
+      },
+      {
+        suffix: 'vendor-unavailable',
+        metric: BrokerMetric.VendorUnavailable,
+        statistic: 'Sum',
+        period: run,
+        threshold: 1,
+        comparison: AT_LEAST,
+        periods: alarms.vendorUnavailablePeriods,
+        periodsSetting: 'alarms.vendorUnavailablePeriods',
+        perSet: (setId) =>
+          `Logins for credential set ${setId} have failed on vendor unavailability (5xx, 429, timeout, network) for ${alarms.vendorUnavailablePeriods} scheduled runs in a row; the current token stays in use until its floor.`,
+        grouped: `Logins for a credential set have failed on vendor unavailability (5xx, 429, timeout, network) for ${alarms.vendorUnavailablePeriods} scheduled runs in a row; the current token stays in use until its floor.`,
+        runbook: RunbookSection.VendorUnavailable,
+      },
+      {
+        suffix: 'env-mismatch',
+        metric: BrokerMetric.EnvMismatch,
+        statistic: 'Sum',
+        period: run,
+        threshold: 1,
+        comparison: AT_LEAST,
+        perSet: (setId) =>
+          `A login for credential set ${setId} returned a token of the other vendor environment; it was discarded.`,
+        grouped:
+          'A login for a credential set returned a token of the other vendor environment; it was discarded.',
+        runbook: RunbookSection.EnvMismatch,
+      },
+      {
+        suffix: 'vendor-429-reported',
+        metric: BrokerMetric.VendorRateLimitReported,
+        statistic: 'Sum',
+        period: FIVE_MINUTES,
+        threshold: 1,
+        comparison: AT_LEAST,
+        perSet: (setId) =>
+          `Consumers of credential set ${setId} report vendor 429 answers: the rate ledger did not keep them inside the quota.`,
+        grouped:
+          'Consumers of a credential set report vendor 429 answers: the rate ledger did not keep them inside the quota.',
+        runbook: RunbookSection.VendorRateLimited,
+      },
+      {
+        suffix: 'permit-denials-sustained',
+        metric: BrokerMetric.PermitsDenied,
+        statistic: 'Sum',
+        period: FIVE_MINUTES,
+        threshold: alarms.permitDenialsPerPeriod,
+        comparison: AT_LEAST,
+        periods: alarms.permitDenialsPeriods,
+        periodsSetting: 'alarms.permitDenialsPeriods',
+        perSet: (setId) =>
+          `Credential set ${setId} has denied at least ${alarms.permitDenialsPerPeriod} permits per 5 minutes for ${alarms.permitDenialsPeriods * 5} minutes: consumers want more than the vendor's quota.`,
+        grouped: `A credential set has denied at least ${alarms.permitDenialsPerPeriod} permits per 5 minutes for ${alarms.permitDenialsPeriods * 5} minutes: consumers want more than the vendor's quota.`,
+        runbook: RunbookSection.PermitDenials,
+      },
     ];
-    for (const [suffix, spec] of specs) this.add(`${setId}-${suffix}`, spec);
+  }
+
+  private perSetAlarm(setId: string, kind: SetAlarmKind): void {
+    this.add(`${setId}-${kind.suffix}`, {
+      metric: setMetric(kind.metric, setId, kind.statistic, kind.period),
+      threshold: kind.threshold,
+      comparison: kind.comparison,
+      periods: kind.periods,
+      meaning: kind.perSet(setId),
+      runbook: kind.runbook,
+    });
+  }
+
+  /**
+   * One alarm of a kind for every set of the stage: a Metrics Insights query with one series per set, each a
+   * contributor that goes to ALARM (and notifies) on its own, with the statistic, threshold, periods and
+   * missing-data treatment of the per-set alarm. The series come in the order of breaching first, so that past
+   * Metrics Insights' 500 series (PARTIAL_DATA) the ones that breach are still among those evaluated.
+   */
+  private groupedSetAlarm(kind: SetAlarmKind): void {
+    const periods = kind.periods ?? 1;
+    const windowMinutes = periods * kind.period.toMinutes();
+    if (windowMinutes > INSIGHTS_ALARM_WINDOW_MINUTES) {
+      const { stage } = this.props;
+      throw new ConfigurationError(
+        `invalid stage "${stage.name}": with more than ${PER_SET_ALARMS_MAX_SETS} credential sets the ${kind.suffix} alarm is a Metrics Insights alarm, which evaluates only the latest ${INSIGHTS_ALARM_WINDOW_MINUTES} minutes; ` +
+          `${kind.periodsSetting ?? 'its periods'} (${periods}) × ${kind.period.toMinutes()} min is ${windowMinutes} min: lower ${kind.periodsSetting ?? 'its periods'}${kind.period.toMinutes() === stage.refreshScheduleMinutes ? ' or refreshScheduleMinutes' : ''}`,
+      );
+    }
+    this.add(`all-sets-${kind.suffix}`, {
+      metric: new MathExpression({
+        expression: setInsightsQuery(kind.metric, {
+          statistic: kind.statistic,
+          order: kind.comparison === BELOW ? 'ASC' : 'DESC',
+        }),
+        period: kind.period,
+      }),
+      threshold: kind.threshold,
+      comparison: kind.comparison,
+      periods: kind.periods,
+      meaning: `${kind.grouped} ${WHICH_SET}`,
+      runbook: kind.runbook,
+    });
   }
 
   /** Errors, throttles and near-timeout durations of one function; answers the errors alarm. */

@@ -11,8 +11,15 @@ import {
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { Metric as BrokerMetric, type MetricName } from '../../shared/metric-names.js';
-import { setMetric, setSearch } from '../broker-metrics.js';
+import { Metric as BrokerMetric, DIMENSION_ERROR_CODE, type MetricName } from '../../shared/metric-names.js';
+import {
+  PER_SET_ALARMS_MAX_SETS,
+  perSetMonitoring,
+  type SetInsightsQueryOptions,
+  setInsightsQuery,
+  setMetric,
+  setSearch,
+} from '../broker-metrics.js';
 import type { StageConfig, StageCredentialSet } from '../stage-config.js';
 
 export interface BrokerDashboardProps {
@@ -24,12 +31,20 @@ export interface BrokerDashboardProps {
 }
 
 const PERIOD = Duration.minutes(5);
+/** An alarm status widget lists at most 100 alarms (CloudWatch's dashboard body structure). */
+const ALARM_STATUS_WIDGET_MAX_ALARMS = 100;
+/** Sets per graph of a large stage: the worst ones, so that a line can be read and named. */
+const WORST_SETS = 10;
+/** CloudWatch's dynamic label for a series' default label (of a grouped query's series: its group's values). */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: CloudWatch's dynamic label syntax, meant literally.
+const SERIES_LABEL = '${LABEL}';
 const WIDTH = 6;
 const HEIGHT = 6;
 
 /**
- * One row per credential set (token validity, logins by outcome, vending, permits and vendor feedback), then
- * the functions and the tables, with every alarm's state on top.
+ * Every alarm's state on top; then one row per credential set (token validity, logins by outcome, vending,
+ * permits and vendor feedback), or for a stage of more than PER_SET_ALARMS_MAX_SETS sets graphs across all
+ * sets that show the worst ones; then the functions and the tables.
  */
 export class BrokerDashboard extends Construct {
   readonly dashboard: Dashboard;
@@ -40,10 +55,12 @@ export class BrokerDashboard extends Construct {
       dashboardName: props.dashboardName,
       defaultInterval: Duration.hours(12),
     });
-    this.dashboard.addWidgets(
-      new AlarmStatusWidget({ title: 'Alarms', alarms: props.alarms, width: 24, height: 4 }),
-    );
-    for (const set of props.stage.credentialSets) this.dashboard.addWidgets(...setRow(set, props.stage));
+    this.dashboard.addWidgets(...alarmStatusWidgets(props.alarms));
+    if (perSetMonitoring(props.stage.credentialSets.length)) {
+      for (const set of props.stage.credentialSets) this.dashboard.addWidgets(...setRow(set, props.stage));
+    } else {
+      this.dashboard.addWidgets(...allSetsRows(props.stage));
+    }
     this.dashboard.addWidgets(
       new TextWidget({ markdown: '## Functions and tables', width: 24, height: 1 }),
       ...functionWidgets(props.functions),
@@ -114,6 +131,92 @@ function setRow(set: StageCredentialSet, stage: StageConfig): IWidget[] {
       width: WIDTH,
       height: HEIGHT,
     }),
+  ];
+}
+
+/** Every alarm's state, in widgets of at most 100 alarms each (one widget for a small stage, as before). */
+function alarmStatusWidgets(alarms: IAlarm[]): IWidget[] {
+  const chunks: IAlarm[][] = [];
+  for (let i = 0; i < alarms.length; i += ALARM_STATUS_WIDGET_MAX_ALARMS) {
+    chunks.push(alarms.slice(i, i + ALARM_STATUS_WIDGET_MAX_ALARMS));
+  }
+  return chunks.map(
+    (chunk, i) =>
+      new AlarmStatusWidget({
+        title: chunks.length === 1 ? 'Alarms' : `Alarms (${i + 1} of ${chunks.length})`,
+        alarms: chunk,
+        width: 24,
+        height: 4,
+      }),
+  );
+}
+
+/**
+ * A large stage's sets: one graph per metric over all of them, each drawing the WORST_SETS sets with the
+ * worst values in the time range (a Metrics Insights query grouped by set, ORDER BY and LIMIT), each line
+ * named by its set. A fixed number of widgets whatever the number of sets.
+ */
+function allSetsRows(stage: StageConfig): IWidget[] {
+  const worst = (
+    name: MetricName,
+    statistic: string,
+    order: SetInsightsQueryOptions['order'],
+    limit = WORST_SETS,
+    extraDimensions: string[] = [],
+    labelSuffix = '',
+  ) =>
+    new MathExpression({
+      expression: setInsightsQuery(name, { statistic, order, limit, extraDimensions }),
+      // A grouped series' default label is its group: the set's id (without a label CDK would use the query).
+      label: `${SERIES_LABEL}${labelSuffix}`,
+      period: PERIOD,
+    });
+  const highest = (title: string, name: MetricName, statistic = 'Sum', extraDimensions: string[] = []) =>
+    new GraphWidget({
+      title: `${title}: the ${WORST_SETS} highest sets`,
+      left: [worst(name, statistic, 'DESC', WORST_SETS, extraDimensions)],
+      width: WIDTH,
+      height: HEIGHT,
+    });
+  return [
+    new TextWidget({
+      markdown:
+        `## Credential sets (${stage.credentialSets.length})\n` +
+        `More than ${PER_SET_ALARMS_MAX_SETS} sets: each graph draws the ${WORST_SETS} sets with the worst values in the time range, each line named by its set. ` +
+        "The sets behind an alarm are its contributors; one set's state: `token-broker status <set>`.",
+      width: 24,
+      height: 2,
+    }),
+    new GraphWidget({
+      title: `Token validity left (s): the ${WORST_SETS} lowest sets`,
+      left: [worst(BrokerMetric.TokenValiditySeconds, 'Minimum', 'ASC')],
+      leftAnnotations: [{ value: stage.alarms.tokenValiditySeconds, label: 'alarm', color: '#ff7f0e' }],
+      width: WIDTH,
+      height: HEIGHT,
+    }),
+    highest('No usable token (1: none)', BrokerMetric.NoUsableToken, 'Maximum'),
+    highest('Login failures, all causes', BrokerMetric.LoginFailure, 'Sum', [DIMENSION_ERROR_CODE]),
+    highest('Credentials rejected', BrokerMetric.CredentialsRejected),
+    highest('Vendor unavailable', BrokerMetric.VendorUnavailable),
+    highest('Env mismatch', BrokerMetric.EnvMismatch),
+    new GraphWidget({
+      title: 'Vendor clock skew (s): the 5 highest and 5 lowest sets',
+      left: [
+        worst(BrokerMetric.VendorClockSkewSeconds, 'Maximum', 'DESC', 5, [], ' (highest)'),
+        worst(BrokerMetric.VendorClockSkewSeconds, 'Minimum', 'ASC', 5, [], ' (lowest)'),
+      ],
+      width: WIDTH,
+      height: HEIGHT,
+    }),
+    highest('Lease contention', BrokerMetric.LeaseContention),
+    highest('Logins', BrokerMetric.LoginSuccess),
+    highest('Tokens vended', BrokerMetric.TokensVended),
+    highest('Permits granted', BrokerMetric.PermitsGranted),
+    highest('Permits denied', BrokerMetric.PermitsDenied),
+    highest('Vendor 429 reported', BrokerMetric.VendorRateLimitReported),
+    highest('Token rejections reported', BrokerMetric.TokenRejectionsReported),
+    // Metrics Insights has no percentiles: the slowest request of each set (vend's p99 is with the functions).
+    highest('Vend latency (ms), slowest request', BrokerMetric.VendLatency, 'Maximum'),
   ];
 }
 
