@@ -13,7 +13,9 @@ import { LambdaRefreshInvoker } from '../shared/vend/lambda-refresh-invoker.js';
 import { loadVendConfig } from '../shared/vend/vend-config.js';
 import { createVendHandler } from '../shared/vend/vend-handler.js';
 
+const configStarted = performance.now();
 const config = loadVendConfig(process.env);
+const configLoadMs = performance.now() - configStarted;
 const dynamo = createDynamoDbClient();
 const telemetry = createPowertoolsTelemetry();
 telemetry.info('configuration loaded', {
@@ -21,6 +23,7 @@ telemetry.info('configuration loaded', {
   credentialSets: config.sets.length,
   consumers: config.consumers.length,
   operators: config.operators.length,
+  configLoadMs: Math.round(configLoadMs * 10) / 10,
 });
 
 export const handler = createVendHandler({

@@ -5,6 +5,7 @@ import { AccountPrincipal, OrganizationPrincipal, PolicyStatement } from 'aws-cd
 import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { verifyBrokerConfig } from '../shared/config/broker-config.js';
 import { AlarmTopic } from './constructs/alarm-topic.js';
 import { BrokerAlarms } from './constructs/broker-alarms.js';
 import { BrokerDashboard } from './constructs/broker-dashboard.js';
@@ -60,6 +61,9 @@ export class BrokerStack extends Stack {
     Tags.of(this).add('stage', stage.name);
 
     const config = functionConfigDocuments(stage);
+    // The functions use their documents without parsing them again: their own parsers must read them as written.
+    verifyBrokerConfig(config.refresher, `stage "${stage.name}", the refresher's configuration`);
+    verifyBrokerConfig(config.vend, `stage "${stage.name}", the vend function's configuration`);
 
     const tables = new BrokerTables(this, 'Tables', { production: stage.production });
     const logRetention = stage.logRetentionDays as RetentionDays;

@@ -1,14 +1,7 @@
-import { isDeepStrictEqual } from 'node:util';
 import * as z from 'zod';
 import { type BrokerConfigDocument, brokerConfigDocument } from '../shared/config/broker-config.js';
 import { consumerSchema, principalArnSchema } from '../shared/config/consumers.js';
-import {
-  type CredentialSetInput,
-  credentialSetSchema,
-  describeIssues,
-  rateLimitSettingsSchema,
-  refreshSettingsSchema,
-} from '../shared/config/credential-sets.js';
+import { credentialSetSchema, describeIssues } from '../shared/config/credential-sets.js';
 import { operatorSchema } from '../shared/config/operators.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS } from '../shared/vendor/types.js';
@@ -301,31 +294,21 @@ export function parseStageConfig(input: StageInput): StageConfig {
   return result.data;
 }
 
-const DEFAULT_REFRESH = refreshSettingsSchema.parse({});
-const DEFAULT_RATE_LIMITS = rateLimitSettingsSchema.parse({});
-
 /**
- * The credential sets as the functions read them (their configuration document, parsed at cold start by the
- * same schema): the secret is found by its name, and settings equal to the defaults are left out, so that the
- * document says what the stage chose.
+ * Each function's configuration document (shared/config/broker-config.ts): the sets as the functions read them
+ * (the secret found by its name, every default filled in, since a deployed function uses the document without
+ * parsing it again), and for the vend function the consumers and operators. The refresher needs the sets only.
  */
-export function functionCredentialSets(stage: Pick<StageConfig, 'credentialSets'>): CredentialSetInput[] {
-  return stage.credentialSets.map(({ secretName, refresh, rateLimits, ...set }) => ({
-    ...set,
-    secretId: secretName,
-    ...(isDeepStrictEqual(refresh, DEFAULT_REFRESH) ? {} : { refresh }),
-    ...(isDeepStrictEqual(rateLimits, DEFAULT_RATE_LIMITS) ? {} : { rateLimits }),
-  }));
-}
-
-/** Each function's configuration document (shared/config/broker-config.ts): the refresher needs the sets only. */
 export function functionConfigDocuments(
   stage: Pick<StageConfig, 'name' | 'credentialSets' | 'consumers' | 'operators'>,
 ): {
   refresher: BrokerConfigDocument;
   vend: BrokerConfigDocument;
 } {
-  const credentialSets = functionCredentialSets(stage);
+  const credentialSets = stage.credentialSets.map(({ secretName, ...set }) => ({
+    ...set,
+    secretId: secretName,
+  }));
   return {
     refresher: brokerConfigDocument({ stage: stage.name, credentialSets }),
     vend: brokerConfigDocument({

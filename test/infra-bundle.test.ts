@@ -8,7 +8,7 @@ import { createBrokerApp } from '../infra/broker-app.js';
 import { functionConfigDocuments, parseStageConfig } from '../infra/stage-config.js';
 import { uat } from '../infra/stages/uat.js';
 import { BUNDLE_BUDGET_KIB, formatInputs, largestInputs } from '../infra/tools/bundle-contents.js';
-import { BROKER_CONFIG_FILE } from '../shared/config/broker-config.js';
+import { BROKER_CONFIG_FILE, brokerConfigText, configRevision } from '../shared/config/broker-config.js';
 
 /**
  * The real bundling `cdk synth` does (local esbuild, no Docker, offline), for one stage: what Lambda would
@@ -97,7 +97,9 @@ describe('function bundles', () => {
 
   it('carry the configuration document the template names, and refuse to start with another', () => {
     const documents = functionConfigDocuments(parseStageConfig(uat));
-    const byRevision = new Map(Object.values(documents).map((document) => [document.revision, document]));
+    const byRevision = new Map(
+      Object.values(documents).map((document) => [configRevision(brokerConfigText(document)), document]),
+    );
     for (const bundle of bundles) {
       const shipped = JSON.parse(readFileSync(path.join(bundle.dir, BROKER_CONFIG_FILE), 'utf8'));
       expect(shipped, bundle.id).toEqual(byRevision.get(bundle.env.BROKER_CONFIG_REVISION ?? ''));
@@ -118,7 +120,7 @@ describe('function bundles', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     expect(run({ BROKER_CONFIG_REVISION: '0123456789abcdef' })).toThrow(
-      /invalid configuration: broker-config\.json is revision [0-9a-f]{16}, the function was deployed with 0123456789abcdef/,
+      /invalid configuration: broker-config\.json is revision [0-9a-f]{16}, the function was deployed with 0123456789abcdef \(changed after synth\?\)/,
     );
     expect(run({ LAMBDA_TASK_ROOT: outdir })).toThrow(
       /invalid configuration: the configuration document .*broker-config\.json cannot be read \(ENOENT\)/,

@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { LOGIN_WORST_CASE_SECONDS, VEND_REFRESH_WAIT_SECONDS } from '../infra/function-sizing.js';
 import { functionConfigDocuments } from '../infra/stage-config.js';
 import { STAGES } from '../infra/stages/index.js';
+import { brokerConfigText, configRevision } from '../shared/config/broker-config.js';
 import { Metric } from '../shared/metric-names.js';
 import { loadRefresherConfig } from '../shared/tokens/refresher-config.js';
 import { loadVendConfig } from '../shared/vend/vend-config.js';
@@ -178,8 +179,8 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     const vend = env(ids.vend);
     // The document in each code asset (test/infra-bundle.test.ts finds it there) is the one the template names.
     const documents = functionConfigDocuments(stage);
-    expect(refresher.BROKER_CONFIG_REVISION).toBe(documents.refresher.revision);
-    expect(vend.BROKER_CONFIG_REVISION).toBe(documents.vend.revision);
+    expect(refresher.BROKER_CONFIG_REVISION).toBe(configRevision(brokerConfigText(documents.refresher)));
+    expect(vend.BROKER_CONFIG_REVISION).toBe(configRevision(brokerConfigText(documents.vend)));
     for (const name of ['CREDENTIAL_SETS', 'CONSUMERS', 'OPERATORS']) {
       expect(refresher[name]).toBeUndefined();
       expect(vend[name]).toBeUndefined();

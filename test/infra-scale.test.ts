@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBrokerApp } from '../infra/broker-app.js';
 import { functionConfigDocuments, parseStageConfig } from '../infra/stage-config.js';
 import { generateStage } from '../infra/tools/generate-stage.js';
+import { brokerConfigText, configRevision } from '../shared/config/broker-config.js';
 import { AccessPolicy } from '../shared/vend/access-policy.js';
 import { loadVendConfig } from '../shared/vend/vend-config.js';
 import { runIn } from './support/cli-harness.js';
@@ -84,7 +85,7 @@ describe(`a stage of ${CONSUMERS} consumers and ${SETS} credential sets`, () => 
     try {
       config = loadVendConfig({
         BROKER_CONFIG_FILE: file,
-        BROKER_CONFIG_REVISION: document.revision,
+        BROKER_CONFIG_REVISION: configRevision(brokerConfigText(document)),
         TOKENS_TABLE_NAME: 't',
         LEDGER_TABLE_NAME: 'l',
         REFRESHER_FUNCTION_NAME: 'r',

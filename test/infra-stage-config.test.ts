@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createBrokerApp } from '../infra/broker-app.js';
 import {
-  functionCredentialSets,
+  functionConfigDocuments,
   MAX_CONFIG_DOCUMENT_BYTES,
   MAX_CREDENTIAL_SETS,
   MAX_URL_ACCOUNTS,
@@ -11,7 +11,8 @@ import {
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
 import { generateStage } from '../infra/tools/generate-stage.js';
-import { parseCredentialSets } from '../shared/config/credential-sets.js';
+import { parseBrokerConfig, verifyBrokerConfig } from '../shared/config/broker-config.js';
+import { type CredentialSetConfig, parseCredentialSets } from '../shared/config/credential-sets.js';
 import { stageFailureOf, variant } from './support/stage-variants.js';
 
 const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
@@ -158,7 +159,7 @@ describe('stage configuration', () => {
 });
 
 describe('configuration handed to the functions', () => {
-  it('round-trips through the functions own parser: defaults left out, custom settings kept', () => {
+  it('writes every setting out, defaults and custom ones, exactly as the functions’ own parsers read them', () => {
     const custom = variant(prod, (s) => {
       Object.assign(s.credentialSets[1] ?? {}, {
         refresh: { softThresholdSeconds: 5400 },
@@ -166,12 +167,22 @@ describe('configuration handed to the functions', () => {
       });
     });
     const stage = parseStageConfig(custom);
-    const handed = functionCredentialSets(stage);
-    expect(handed[0]).not.toHaveProperty('refresh');
-    expect(handed[0]).not.toHaveProperty('rateLimits');
-    expect(handed[1]?.refresh?.softThresholdSeconds).toBe(5400);
-    expect(parseCredentialSets(JSON.stringify(handed))).toEqual(
+    const { vend, refresher } = functionConfigDocuments(stage);
+    const [first, second] = vend.credentialSets as CredentialSetConfig[];
+    expect(first?.refresh).toEqual(parseCredentialSets([{ ...first, refresh: undefined }])[0]?.refresh);
+    expect(second?.refresh.softThresholdSeconds).toBe(5400);
+    expect(second?.rateLimits.classes).toEqual({ reports: [{ limit: 10, windowSeconds: 60 }] });
+    expect(parseBrokerConfig(vend, 'vend').sets).toEqual(
       stage.credentialSets.map(({ secretName, ...set }) => ({ ...set, secretId: secretName })),
+    );
+    expect(refresher.credentialSets).toEqual(vend.credentialSets);
+    expect(() => verifyBrokerConfig(vend, 'vend')).not.toThrow();
+    // A document the parsers would read differently (a default missing) is refused at synth.
+    const { refresh: _dropped, ...withoutRefresh } = first as CredentialSetConfig;
+    expect(() =>
+      verifyBrokerConfig({ ...vend, credentialSets: [withoutRefresh, second] }, 'stage "prod"'),
+    ).toThrow(
+      `stage "prod": the functions' parsers read the configuration document differently from how it is written`,
     );
   });
 });

@@ -14,6 +14,7 @@ import {
   type StageInput,
   stageConfigSchema,
 } from '../../infra/stage-config.js';
+import { brokerConfigText, configRevision } from '../../shared/config/broker-config.js';
 import { ConfigurationError } from '../../shared/errors.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
@@ -184,7 +185,7 @@ function summaryOf(stage: StageConfig) {
     configurationDocument: {
       bytes: Buffer.byteLength(JSON.stringify(document)),
       maxBytes: MAX_CONFIG_DOCUMENT_BYTES,
-      revision: document.revision,
+      revision: configRevision(brokerConfigText(document)),
     },
     /** Who may reach the Function URL: the organization, or each caller account. */
     urlAccess: stage.urlAccess.organizationId

@@ -7,7 +7,12 @@ import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { BROKER_CONFIG_FILE, type BrokerConfigDocument } from '../../shared/config/broker-config.js';
+import {
+  BROKER_CONFIG_FILE,
+  type BrokerConfigDocument,
+  brokerConfigText,
+  configRevision,
+} from '../../shared/config/broker-config.js';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability.js';
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 
@@ -77,7 +82,8 @@ export class BrokerFunction extends NodejsFunction {
     const configDir = path.join(Stage.of(scope)?.outdir ?? '.', 'broker-config');
     mkdirSync(configDir, { recursive: true });
     const configFile = path.join(configDir, `${Names.uniqueId(scope)}-${id}.json`);
-    writeFileSync(configFile, `${JSON.stringify(props.config)}\n`);
+    const configText = brokerConfigText(props.config);
+    writeFileSync(configFile, configText);
     super(scope, id, {
       entry: props.entry,
       handler: 'handler',
@@ -93,7 +99,7 @@ export class BrokerFunction extends NodejsFunction {
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: {
         ...props.environment,
-        BROKER_CONFIG_REVISION: props.config.revision,
+        BROKER_CONFIG_REVISION: configRevision(configText),
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,

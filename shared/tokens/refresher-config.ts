@@ -1,5 +1,5 @@
-import { readBrokerConfig } from '../config/broker-config.js';
-import { type CredentialSetConfig, parseCredentialSets } from '../config/credential-sets.js';
+import { brokerConfigContent, readBrokerConfig } from '../config/broker-config.js';
+import type { CredentialSetConfig } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
 import { ConfigurationError } from '../errors.js';
 
@@ -14,7 +14,7 @@ export interface RefresherConfig {
 
 /**
  * The refresher's configuration, once at cold start: the credential sets from its configuration document
- * (broker-config.json), the rest from its environment; a wrong value names itself.
+ * (broker-config.json, see brokerConfigContent), the rest from its environment; a wrong value names itself.
  */
 export function loadRefresherConfig(env: Record<string, string | undefined>): RefresherConfig {
   const concurrencyText = env.REFRESH_CONCURRENCY?.trim() || '4';
@@ -24,10 +24,10 @@ export function loadRefresherConfig(env: Record<string, string | undefined>): Re
       'invalid configuration: REFRESH_CONCURRENCY must be an integer from 1 to 32',
     );
   }
-  const { document, source } = readBrokerConfig(env);
+  const loaded = readBrokerConfig(env);
   return {
-    revision: document.revision,
-    sets: parseCredentialSets(document.credentialSets, `${source} credentialSets`),
+    revision: loaded.revision,
+    sets: brokerConfigContent(loaded).sets,
     tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     concurrency,
   };

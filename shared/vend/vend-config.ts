@@ -1,8 +1,8 @@
-import { readBrokerConfig } from '../config/broker-config.js';
-import { type ConsumerConfig, parseConsumers } from '../config/consumers.js';
-import { type CredentialSetConfig, parseConfig, parseCredentialSets } from '../config/credential-sets.js';
+import { brokerConfigContent, readBrokerConfig } from '../config/broker-config.js';
+import type { ConsumerConfig } from '../config/consumers.js';
+import { type CredentialSetConfig, parseConfig } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
-import { type OperatorConfig, parseOperators } from '../config/operators.js';
+import type { OperatorConfig } from '../config/operators.js';
 import { type ReportLimitSettings, reportLimitSettingsSchema } from './report-limits.js';
 
 export interface VendConfig {
@@ -21,17 +21,14 @@ export interface VendConfig {
 
 /**
  * The vend function's configuration, once at cold start: the credential sets, consumers and operators from its
- * configuration document (broker-config.json), the rest from its environment; a wrong value names itself.
+ * configuration document (broker-config.json, see brokerConfigContent), the rest from its environment; a wrong
+ * value names itself.
  */
 export function loadVendConfig(env: Record<string, string | undefined>): VendConfig {
-  const { document, source } = readBrokerConfig(env);
-  const sets = parseCredentialSets(document.credentialSets, `${source} credentialSets`);
-  const setIds = sets.map((set) => set.id);
+  const loaded = readBrokerConfig(env);
   return {
-    revision: document.revision,
-    sets,
-    consumers: parseConsumers(document.consumers ?? [], setIds, `${source} consumers`),
-    operators: parseOperators(document.operators ?? [], setIds, `${source} operators`),
+    revision: loaded.revision,
+    ...brokerConfigContent(loaded),
     tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     ledgerTableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),
     refresherFunctionName: requiredEnv(env, 'REFRESHER_FUNCTION_NAME'),
