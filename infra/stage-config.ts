@@ -130,7 +130,7 @@ export const MAX_URL_ACCOUNTS = 20;
 /**
  * The configuration document the vend function reads at cold start (broker-config.json) grows with the
  * consumers (about 140 bytes each); this bound keeps its cold start measured and small
- * (`npm run bench -- config`: 500 consumers and 100 sets are about 90 KB).
+ * (`npm run bench -- config-scale`: 500 consumers and 100 sets are about 150 KB).
  */
 export const MAX_CONFIG_DOCUMENT_BYTES = 1024 * 1024;
 
