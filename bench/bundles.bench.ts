@@ -31,7 +31,7 @@ export async function run(): Promise<{ title: string; rows: Record<string, strin
     const rows: Record<string, string | number>[] = [];
     for (const [id, resource] of Object.entries(template.Resources)) {
       if (resource.Type !== 'AWS::Lambda::Function') continue;
-      const bundle = path.join(outdir, String(resource.Metadata?.['aws:asset:path']), 'index.mjs');
+      const bundle = path.join(outdir, String(resource.Metadata?.['aws:asset:path']), 'index.js');
       // Resource names are CloudFormation references until deployment: placeholders stand in for them.
       const environment = Object.fromEntries(
         Object.entries(resource.Properties.Environment?.Variables ?? {}).map(([name, value]) => [

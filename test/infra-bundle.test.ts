@@ -9,7 +9,7 @@ import { BUNDLE_BUDGET_KIB, formatInputs, largestInputs } from '../infra/tools/b
 
 /**
  * The real bundling `cdk synth` does (local esbuild, no Docker, offline), for one stage: what Lambda would
- * run is an ESM bundle that a fresh Node 24 process can import with the environment the stack gives it.
+ * run is a CommonJS bundle that a fresh Node 24 process can import with the environment the stack gives it.
  */
 interface FunctionResource {
   Type: string;
@@ -53,12 +53,14 @@ describe('function bundles', () => {
     expect(bundles.map((b) => b.handler)).toEqual(['index.handler', 'index.handler']);
   });
 
-  it('are minified ESM with the require shim and a source map, with every dependency inside', () => {
+  it('are minified CommonJS with a source map, with every dependency inside', () => {
     for (const bundle of bundles) {
-      const code = readFileSync(path.join(bundle.dir, 'index.mjs'), 'utf8');
-      expect(code.startsWith("import { createRequire } from 'node:module';")).toBe(true);
-      expect(code).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map\s*$/);
-      const map = JSON.parse(readFileSync(path.join(bundle.dir, 'index.mjs.map'), 'utf8'));
+      const code = readFileSync(path.join(bundle.dir, 'index.js'), 'utf8');
+      expect(code.startsWith('"use strict";')).toBe(true);
+      // CommonJS: Node built-ins are required where they are used, never linked as ESM imports at load.
+      expect(code).not.toMatch(/\bfrom\s*["']node:/);
+      expect(code).toMatch(/\/\/# sourceMappingURL=index\.js\.map\s*$/);
+      const map = JSON.parse(readFileSync(path.join(bundle.dir, 'index.js.map'), 'utf8'));
       expect(map.sources.some((s: string) => s.includes('functions/'))).toBe(true);
       expect(map.sourcesContent).toBeUndefined();
       // Minified: long lines (a readable bundle averages well under 100 characters a line). Self-contained: no
@@ -70,7 +72,7 @@ describe('function bundles', () => {
 
   it('start in a fresh Node 24 process with the environment the stack gives them', () => {
     for (const bundle of bundles) {
-      const probe = `const m = await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.mjs')).href)});
+      const probe = `const m = await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.js')).href)});
         process.stdout.write(typeof m.handler);`;
       const output = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
         env: { PATH: process.env.PATH ?? '', AWS_REGION: 'eu-west-1', ...bundle.env },
@@ -83,7 +85,7 @@ describe('function bundles', () => {
   it('refuse to start with a wrong configuration, naming the variable', () => {
     const [bundle] = bundles;
     if (!bundle) throw new Error('no bundle');
-    const probe = `await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.mjs')).href)});`;
+    const probe = `await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.js')).href)});`;
     const run = () =>
       execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
         env: { PATH: process.env.PATH ?? '', AWS_REGION: 'eu-west-1', ...bundle.env, CREDENTIAL_SETS: '[]' },
@@ -94,7 +96,7 @@ describe('function bundles', () => {
 
   it(`stay under the size budget (${BUNDLE_BUDGET_KIB} KiB each), and say what they are made of`, () => {
     for (const bundle of bundles) {
-      const file = path.join(bundle.dir, 'index.mjs');
+      const file = path.join(bundle.dir, 'index.js');
       const code = readFileSync(file, 'utf8');
       const map = JSON.parse(readFileSync(`${file}.map`, 'utf8'));
       const inputs = largestInputs(code, map, bundle.dir, process.cwd());

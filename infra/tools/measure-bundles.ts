@@ -43,7 +43,7 @@ for (const [id, resource] of Object.entries(template.Resources)) {
   if (resource.Type !== 'AWS::Lambda::Function') continue;
   const asset = resource.Metadata?.['aws:asset:path'];
   if (typeof asset !== 'string') continue;
-  const bundle = path.resolve(outdir, asset, 'index.mjs');
+  const bundle = path.resolve(outdir, asset, 'index.js');
   const code = readFileSync(bundle);
   const mapBytes = statSync(`${bundle}.map`).size;
   const environment: Record<string, string> = {};
