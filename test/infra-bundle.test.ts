@@ -94,6 +94,24 @@ describe('function bundles', () => {
     expect(run).toThrow(/invalid configuration: CREDENTIAL_SETS/);
   });
 
+  it('give stack traces in the original sources, through the source map, without --enable-source-maps', () => {
+    for (const bundle of bundles) {
+      const url = pathToFileURL(path.join(bundle.dir, 'index.js')).href;
+      // The error a wrong configuration raises at cold start, as the Lambda runtime would log it.
+      const probe = `try { await import(${JSON.stringify(url)}); } catch (error) { process.stdout.write(error.stack); }`;
+      const stack = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
+        env: { PATH: process.env.PATH ?? '', AWS_REGION: 'eu-west-1', ...bundle.env, CREDENTIAL_SETS: '[]' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).toString();
+      const lines = stack.split('\n');
+      expect(lines[0], bundle.id).toMatch(/: invalid configuration: CREDENTIAL_SETS: /);
+      // The frame that threw, and the entry module's, in the TypeScript sources with their lines.
+      expect(lines[1], bundle.id).toMatch(/shared\/config\/credential-sets\.ts:\d+:\d+\)$/);
+      expect(stack, bundle.id).toMatch(/functions\/(vend-token|refresher)\.ts:\d+:\d+\)/);
+      expect(stack, bundle.id).not.toMatch(/index\.js:\d+:\d+/);
+    }
+  });
+
   it(`stay under the size budget (${BUNDLE_BUDGET_KIB} KiB each), and say what they are made of`, () => {
     for (const bundle of bundles) {
       const file = path.join(bundle.dir, 'index.js');

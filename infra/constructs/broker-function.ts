@@ -75,7 +75,8 @@ export class BrokerFunction extends NodejsFunction {
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: {
         ...props.environment,
-        NODE_OPTIONS: '--enable-source-maps',
+        // No NODE_OPTIONS=--enable-source-maps: it reads and indexes the whole map at every cold start. The entry
+        // modules map stack traces through it when one is first formatted (shared/source-mapped-stacks.ts).
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       },
