@@ -17,7 +17,14 @@ export function installSourceMappedStacks(): boolean {
   if (process.sourceMapsEnabled) return false;
   const format = Error.prepareStackTrace;
   Error.prepareStackTrace = (error, trace) => {
-    const sites = trace.map(mappedSite);
+    // A frame that cannot be mapped stays as it is: formatting a stack must never throw.
+    const sites = trace.map((site) => {
+      try {
+        return mappedSite(site);
+      } catch {
+        return site;
+      }
+    });
     return format
       ? format(error, sites)
       : [header(error), ...sites.map((site) => `    at ${site}`)].join('\n');
