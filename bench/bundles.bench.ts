@@ -3,12 +3,14 @@
  * interleaved (so the machine's load weighs on both alike): each sample is a fresh Node process importing the
  * bundle `cdk synth` builds (real esbuild bundling, offline) with the environment the stack gives the function
  * and its NODE_OPTIONS. Real time, in-process import: no Lambda runtime, no network.
+ *
+ * Then what remains of each import, part by part (infra/tools/bundle-init.ts, measureInitBreakdown).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createBrokerApp } from '../infra/broker-app.js';
-import { measureInit, median } from '../infra/tools/bundle-init.js';
+import { measureInit, measureInitBreakdown, median } from '../infra/tools/bundle-init.js';
 
 const RUNS = 15;
 
@@ -18,7 +20,11 @@ interface FunctionResource {
   Properties: { Environment?: { Variables?: Record<string, unknown> } };
 }
 
-export async function run(): Promise<{ title: string; rows: Record<string, string | number>[] }[]> {
+type Row = Record<string, string | number>;
+
+const ms = (value: number): number => Number(value.toFixed(1));
+
+export async function run(): Promise<{ title: string; rows: Row[] }[]> {
   const outdir = mkdtempSync(path.join(tmpdir(), 'bench-bundles-'));
   try {
     const { app } = createBrokerApp({
@@ -28,10 +34,11 @@ export async function run(): Promise<{ title: string; rows: Record<string, strin
     const template = app.synth().getStackByName('TokenBroker-uat').template as {
       Resources: Record<string, FunctionResource>;
     };
-    const rows: Record<string, string | number>[] = [];
+    const rows: Row[] = [];
+    const remains: Row[] = [];
     for (const [id, resource] of Object.entries(template.Resources)) {
       if (resource.Type !== 'AWS::Lambda::Function') continue;
-      const bundle = path.join(outdir, String(resource.Metadata?.['aws:asset:path']), 'index.mjs');
+      const bundle = path.join(outdir, String(resource.Metadata?.['aws:asset:path']), 'index.js');
       // Resource names are CloudFormation references until deployment: placeholders stand in for them.
       const environment = Object.fromEntries(
         Object.entries(resource.Properties.Environment?.Variables ?? {}).map(([name, value]) => [
@@ -47,21 +54,60 @@ export async function run(): Promise<{ title: string; rows: Record<string, strin
         LAMBDA_TASK_ROOT: path.dirname(bundle),
       };
       const nodeOptions = (environment.NODE_OPTIONS ?? '').split(' ').filter(Boolean);
-      const { bundleMs, emptyMs } = measureInit(bundle, env, nodeOptions, RUNS);
+      const init = measureInit(bundle, env, nodeOptions, RUNS);
+      const emptyMs = median(init.emptyMs);
       rows.push({
         function: id,
         'bundle KiB': Number((readFileSync(bundle).length / 1024).toFixed(1)),
         runs: RUNS,
-        'import ms p50': Number(median(bundleMs).toFixed(1)),
-        'empty module ms p50': Number(median(emptyMs).toFixed(1)),
-        'ratio to empty': Number((median(bundleMs) / median(emptyMs)).toFixed(1)),
+        'import ms p50': ms(median(init.bundleMs)),
+        'empty module ms p50': ms(emptyMs),
+        'ratio to empty': Number((median(init.bundleMs) / emptyMs).toFixed(1)),
       });
+      const parts = measureInitBreakdown(bundle, env, nodeOptions, RUNS);
+      const sourceMapsMs = parts.importMs - parts.importWithoutSourceMapsMs;
+      // The rest of the import: the parts add up to it.
+      const evaluationMs = parts.importMs - sourceMapsMs - parts.compileMs - parts.builtinsMs;
+      const part = (name: string, partMs: number, what: string): Row => ({
+        function: id,
+        part: name,
+        'ms p50': ms(partMs),
+        'x empty module': Number((partMs / emptyMs).toFixed(1)),
+        what,
+      });
+      remains.push(
+        part(
+          'compile',
+          parts.compileMs,
+          'V8 parses the whole bundle and compiles its top level (functions pre-parsed), before anything runs',
+        ),
+        part('built-ins', parts.builtinsMs, `Node built-ins loaded: ${parts.builtins.join(' ') || 'none'}`),
+        part(
+          'evaluation',
+          evaluationMs,
+          "the bundle's module-scope code (zod schemas and the config parse, SDK clients, Powertools), compiling each function the first time it runs: the rest of the import",
+        ),
+        // Only when the function runs with --enable-source-maps (its map read and indexed as the bundle loads).
+        ...(nodeOptions.includes('--enable-source-maps')
+          ? [part('source maps', sourceMapsMs, '--enable-source-maps: import with it less import without')]
+          : []),
+        part(
+          'import',
+          parts.importMs,
+          'the whole import (each part a median of its own runs; evaluation is what the others leave)',
+        ),
+      );
     }
     return [
       {
         title:
-          'Function cold init, real time, in-process import (fresh Node process, stage environment), as a ratio to an empty module in the same run',
+          "Function cold init, real time, in-process import (fresh Node process, stage environment), as a ratio to an empty module in the same run (each side includes creating process.stdout once: most of the empty module's figure)",
         rows,
+      },
+      {
+        title:
+          "What remains of each function import, real time, each part measured in its own fresh Node processes (stage environment), in units of the empty module's import above",
+        rows: remains,
       },
     ];
   } finally {

@@ -45,7 +45,7 @@ function vendBundle(
     ]),
   );
   return {
-    file: path.join(dir, 'index.mjs'),
+    file: path.join(dir, 'index.js'),
     documentBytes: readFileSync(path.join(dir, BROKER_CONFIG_FILE)).length,
     env: { PATH: process.env.PATH ?? '', ...environment, AWS_REGION: 'eu-west-1', LAMBDA_TASK_ROOT: dir },
     nodeOptions: (environment.NODE_OPTIONS ?? '').split(' ').filter(Boolean),

@@ -3,6 +3,8 @@
  * (one set, on demand). Built once per container, at module scope: configuration (a wrong value fails the
  * cold start with a message naming it), the AWS clients, the vendor clients per base URL.
  */
+// First: stack traces through the source map, for errors in any module's init too.
+import '../shared/install-source-mapped-stacks.js';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { systemClock } from '../shared/clock.js';

@@ -3,6 +3,8 @@
  * module scope: configuration (a wrong value fails the cold start with a message naming it), the AWS clients,
  * the in-memory token cache inside the handler.
  */
+// First: stack traces through the source map, for errors in any module's init too.
+import '../shared/install-source-mapped-stacks.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { SignedLambdaInvoker } from '../shared/aws/lambda-invoke.js';
 import { systemClock } from '../shared/clock.js';

@@ -12,7 +12,7 @@ import { BROKER_CONFIG_FILE, brokerConfigText, configRevision } from '../shared/
 
 /**
  * The real bundling `cdk synth` does (local esbuild, no Docker, offline), for one stage: what Lambda would
- * run is an ESM bundle that a fresh Node 24 process can import with the environment the stack gives it.
+ * run is a CommonJS bundle that a fresh Node 24 process can import with the environment the stack gives it.
  */
 interface FunctionResource {
   Type: string;
@@ -56,12 +56,14 @@ describe('function bundles', () => {
     expect(bundles.map((b) => b.handler)).toEqual(['index.handler', 'index.handler']);
   });
 
-  it('are minified ESM with the require shim and a source map, with every dependency inside', () => {
+  it('are minified CommonJS with a source map, with every dependency inside', () => {
     for (const bundle of bundles) {
-      const code = readFileSync(path.join(bundle.dir, 'index.mjs'), 'utf8');
-      expect(code.startsWith("import { createRequire } from 'node:module';")).toBe(true);
-      expect(code).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map\s*$/);
-      const map = JSON.parse(readFileSync(path.join(bundle.dir, 'index.mjs.map'), 'utf8'));
+      const code = readFileSync(path.join(bundle.dir, 'index.js'), 'utf8');
+      expect(code.startsWith('"use strict";')).toBe(true);
+      // CommonJS: Node built-ins are required where they are used, never linked as ESM imports at load.
+      expect(code).not.toMatch(/\bfrom\s*["']node:/);
+      expect(code).toMatch(/\/\/# sourceMappingURL=index\.js\.map\s*$/);
+      const map = JSON.parse(readFileSync(path.join(bundle.dir, 'index.js.map'), 'utf8'));
       expect(map.sources.some((s: string) => s.includes('functions/'))).toBe(true);
       expect(map.sourcesContent).toBeUndefined();
       // Minified: long lines (a readable bundle averages well under 100 characters a line). Self-contained: no
@@ -73,7 +75,7 @@ describe('function bundles', () => {
 
   it('start in a fresh Node 24 process with the environment the stack gives them', () => {
     for (const bundle of bundles) {
-      const probe = `const m = await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.mjs')).href)});
+      const probe = `const m = await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.js')).href)});
         process.stdout.write(typeof m.handler);`;
       const output = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
         // Lambda runs the asset from LAMBDA_TASK_ROOT (/var/task): the configuration document is found there.
@@ -107,7 +109,7 @@ describe('function bundles', () => {
     expect(new Set(bundles.map((b) => b.env.BROKER_CONFIG_REVISION)).size).toBe(2);
     const [bundle] = bundles;
     if (!bundle) throw new Error('no bundle');
-    const probe = `await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.mjs')).href)});`;
+    const probe = `await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.js')).href)});`;
     const run = (env: Record<string, string>) => () =>
       execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
         env: {
@@ -127,9 +129,33 @@ describe('function bundles', () => {
     );
   });
 
+  it('give stack traces in the original sources, through the source map, without --enable-source-maps', () => {
+    for (const bundle of bundles) {
+      const url = pathToFileURL(path.join(bundle.dir, 'index.js')).href;
+      // The error a wrong configuration raises at cold start, as the Lambda runtime would log it.
+      const probe = `try { await import(${JSON.stringify(url)}); } catch (error) { process.stdout.write(error.stack); }`;
+      const stack = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          AWS_REGION: 'eu-west-1',
+          LAMBDA_TASK_ROOT: bundle.dir,
+          ...bundle.env,
+          BROKER_CONFIG_REVISION: '0123456789abcdef',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).toString();
+      const lines = stack.split('\n');
+      expect(lines[0], bundle.id).toMatch(/: invalid configuration: broker-config\.json is revision /);
+      // The frame that threw, and the entry module's, in the TypeScript sources with their lines.
+      expect(lines[1], bundle.id).toMatch(/shared\/config\/broker-config\.ts:\d+:\d+\)$/);
+      expect(stack, bundle.id).toMatch(/functions\/(vend-token|refresher)\.ts:\d+:\d+\)/);
+      expect(stack, bundle.id).not.toMatch(/index\.js:\d+:\d+/);
+    }
+  });
+
   it(`stay under the size budget (${BUNDLE_BUDGET_KIB} KiB each), and say what they are made of`, () => {
     for (const bundle of bundles) {
-      const file = path.join(bundle.dir, 'index.mjs');
+      const file = path.join(bundle.dir, 'index.js');
       const code = readFileSync(file, 'utf8');
       const map = JSON.parse(readFileSync(`${file}.map`, 'utf8'));
       const inputs = largestInputs(code, map, bundle.dir, process.cwd());

@@ -161,7 +161,9 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
       expect(props.Handler).toBe('index.handler');
       const logGroup = refOf((props.LoggingConfig as Json).LogGroup) ?? '';
       expect(logGroups[logGroup]?.Properties.RetentionInDays).toBe(stage.logRetentionDays);
-      expect((props.Environment as { Variables: Json }).Variables.NODE_OPTIONS).toBe('--enable-source-maps');
+      // No --enable-source-maps (it indexes the map at every cold start): the bundle maps a stack when it formats
+      // one (test/infra-bundle.test.ts).
+      expect((props.Environment as { Variables: Json }).Variables.NODE_OPTIONS).toBeUndefined();
     }
     // The refresher outlasts two rounds of worst-case logins (vendor retry budget plus a last attempt) and
     // ends before the next scheduled run; the vend function outlasts its wait for an on-demand re-login.

@@ -30,10 +30,6 @@ export type ItemAction =
   | 'BatchGetItem'
   | 'BatchWriteItem';
 
-/** Node's `require` inside an ESM bundle, for the CommonJS dependencies esbuild inlines. */
-const ESM_REQUIRE_SHIM =
-  "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
-
 export interface BrokerFunctionProps {
   /** The entry point (functions/*.ts), exporting `handler`. */
   entry: string;
@@ -61,7 +57,7 @@ export interface BrokerFunctionProps {
 }
 
 /**
- * Every broker function's defaults in one place: Node 24 on arm64, one minified ESM bundle with source maps
+ * Every broker function's defaults in one place: Node 24 on arm64, one minified CommonJS bundle with source maps
  * (the AWS SDK included, so the tested versions are the deployed ones), an explicit log group with retention,
  * and a role of its own that starts with nothing but writing to that log group. `bindTable` gives table access
  * and the table's name in one call, so permissions and configuration cannot drift apart.
@@ -100,15 +96,19 @@ export class BrokerFunction extends NodejsFunction {
       environment: {
         ...props.environment,
         BROKER_CONFIG_REVISION: configRevision(configText),
-        NODE_OPTIONS: '--enable-source-maps',
+        // No NODE_OPTIONS=--enable-source-maps: it reads and indexes the whole map at every cold start. The entry
+        // modules map stack traces through it when one is first formatted (shared/source-mapped-stacks.ts).
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       },
       bundling: {
-        format: OutputFormat.ESM,
+        // CommonJS output (the ESM sources still preferred, for tree shaking): an ESM bundle's `import` of a
+        // Node built-in is hoisted to the top and links the built-in's whole ESM facade at load, whether or not
+        // the code that needs it ever runs (node:http's facade alone loads undici: ~25 ms of a cold start);
+        // in CommonJS each built-in is required where, and when, the module that uses it is initialised.
+        format: OutputFormat.CJS,
         target: 'node24',
         mainFields: ['module', 'main'],
-        banner: ESM_REQUIRE_SHIM,
         minify: true,
         sourceMap: true,
         sourceMapMode: SourceMapMode.DEFAULT,

@@ -130,6 +130,7 @@ export const rateLimitSettingsSchema = z
   });
 export type RateLimitSettings = z.infer<typeof rateLimitSettingsSchema>;
 
+// The defaults are parsed once, without zod's eval-compiled object fast path (see parseConfig).
 export const credentialSetSchema = z.object({
   /** For example `prod-advisor`. */
   id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
@@ -139,7 +140,7 @@ export const credentialSetSchema = z.object({
   vendorBaseUrl: vendorBaseUrlSchema,
   /** Secrets Manager secret id (name or ARN) holding {"username": ..., "password": ...}. */
   secretId: z.string().min(1),
-  refresh: refreshSettingsSchema.default(refreshSettingsSchema.parse({})),
+  refresh: refreshSettingsSchema.default(refreshSettingsSchema.parse({}, { jitless: true })),
   /**
    * What the vendor counts its quota per: `token` (each access token has its own budget, as §8 says) or
    * `user` (all tokens of the login share one). With `user`, the current and the previous token draw on one
@@ -151,7 +152,7 @@ export const credentialSetSchema = z.object({
    * (default: the environment's own name, `uat` or `prod`). A token whose claim is none of them is discarded.
    */
   expectedEnvClaims: z.array(z.string().trim().min(1).max(64)).min(1).max(8).optional(),
-  rateLimits: rateLimitSettingsSchema.default(rateLimitSettingsSchema.parse({})),
+  rateLimits: rateLimitSettingsSchema.default(rateLimitSettingsSchema.parse({}, { jitless: true })),
 });
 export type CredentialSetConfig = z.infer<typeof credentialSetSchema>;
 export type CredentialSetInput = z.input<typeof credentialSetSchema>;
@@ -200,7 +201,8 @@ export function parseConfig<T extends z.ZodType>(schema: T, input: unknown, sour
       throw new ConfigurationError(`${source}: not valid JSON`, { cause });
     }
   }
-  const result = schema.safeParse(value);
+  // Parsed once per cold start: zod's eval-compiled fast path for objects would cost more to build than it saves.
+  const result = schema.safeParse(value, { jitless: true });
   if (!result.success) {
     throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, source)}`);
   }

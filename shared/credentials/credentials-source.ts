@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { BrokerError } from '../errors.js';
+import { lazy } from '../lazy.js';
 import type { VendorCredentials } from '../vendor/types.js';
 
 /** The credentials of one set and the version of the secret they came from. */
@@ -31,7 +32,8 @@ export class CredentialsMalformedError extends BrokerError {
   }
 }
 
-const secretValueSchema = z.object({ username: z.string().min(1), password: z.string().min(1) });
+/** Built by the first login, not at cold start. */
+const secretValueSchema = lazy(() => z.object({ username: z.string().min(1), password: z.string().min(1) }));
 
 /**
  * Parses a secret's text. The error names the secret and the wrong fields, never the value: zod's messages
@@ -44,7 +46,7 @@ export function parseCredentials(secretId: string, versionId: string, text: stri
   } catch {
     throw new CredentialsMalformedError(`secret "${secretId}" is not JSON`, versionId);
   }
-  const result = secretValueSchema.safeParse(value);
+  const result = secretValueSchema().safeParse(value);
   if (!result.success) {
     const fields = [...new Set(result.error.issues.map((issue) => issue.path.join('.') || '(root)'))];
     throw new CredentialsMalformedError(

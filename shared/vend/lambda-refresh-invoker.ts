@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import type { LambdaInvokeOutput, LambdaInvoker } from '../aws/lambda-invoke.js';
+import { lazy } from '../lazy.js';
 import type { RefreshInvoker, RefreshOutcome, RefreshRequest } from './refresh-invoker.js';
 import { RefresherUnavailableError } from './vend-errors.js';
 
@@ -7,19 +8,21 @@ import { RefresherUnavailableError } from './vend-errors.js';
  * Only these fields are read from the refresher's answer; anything else (even a token, should a bug ever put
  * one there) is dropped by the schema and never reaches a log or a consumer.
  */
-const outcomeSchema = z.discriminatedUnion('status', [
-  z.object({
-    status: z.literal('CURRENT'),
-    tokenId: z.string(),
-    exp: z.number(),
-    loggedIn: z.boolean(),
-  }),
-  z.object({
-    status: z.literal('UNAVAILABLE'),
-    errorCode: z.string(),
-    retryAfterSeconds: z.number(),
-  }),
-]);
+const outcomeSchema = lazy(() =>
+  z.discriminatedUnion('status', [
+    z.object({
+      status: z.literal('CURRENT'),
+      tokenId: z.string(),
+      exp: z.number(),
+      loggedIn: z.boolean(),
+    }),
+    z.object({
+      status: z.literal('UNAVAILABLE'),
+      errorCode: z.string(),
+      retryAfterSeconds: z.number(),
+    }),
+  ]),
+);
 
 /** The refresher function, invoked synchronously (RequestResponse) with `{ action: 'refresh', ...request }`. */
 export class LambdaRefreshInvoker implements RefreshInvoker {
@@ -60,7 +63,7 @@ export class LambdaRefreshInvoker implements RefreshInvoker {
     } catch {
       throw new RefresherUnavailableError('the refresher answered something that is not JSON');
     }
-    const outcome = outcomeSchema.safeParse(payload);
+    const outcome = outcomeSchema().safeParse(payload);
     if (!outcome.success) throw new RefresherUnavailableError('the refresher answered an unknown shape');
     return outcome.data;
   }

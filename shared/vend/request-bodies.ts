@@ -1,57 +1,70 @@
 import * as z from 'zod';
+import { lazy } from '../lazy.js';
 import { BadRequestError } from './vend-errors.js';
 
+// Each schema is built by the first request that needs it (lazy), not at cold start: most requests have no body.
+
 /** A token id as the broker hands it out: the first 16 hex digits of sha256(token). */
-const tokenId = z.string().regex(/^[0-9a-f]{16}$/);
-const permitClass = z.string().regex(/^[a-z][a-z0-9-]{0,62}$/);
-const positiveCount = z.number().int().min(1).max(100_000);
+const tokenId = lazy(() => z.string().regex(/^[0-9a-f]{16}$/));
+const positiveCount = lazy(() => z.number().int().min(1).max(100_000));
 
 /** Bodies are strict: an unknown field is refused (a typo such as `cout` must not pass as "no count"). */
-export const permitRequestBody = z.strictObject({
-  tokenId,
-  count: positiveCount,
-  class: permitClass.optional(),
-});
+export const permitRequestBody = lazy(() =>
+  z.strictObject({
+    tokenId: tokenId(),
+    count: positiveCount(),
+    class: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,62}$/)
+      .optional(),
+  }),
+);
 
-export const permitReturnBody = z.strictObject({
-  tokenId,
-  /** At most the grant's count; the receipt is spent whatever the count. */
-  count: positiveCount,
-  /** The grant's receipt, as the permit answer gave it: it names the grant, its slot and its caller. */
-  receipt: z.string().regex(/^[A-Za-z0-9._*-]{1,256}$/),
-});
+export const permitReturnBody = lazy(() =>
+  z.strictObject({
+    tokenId: tokenId(),
+    /** At most the grant's count; the receipt is spent whatever the count. */
+    count: positiveCount(),
+    /** The grant's receipt, as the permit answer gave it: it names the grant, its slot and its caller. */
+    receipt: z.string().regex(/^[A-Za-z0-9._*-]{1,256}$/),
+  }),
+);
 
 /** The vendor's 401 codes that say something about the token itself (TOKEN_MISSING is the consumer's bug). */
 export const REJECTION_CODES = ['TOKEN_EXPIRED', 'TOKEN_INVALID'] as const;
 
-export const tokenRejectionBody = z.strictObject({
-  tokenId,
-  errorCode: z.enum(REJECTION_CODES),
-  /** The vendor's requestId of the rejected call, for the logs. */
-  requestId: z
-    .string()
-    .regex(/^[\w.:/-]{1,128}$/)
-    .optional(),
-});
+export const tokenRejectionBody = lazy(() =>
+  z.strictObject({
+    tokenId: tokenId(),
+    errorCode: z.enum(REJECTION_CODES),
+    /** The vendor's requestId of the rejected call, for the logs. */
+    requestId: z
+      .string()
+      .regex(/^[\w.:/-]{1,128}$/)
+      .optional(),
+  }),
+);
 
-export const rateLimitReportBody = z
-  .strictObject({
-    tokenId,
-    retryAfterSeconds: z.number().min(0).max(86_400).optional(),
-    limit: z.number().int().min(1).max(1_000_000).optional(),
-    remaining: z.number().int().min(0).max(1_000_000).optional(),
-    /** Unix seconds. */
-    reset: z.number().int().min(0).max(99_999_999_999).optional(),
-  })
-  .refine((r) => r.retryAfterSeconds !== undefined || r.remaining !== undefined, {
-    message: 'retryAfterSeconds or remaining is required',
-    path: ['retryAfterSeconds'],
-  })
-  // A remaining count means nothing without the time it holds until.
-  .refine((r) => r.remaining === undefined || r.reset !== undefined, {
-    message: 'is required with remaining',
-    path: ['reset'],
-  });
+export const rateLimitReportBody = lazy(() =>
+  z
+    .strictObject({
+      tokenId: tokenId(),
+      retryAfterSeconds: z.number().min(0).max(86_400).optional(),
+      limit: z.number().int().min(1).max(1_000_000).optional(),
+      remaining: z.number().int().min(0).max(1_000_000).optional(),
+      /** Unix seconds. */
+      reset: z.number().int().min(0).max(99_999_999_999).optional(),
+    })
+    .refine((r) => r.retryAfterSeconds !== undefined || r.remaining !== undefined, {
+      message: 'retryAfterSeconds or remaining is required',
+      path: ['retryAfterSeconds'],
+    })
+    // A remaining count means nothing without the time it holds until.
+    .refine((r) => r.remaining === undefined || r.reset !== undefined, {
+      message: 'is required with remaining',
+      path: ['reset'],
+    }),
+);
 
 /** A field name from the caller's body is echoed only when it cannot be a token or anything long. */
 const safeName = (name: string): string => (/^[A-Za-z][A-Za-z0-9_-]{0,39}$/.test(name) ? name : '(field)');

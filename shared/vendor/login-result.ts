@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazy } from '../lazy.js';
 import { UnexpectedVendorResponseError } from './errors.js';
 import {
   describeShapeIssues,
@@ -10,30 +11,33 @@ import {
 import { readTokenTimes } from './token-expiry.js';
 import type { LoginResult } from './types.js';
 
-/** The login result of vendor-api.md §2. `exp` is checked by readTokenTimes, with the JWT's. */
-const loginBodySchema = z.object({
-  userDetails: z.object({
-    username: z.string(),
-    userKey: z.string(),
-    groups: z.array(z.number().int()),
+/** The login result of vendor-api.md §2. `exp` is checked by readTokenTimes, with the JWT's. Built by the first
+ *  login, not at cold start. */
+const loginBodySchema = lazy(() =>
+  z.object({
+    userDetails: z.object({
+      username: z.string(),
+      userKey: z.string(),
+      groups: z.array(z.number().int()),
+    }),
+    roles: z.array(z.string()),
+    accessToken: z.string().min(1),
+    refreshToken: z.string().optional(),
+    executionPlatformKey: z.string(),
+    tenant: z.string(),
+    defaultCompanyInventorySource: z.string(),
+    status: z.string(),
+    companyKey: z.string(),
+    exp: z.unknown().optional(),
+    requestId: z.string().optional(),
   }),
-  roles: z.array(z.string()),
-  accessToken: z.string().min(1),
-  refreshToken: z.string().optional(),
-  executionPlatformKey: z.string(),
-  tenant: z.string(),
-  defaultCompanyInventorySource: z.string(),
-  status: z.string(),
-  companyKey: z.string(),
-  exp: z.unknown().optional(),
-  requestId: z.string().optional(),
-});
+);
 
 /** A 2xx login answer as the typed LoginResult, or a typed error; the token never enters a message. */
 export function toLoginResult(response: RawVendorResponse, nowMs: number): LoginResult {
   const json = parseJson(response.text);
   if (!json.ok) throw new UnexpectedVendorResponseError(response.status, 'the login body is not JSON');
-  const parsed = loginBodySchema.safeParse(json.value);
+  const parsed = loginBodySchema().safeParse(json.value);
   if (!parsed.success) {
     throw new UnexpectedVendorResponseError(
       response.status,

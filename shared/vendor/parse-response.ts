@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { lazy } from '../lazy.js';
 import {
   UnexpectedVendorResponseError,
   VendorApiError,
@@ -15,30 +16,35 @@ export interface RawVendorResponse {
 }
 
 /** The flat error body of vendor-api.md §7. Only code and message are required: a missing extra
- *  field must not hide an INVALID_CREDENTIALS behind a generic error. */
-const flatErrorSchema = z.object({
-  errorStatus: z.number().int().optional(),
-  errorCode: z.string().min(1),
-  errorMessage: z.string(),
-  timestamp: z.string().optional(),
-  requestId: z.string().optional(),
-  details: z.unknown().optional(),
-});
+ *  field must not hide an INVALID_CREDENTIALS behind a generic error. Both error shapes are built by the first
+ *  error answer, not at cold start. */
+const flatErrorSchema = lazy(() =>
+  z.object({
+    errorStatus: z.number().int().optional(),
+    errorCode: z.string().min(1),
+    errorMessage: z.string(),
+    timestamp: z.string().optional(),
+    requestId: z.string().optional(),
+    details: z.unknown().optional(),
+  }),
+);
 
 /** The nested rate-limit body of §8. */
-const nestedErrorSchema = z.object({
-  error: z.object({
-    code: z.string().min(1),
-    message: z.string(),
-    details: z
-      .object({ limit: z.number().int().optional(), reset: z.number().optional() })
-      .loose()
-      .optional(),
+const nestedErrorSchema = lazy(() =>
+  z.object({
+    error: z.object({
+      code: z.string().min(1),
+      message: z.string(),
+      details: z
+        .object({ limit: z.number().int().optional(), reset: z.number().optional() })
+        .loose()
+        .optional(),
+      requestId: z.string().optional(),
+    }),
     requestId: z.string().optional(),
+    timestamp: z.string().optional(),
   }),
-  requestId: z.string().optional(),
-  timestamp: z.string().optional(),
-});
+);
 
 const integerHeader = (headers: Headers, name: string): number | undefined => {
   const value = headers.get(name)?.trim();
@@ -110,8 +116,8 @@ export function toVendorError(response: RawVendorResponse, nowMs: number): Vendo
   if (!json.ok)
     return new UnexpectedVendorResponseError(status, 'the body is not JSON', retryAfterOf(response, nowMs));
   const rateLimit = parseRateLimitHeaders(headers, nowMs);
-  const flat = flatErrorSchema.safeParse(json.value);
-  const nested = flat.success ? undefined : nestedErrorSchema.safeParse(json.value);
+  const flat = flatErrorSchema().safeParse(json.value);
+  const nested = flat.success ? undefined : nestedErrorSchema().safeParse(json.value);
   if (status === 429 && (flat.success || nested?.success)) {
     const body = nested?.success ? nested.data : undefined;
     return new VendorRateLimitError({

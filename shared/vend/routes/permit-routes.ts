@@ -37,7 +37,7 @@ async function requireLiveToken(context: SetRouteContext, tokenId: string): Prom
 /** POST /v1/credential-sets/{id}/permits {"tokenId", "count", "class"?} */
 export async function acquirePermits(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
-  const request = parseBody(permitRequestBody, readJsonBody(context.request, services.maxBodyBytes));
+  const request = parseBody(permitRequestBody(), readJsonBody(context.request, services.maxBodyBytes));
   checkCount(set, request.class, request.count);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
@@ -87,7 +87,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
  */
 export async function returnPermits(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
-  const request = parseBody(permitReturnBody, readJsonBody(context.request, services.maxBodyBytes));
+  const request = parseBody(permitReturnBody(), readJsonBody(context.request, services.maxBodyBytes));
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
   const key = ledgerKeyFor(set, request.tokenId);
@@ -113,7 +113,7 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
 export async function reportRateLimit(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
   const { tokenId, ...reported } = parseBody(
-    rateLimitReportBody,
+    rateLimitReportBody(),
     readJsonBody(context.request, services.maxBodyBytes),
   );
   await requireLiveToken(context, tokenId);

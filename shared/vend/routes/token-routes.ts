@@ -96,7 +96,7 @@ export async function getToken(context: SetRouteContext): Promise<VendResult> {
  */
 export async function reportTokenRejection(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
-  const report = parseBody(tokenRejectionBody, readJsonBody(context.request, services.maxBodyBytes));
+  const report = parseBody(tokenRejectionBody(), readJsonBody(context.request, services.maxBodyBytes));
   audit.rejectedTokenId = report.tokenId;
   audit.vendorErrorCode = report.errorCode;
   if (report.requestId) audit.vendorRequestId = report.requestId;
