@@ -51,6 +51,33 @@ beforeAll(() => {
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
+/**
+ * Runs `probe` (an ES module body; `BUNDLE` is the bundle's file URL) in a fresh Node process with the
+ * environment Lambda gives the function: the stack's variables, and LAMBDA_TASK_ROOT, the asset's directory,
+ * where the configuration document is found. Returns what it printed; throws when it fails.
+ */
+function runWithBundle(
+  bundle: { dir: string; env: Record<string, string> },
+  probe: string,
+  env: Record<string, string> = {},
+): string {
+  const url = pathToFileURL(path.join(bundle.dir, 'index.js')).href;
+  return execFileSync(
+    process.execPath,
+    ['--input-type=module', '-e', `const BUNDLE = ${JSON.stringify(url)};\n${probe}`],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        AWS_REGION: 'eu-west-1',
+        LAMBDA_TASK_ROOT: bundle.dir,
+        ...bundle.env,
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  ).toString();
+}
+
 describe('function bundles', () => {
   it('bundles both functions', () => {
     expect(bundles.map((b) => b.handler)).toEqual(['index.handler', 'index.handler']);
@@ -75,18 +102,10 @@ describe('function bundles', () => {
 
   it('start in a fresh Node 24 process with the environment the stack gives them', () => {
     for (const bundle of bundles) {
-      const probe = `const m = await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.js')).href)});
-        process.stdout.write(typeof m.handler);`;
-      const output = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
-        // Lambda runs the asset from LAMBDA_TASK_ROOT (/var/task): the configuration document is found there.
-        env: {
-          PATH: process.env.PATH ?? '',
-          AWS_REGION: 'eu-west-1',
-          LAMBDA_TASK_ROOT: bundle.dir,
-          ...bundle.env,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }).toString();
+      const output = runWithBundle(
+        bundle,
+        'const m = await import(BUNDLE); process.stdout.write(typeof m.handler);',
+      );
       // The cold start logs which configuration it runs (Powertools writes JSON lines to stdout), then the probe.
       const lines = output.trimEnd().split('\n');
       expect(lines.at(-1), bundle.id).toMatch(/function$/);
@@ -109,18 +128,7 @@ describe('function bundles', () => {
     expect(new Set(bundles.map((b) => b.env.BROKER_CONFIG_REVISION)).size).toBe(2);
     const [bundle] = bundles;
     if (!bundle) throw new Error('no bundle');
-    const probe = `await import(${JSON.stringify(pathToFileURL(path.join(bundle.dir, 'index.js')).href)});`;
-    const run = (env: Record<string, string>) => () =>
-      execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          AWS_REGION: 'eu-west-1',
-          LAMBDA_TASK_ROOT: bundle.dir,
-          ...bundle.env,
-          ...env,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+    const run = (env: Record<string, string>) => () => runWithBundle(bundle, 'await import(BUNDLE);', env);
     expect(run({ BROKER_CONFIG_REVISION: '0123456789abcdef' })).toThrow(
       /invalid configuration: broker-config\.json is revision [0-9a-f]{16}, the function was deployed with 0123456789abcdef \(changed after synth\?\)/,
     );
@@ -131,19 +139,12 @@ describe('function bundles', () => {
 
   it('give stack traces in the original sources, through the source map, without --enable-source-maps', () => {
     for (const bundle of bundles) {
-      const url = pathToFileURL(path.join(bundle.dir, 'index.js')).href;
       // The error a wrong configuration raises at cold start, as the Lambda runtime would log it.
-      const probe = `try { await import(${JSON.stringify(url)}); } catch (error) { process.stdout.write(error.stack); }`;
-      const stack = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
-        env: {
-          PATH: process.env.PATH ?? '',
-          AWS_REGION: 'eu-west-1',
-          LAMBDA_TASK_ROOT: bundle.dir,
-          ...bundle.env,
-          BROKER_CONFIG_REVISION: '0123456789abcdef',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }).toString();
+      const stack = runWithBundle(
+        bundle,
+        'try { await import(BUNDLE); } catch (error) { process.stdout.write(error.stack); }',
+        { BROKER_CONFIG_REVISION: '0123456789abcdef' },
+      );
       const lines = stack.split('\n');
       expect(lines[0], bundle.id).toMatch(/: invalid configuration: broker-config\.json is revision /);
       // The frame that threw, and the entry module's, in the TypeScript sources with their lines.
