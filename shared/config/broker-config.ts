@@ -10,11 +10,11 @@ import { type OperatorConfig, parseOperators } from './operators.js';
 
 /**
  * The functions' configuration registry: one JSON document per function, written at synth from the stage
- * (infra/function-config.ts) into the function's own code asset, beside the bundle, and read once at cold start.
+ * (functionConfigDocuments in infra/stage-config.ts) into the function's own code asset, beside the bundle, and read once at cold start.
  *
  * Why a file in the code asset, and not the environment, SSM, AppConfig or a DynamoDB item:
  * - Size: Lambda's environment holds 4 KB in all (about 20 consumers); an SSM parameter 4 KB (8 KB advanced);
- *   a code asset holds megabytes. 500 consumers and 100 sets are about 100 KB.
+ *   a code asset holds megabytes. 500 consumers and 100 sets are about 150 KB.
  * - Cold start: a local file read and JSON.parse, no network call, nothing that can be throttled or down when
  *   an instance starts (SSM, AppConfig and DynamoDB would each add a call, its retries and an IAM grant).
  * - Deploy safety: the document is part of the code asset, so a change of consumers or sets publishes a new
