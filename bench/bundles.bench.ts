@@ -9,6 +9,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildSync } from 'esbuild';
 import { createBrokerApp } from '../infra/broker-app.js';
 import { measureInit, measureInitBreakdown, median } from '../infra/tools/bundle-init.js';
 
@@ -98,6 +100,28 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
         ),
       );
     }
+    // The yardstick, in the same run: the DynamoDB client alone, bundled with the functions' esbuild options.
+    const yardstick = path.join(outdir, 'yardstick', 'index.js');
+    buildSync({
+      entryPoints: [fileURLToPath(new URL('./yardstick/dynamodb-client-alone.ts', import.meta.url))],
+      outfile: yardstick,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node24',
+      mainFields: ['module', 'main'],
+      minify: true,
+      logLevel: 'error',
+    });
+    const alone = measureInit(yardstick, { PATH: process.env.PATH ?? '', AWS_REGION: 'eu-west-1' }, [], RUNS);
+    rows.push({
+      function: 'yardstick: @aws-sdk/client-dynamodb alone (one client, one GetItem path)',
+      'bundle KiB': Number((readFileSync(yardstick).length / 1024).toFixed(1)),
+      runs: RUNS,
+      'import ms p50': ms(median(alone.bundleMs)),
+      'empty module ms p50': ms(median(alone.emptyMs)),
+      'ratio to empty': Number((median(alone.bundleMs) / median(alone.emptyMs)).toFixed(1)),
+    });
     return [
       {
         title:

@@ -10,7 +10,7 @@ import type { CredentialsSource } from '../shared/credentials/credentials-source
 import { Metric } from '../shared/metric-names.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { DynamoTokenStore, Refresher, softThresholdSeconds } from '../shared/tokens/index.js';
-import { VendorClient } from '../shared/vendor/client.js';
+import { VendorClient } from '../shared/vendor-client/client.js';
 import { startDynalite } from '../test/support/dynalite.js';
 
 const LIFETIME = 4 * 3600;

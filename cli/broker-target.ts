@@ -1,6 +1,6 @@
 import { resolveCredentials, resolveRegion } from '../client/aws-auth.js';
 import type { AwsCredentialIdentity, CredentialsProvider } from '../client/sigv4.js';
-import { parseVendorBaseUrl } from '../shared/vendor/vendor-url.js';
+import { parseVendorBaseUrl } from '../shared/vendor-client/vendor-url.js';
 import { UsageError } from './errors.js';
 import type { CliIo } from './io.js';
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import type { VendorCredentials } from '../shared/vendor/types.js';
+import type { VendorCredentials } from '../shared/vendor-client/types.js';
 import { PromptCancelledError, UsageError } from './errors.js';
 import type { CliInput } from './io.js';
 

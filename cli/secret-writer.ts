@@ -6,7 +6,7 @@ import {
   SecretsManagerServiceException,
 } from '@aws-sdk/client-secrets-manager';
 import { type PolicyDocument, policyText } from '../infra/secret-policy.js';
-import type { VendorCredentials } from '../shared/vendor/types.js';
+import type { VendorCredentials } from '../shared/vendor-client/types.js';
 import { SecretWriteError } from './errors.js';
 
 export interface SecretWrite {

@@ -1,8 +1,8 @@
 import type * as z from 'zod';
 import type { Clock } from '../shared/clock.js';
-import { VendorCallAbortedError } from '../shared/vendor/errors.js';
-import { parseJson } from '../shared/vendor/parse-response.js';
-import { type RetryAdvice, type RetrySettings, withRetry } from '../shared/vendor/retry.js';
+import { VendorCallAbortedError } from '../shared/vendor-client/errors.js';
+import { parseJson } from '../shared/vendor-client/parse-response.js';
+import { type RetryAdvice, type RetrySettings, withRetry } from '../shared/vendor-client/retry.js';
 import {
   brokerError,
   listAnswer,

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { parseRetryAfterSeconds } from '../shared/vendor/parse-response.js';
-import { tokenId as tokenIdOf } from '../shared/vendor/token-id.js';
+import { parseRetryAfterSeconds } from '../shared/vendor-client/parse-response.js';
+import { tokenId as tokenIdOf } from '../shared/vendor-client/token-id.js';
 import { BrokerApiError } from './errors.js';
 import type { CredentialSetSummary, QuotaWindow, VendedToken } from './types.js';
 

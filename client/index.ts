@@ -13,8 +13,8 @@ export {
   VendorRateLimitError,
   VendorTimeoutError,
   VendorUnreachableError,
-} from '../shared/vendor/errors.js';
-export type { RateLimitHeaders, ResourceResponse } from '../shared/vendor/types.js';
+} from '../shared/vendor-client/errors.js';
+export type { RateLimitHeaders, ResourceResponse } from '../shared/vendor-client/types.js';
 export { BrokerClient } from './broker-client.js';
 export {
   BrokerApiError,

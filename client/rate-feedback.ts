@@ -1,5 +1,5 @@
 import type { Telemetry } from '../shared/observability.js';
-import type { RateLimitHeaders } from '../shared/vendor/types.js';
+import type { RateLimitHeaders } from '../shared/vendor-client/types.js';
 import type { BrokerApi } from './broker-api.js';
 import type { QuotaWindow } from './types.js';
 

@@ -1,7 +1,7 @@
 import type { Clock } from '../shared/clock.js';
 import type { Telemetry } from '../shared/observability.js';
-import type { RetrySettings } from '../shared/vendor/retry.js';
-import type { HttpMethod } from '../shared/vendor/types.js';
+import type { RetrySettings } from '../shared/vendor-client/retry.js';
+import type { HttpMethod } from '../shared/vendor-client/types.js';
 import type { AwsCredentialIdentity, CredentialsProvider } from './sigv4.js';
 
 /** What is left of one limit of a token's quota, as the broker's ledger last said. */

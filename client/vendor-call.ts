@@ -1,6 +1,6 @@
 import type { Clock } from '../shared/clock.js';
 import type { Telemetry } from '../shared/observability.js';
-import type { VendorClient } from '../shared/vendor/client.js';
+import type { VendorClient } from '../shared/vendor-client/client.js';
 import {
   UnexpectedVendorResponseError,
   VendorApiError,
@@ -8,10 +8,10 @@ import {
   VendorError,
   VendorRateLimitError,
   VendorUnreachableError,
-} from '../shared/vendor/errors.js';
-import { assertResourcePath } from '../shared/vendor/resource-path.js';
-import { fullJitterDelayMs, type RetrySettings, vendorRetryAdvice } from '../shared/vendor/retry.js';
-import type { ResourceResponse } from '../shared/vendor/types.js';
+} from '../shared/vendor-client/errors.js';
+import { assertResourcePath } from '../shared/vendor-client/resource-path.js';
+import { fullJitterDelayMs, type RetrySettings, vendorRetryAdvice } from '../shared/vendor-client/retry.js';
+import type { ResourceResponse } from '../shared/vendor-client/types.js';
 import { BrokerApiError, RequestAbortedError } from './errors.js';
 import type { Permits } from './permits.js';
 import type { RateFeedback, RateWindow } from './rate-feedback.js';

@@ -14,7 +14,7 @@ import { createPowertoolsTelemetry } from '../shared/observability.js';
 import { DynamoTokenStore } from '../shared/tokens/dynamo-token-store.js';
 import { Refresher } from '../shared/tokens/refresher.js';
 import { loadRefresherConfig } from '../shared/tokens/refresher-config.js';
-import { VendorClient } from '../shared/vendor/client.js';
+import { VendorClient } from '../shared/vendor-client/client.js';
 import { createRefresherHandler } from './refresher-handler.js';
 
 const config = loadRefresherConfig(process.env);

@@ -1,12 +1,12 @@
 import { Duration } from 'aws-cdk-lib';
-import { DEFAULT_RETRY_SETTINGS } from '../shared/vendor/retry.js';
+import { DEFAULT_RETRY_SETTINGS } from '../shared/vendor-client/retry.js';
 
 /**
  * Timeouts follow from the vendor client's retry budget, so that a function is never cut off in the middle
  * of the retries the vendor asks for (vendor-api.md §7: back off on 5xx, wait Retry-After on 429).
  */
 
-/** The client's per-attempt timeout (shared/vendor/client.ts default). */
+/** The client's per-attempt timeout (shared/vendor-client/client.ts default). */
 export const VENDOR_ATTEMPT_TIMEOUT_SECONDS = 10;
 
 /**

@@ -4,7 +4,7 @@ import { consumerSchema, principalArnSchema } from '../shared/config/consumers.j
 import { credentialSetSchema, describeIssues } from '../shared/config/credential-sets.js';
 import { operatorSchema } from '../shared/config/operators.js';
 import { ConfigurationError } from '../shared/errors.js';
-import { VENDOR_ENVIRONMENTS } from '../shared/vendor/types.js';
+import { VENDOR_ENVIRONMENTS } from '../shared/vendor-client/types.js';
 import { REPOSITORY_RUNBOOK_URL } from './runbook.js';
 import { refresherRoleName } from './secret-policy.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { VendorErrorCode } from '../shared/vendor/errors.js';
+import type { VendorErrorCode } from '../shared/vendor-client/errors.js';
 import type { RateLimitState } from './rate-limiter.js';
 
 /** What the sandbox answers, before it is written; handlers build these, the server writes them. */

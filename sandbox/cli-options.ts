@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ConfigurationError } from '../shared/errors.js';
-import { VENDOR_ENVIRONMENTS, type VendorEnvironment } from '../shared/vendor/types.js';
+import { VENDOR_ENVIRONMENTS, type VendorEnvironment } from '../shared/vendor-client/types.js';
 import { describeIssues, type MutableSandboxSettings, mutableSettingsSchema } from './settings.js';
 import { type SandboxUser, sandboxUsersSchema } from './users.js';
 

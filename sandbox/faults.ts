@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { ConfigurationError } from '../shared/errors.js';
-import { VENDOR_ERROR_CODES, type VendorErrorCode } from '../shared/vendor/errors.js';
+import { VENDOR_ERROR_CODES, type VendorErrorCode } from '../shared/vendor-client/errors.js';
 import {
   type Answer,
   ERROR_CODE_STATUS,

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { VendorEnvironment } from '../shared/vendor/types.js';
+import type { VendorEnvironment } from '../shared/vendor-client/types.js';
 import { type Answer, errorAnswer, newRequestId, type RequestContext, writeAnswer } from './answers.js';
 import { FaultQueue, type InjectedFault, parseInjectedFault } from './faults.js';
 import { LOGIN_PATHS, loginUsername } from './login.js';

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { type Clock, systemClock } from '../shared/clock.js';
 import { ConfigurationError } from '../shared/errors.js';
-import { VENDOR_ENVIRONMENTS, type VendorEnvironment } from '../shared/vendor/types.js';
+import { VENDOR_ENVIRONMENTS, type VendorEnvironment } from '../shared/vendor-client/types.js';
 import { defaultSandboxUsers, type SandboxUser, sandboxUsersSchema } from './users.js';
 
 export interface SandboxLimit {

@@ -1,4 +1,4 @@
-import type { VendorEnvironment } from '../shared/vendor/types.js';
+import type { VendorEnvironment } from '../shared/vendor-client/types.js';
 
 export interface LoginCounts {
   attempts: number;

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { compactVerify, SignJWT } from 'jose';
 import * as z from 'zod';
-import type { VendorEnvironment } from '../shared/vendor/types.js';
+import type { VendorEnvironment } from '../shared/vendor-client/types.js';
 import type { SandboxUser } from './users.js';
 
 const claimsSchema = z.object({

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import type { VendorEnvironment } from '../shared/vendor/types.js';
+import type { VendorEnvironment } from '../shared/vendor-client/types.js';
 
 export interface SandboxUser {
   username: string;

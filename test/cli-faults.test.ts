@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BrokerClient } from '../client/broker-client.js';
 import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
-import { VendorRateLimitError } from '../shared/vendor/errors.js';
+import { VendorRateLimitError } from '../shared/vendor-client/errors.js';
 import {
   type CliBroker,
   PORTFOLIO,

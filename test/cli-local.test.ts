@@ -2,7 +2,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BrokerClient } from '../client/broker-client.js';
 import type { ManualClock } from '../shared/clock.js';
-import { tokenId } from '../shared/vendor/token-id.js';
+import { tokenId } from '../shared/vendor-client/token-id.js';
 import {
   type CliBroker,
   PORTFOLIO,

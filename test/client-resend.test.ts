@@ -9,7 +9,7 @@ import {
   VendorApiError,
   VendorTimeoutError,
   VendorUnreachableError,
-} from '../shared/vendor/errors.js';
+} from '../shared/vendor-client/errors.js';
 import { type BrokerWorld, eventually, SET_ID, startBrokerWorld } from './support/client-world.js';
 import { whileAdvancing } from './support/refresher-harness.js';
 import { seededRandom } from './support/sandbox-http.js';

@@ -4,7 +4,7 @@ import { PermitDeadlineError } from '../client/errors.js';
 import type { SandboxSettings } from '../sandbox/index.js';
 import type { CredentialSetInput } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
-import { tokenId } from '../shared/vendor/token-id.js';
+import { tokenId } from '../shared/vendor-client/token-id.js';
 import { type BrokerWorld, SET_ID, startBrokerWorld, TENANT } from './support/client-world.js';
 import { idealGrantTimes } from './support/ledger-harness.js';
 import { seededRandom } from './support/sandbox-http.js';

@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tokenId } from '../shared/vendor/token-id.js';
+import { tokenId } from '../shared/vendor-client/token-id.js';
 import { type BrokerWorld, SET_ID, startBrokerWorld, TENANT } from './support/client-world.js';
 import { expectNoSecrets, sandboxPasswords } from './support/refresher-harness.js';
 import { seededRandom } from './support/sandbox-http.js';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { VendedToken } from '../client/types.js';
 import { Metric } from '../shared/metric-names.js';
-import { InvalidResourcePathError, VendorApiError } from '../shared/vendor/errors.js';
+import { InvalidResourcePathError, VendorApiError } from '../shared/vendor-client/errors.js';
 import {
   type BrokerWorld,
   eventually,

@@ -10,7 +10,7 @@ import {
   softThresholdSeconds,
   UnknownCredentialSetError,
 } from '../shared/tokens/index.js';
-import { VendorApiError, VendorClient } from '../shared/vendor/index.js';
+import { VendorApiError, VendorClient } from '../shared/vendor-client/index.js';
 import {
   credentialSet,
   expectNoSecrets,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Metric } from '../shared/metric-names.js';
-import { tokenId } from '../shared/vendor/token-id.js';
+import { tokenId } from '../shared/vendor-client/token-id.js';
 import {
   advisorLogins,
   fixture,

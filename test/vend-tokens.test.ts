@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
 import { softThresholdSeconds } from '../shared/tokens/index.js';
-import { tokenId } from '../shared/vendor/token-id.js';
+import { tokenId } from '../shared/vendor-client/token-id.js';
 import {
   advisorLogins,
   errorBodyProblems,

@@ -10,7 +10,7 @@ import {
   VendorClient,
   type VendorErrorCode,
   VendorRateLimitError,
-} from '../shared/vendor/index.js';
+} from '../shared/vendor-client/index.js';
 
 const START = Date.UTC(2026, 0, 5, 9, 0, 0);
 const user = defaultSandboxUsers('uat').find((u) => u.username === 'uat-advisor');

@@ -8,7 +8,7 @@ import {
   VendorApiError,
   VendorClient,
   VendorTokenUnusableError,
-} from '../shared/vendor/index.js';
+} from '../shared/vendor-client/index.js';
 
 const START = Date.UTC(2026, 0, 5, 9, 0, 0);
 const user = defaultSandboxUsers('uat').find((u) => u.username === 'uat-advisor');

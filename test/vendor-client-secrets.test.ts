@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultSandboxUsers, type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
 import { MemoryTelemetry } from '../shared/observability.js';
-import { VendorClient, VendorError } from '../shared/vendor/index.js';
+import { VendorClient, VendorError } from '../shared/vendor-client/index.js';
 
 const START = Date.UTC(2026, 0, 5, 9, 0, 0);
 const user = defaultSandboxUsers('uat').find((u) => u.username === 'uat-advisor');

@@ -19,7 +19,7 @@ import {
   VendorTokenUnusableError,
   VendorUnreachableError,
   withRetry,
-} from '../shared/vendor/index.js';
+} from '../shared/vendor-client/index.js';
 
 const NOW = Date.UTC(2026, 0, 5, 9, 0, 0);
 const nowSeconds = NOW / 1000;

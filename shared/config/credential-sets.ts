@@ -1,8 +1,8 @@
 import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
 import { planFor } from '../ledger/limit-plan.js';
-import { VENDOR_ENVIRONMENTS } from '../vendor/types.js';
-import { isLoopbackHostname } from '../vendor/vendor-url.js';
+import { VENDOR_ENVIRONMENTS } from '../vendor-client/types.js';
+import { isLoopbackHostname } from '../vendor-client/vendor-url.js';
 
 /** One limit of the vendor's quota: at most `limit` requests in any span of `windowSeconds`. */
 export const rateLimitSchema = z.object({

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { BrokerError } from '../errors.js';
 import { lazy } from '../lazy.js';
-import type { VendorCredentials } from '../vendor/types.js';
+import type { VendorCredentials } from '../vendor-client/types.js';
 
 /** The credentials of one set and the version of the secret they came from. */
 export interface CredentialsRead {

@@ -6,7 +6,7 @@ import {
   VendorCallAbortedError,
   VendorError,
   VendorRateLimitError,
-} from '../vendor/errors.js';
+} from '../vendor-client/errors.js';
 import { backoffSeconds, credentialsCooldownSeconds } from './thresholds.js';
 import type { FailureKind, FailureState } from './token-state.js';
 

@@ -9,8 +9,8 @@ import {
 import { BrokerError } from '../errors.js';
 import { DIMENSION_CREDENTIAL_SET, DIMENSION_ERROR_CODE, Metric } from '../metric-names.js';
 import { MetricUnit, type Telemetry } from '../observability.js';
-import type { VendorLogin } from '../vendor/client.js';
-import { VendorError } from '../vendor/errors.js';
+import type { VendorLogin } from '../vendor-client/client.js';
+import { VendorError } from '../vendor-client/errors.js';
 import { TokenStoreUnavailableError } from './errors.js';
 import { errorCodeOf, failureFor } from './failure-policy.js';
 import { checkLoginResult } from './token-check.js';

@@ -1,5 +1,5 @@
 import { type CredentialSetConfig, expectedEnvClaimsOf } from '../config/credential-sets.js';
-import type { LoginResult } from '../vendor/types.js';
+import type { LoginResult } from '../vendor-client/types.js';
 import { ClockSkewError, TokenEnvMismatchError, TokenLifetimeError } from './errors.js';
 import { hardFloorSeconds } from './thresholds.js';
 import { type StoredToken, tokenIdOf } from './token-state.js';

@@ -1,4 +1,4 @@
-import { tokenId } from '../vendor/token-id.js';
+import { tokenId } from '../vendor-client/token-id.js';
 
 /**
  * What the tokens table holds per credential set. Times are epoch milliseconds, except `exp` and `issuedAt`,

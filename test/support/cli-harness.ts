@@ -9,7 +9,7 @@ import { type LocalBroker, type LocalBrokerOptions, startLocalBroker } from '../
 import { type LoadedLocalConfig, localConfigSchema } from '../../local/config.js';
 import { type Clock, ManualClock, systemClock } from '../../shared/clock.js';
 import { MemoryTelemetry } from '../../shared/observability.js';
-import type { VendorCredentials } from '../../shared/vendor/types.js';
+import type { VendorCredentials } from '../../shared/vendor-client/types.js';
 
 /** The committed local configuration's first caller: may use every set. */
 export const PORTFOLIO = {

@@ -22,8 +22,8 @@ import {
 import { SecretsManagerCredentialsSource } from '../../shared/credentials/index.js';
 import { MemoryTelemetry } from '../../shared/observability.js';
 import { DynamoTokenStore, Refresher, type RefresherOptions } from '../../shared/tokens/index.js';
-import { VendorClient } from '../../shared/vendor/client.js';
-import type { VendorCredentials } from '../../shared/vendor/types.js';
+import { VendorClient } from '../../shared/vendor-client/client.js';
+import type { VendorCredentials } from '../../shared/vendor-client/types.js';
 import { type LocalDynamo, startDynalite } from './dynalite.js';
 
 /** A credential set as configuration would give it (every default filled in by the real schema). */

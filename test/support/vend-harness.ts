@@ -20,8 +20,8 @@ import { InProcessRefreshInvoker, type RefreshInvoker } from '../../shared/vend/
 import type { ReportLimitSettingsInput } from '../../shared/vend/report-limits.js';
 import type { ErrorBody, VendResult } from '../../shared/vend/responses.js';
 import { createVendHandler, type VendEvent, type VendHandlerDeps } from '../../shared/vend/vend-handler.js';
-import { VendorClient } from '../../shared/vendor/client.js';
-import type { VendorCredentials } from '../../shared/vendor/types.js';
+import { VendorClient } from '../../shared/vendor-client/client.js';
+import type { VendorCredentials } from '../../shared/vendor-client/types.js';
 import type { LocalDynamo } from './dynalite.js';
 import { fixtureConsumers } from './fixture-consumers.js';
 
