@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import type { Clock } from '../shared/clock.js';
+import { requestUrl, validHost } from './request-target.js';
 import type { LocalCaller, SigV4Verifier } from './sigv4-verifier.js';
 
 export type FunctionUrlHandler = (
@@ -34,7 +35,8 @@ export function toFunctionUrlEvent(
   caller: LocalCaller,
   now: number,
 ): APIGatewayProxyEventV2WithIAMAuthorizer {
-  const url = new URL(request.pathWithQuery, 'http://local');
+  const url = requestUrl(request.pathWithQuery);
+  if (!url) throw new Error('not an origin-form request target: check it with requestUrl first');
   const accountId = /:(\d{12}):/.exec(caller.principalArn)?.[1] ?? '000000000000';
   const queryStringParameters: Record<string, string> = {};
   for (const [key, value] of url.searchParams) {
@@ -185,6 +187,9 @@ export async function serveFunctionUrl(options: {
         headers,
         body: body.toString('utf8'),
       };
+      // A target or Host that cannot be parsed: refused as AWS's front end refuses it, before any signature.
+      if (!requestUrl(incoming.pathWithQuery) || !validHost(headers.host))
+        return send(response, 400, JSON.stringify({ Message: 'Bad Request' }));
       const verified = await options.verifier.verify(incoming);
       if (!verified.ok) return send(response, 403, JSON.stringify({ Message: 'Forbidden' }));
       const event = toFunctionUrlEvent(
@@ -206,7 +211,14 @@ export async function serveFunctionUrl(options: {
       else response.destroy();
     });
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  // A port in use (EADDRINUSE) rejects here, with the error's code, rather than crashing the process later.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { Clock } from '../shared/clock.js';
+import { requestUrl } from './request-target.js';
 
 /** A local caller: an access key pair standing for an IAM principal, as AWS would resolve it. */
 export interface LocalCaller {
@@ -88,7 +89,8 @@ export class SigV4Verifier {
     ) {
       return { ok: false, reason: 'BAD_SIGNATURE' };
     }
-    const url = new URL(request.pathWithQuery, `http://${headers.host}`);
+    const url = requestUrl(request.pathWithQuery);
+    if (!url) return { ok: false, reason: 'MALFORMED_SIGNATURE' };
     const query: Record<string, string | string[]> = {};
     for (const [key, value] of url.searchParams) {
       const existing = query[key];
@@ -107,7 +109,8 @@ export class SigV4Verifier {
       {
         method: request.method.toUpperCase(),
         protocol: 'http:',
-        hostname: url.hostname,
+        // The signed Host header is what is signed; the hostname is only the signer's fallback without one.
+        hostname: headers.host ?? '',
         path: url.pathname,
         query,
         headers,

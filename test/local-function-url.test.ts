@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import type { APIGatewayProxyEventV2WithIAMAuthorizer } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FunctionUrlSigner } from '../client/sigv4.js';
@@ -14,6 +15,26 @@ const caller: LocalCaller = {
   secretAccessKey: 'local-test-secret-key-2',
   principalArn: 'arn:aws:iam::000000000000:role/team/reporting-service',
 };
+
+/** Sends a request line and headers exactly as given (fetch would normalise them) and reads the status line. */
+function rawRequest(url: string, head: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(`${head}\r\nConnection: close\r\n\r\n`));
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('end', () => {
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]),
+        body: answer.slice(answer.indexOf('\r\n\r\n') + 4),
+      });
+    });
+  });
+}
 
 describe('local Function URL server with IAM auth', () => {
   let server: FunctionUrlServer;
@@ -75,6 +96,32 @@ describe('local Function URL server with IAM auth', () => {
     });
     expect(tampered.status).toBe(403);
     expect(seen.length).toBe(before);
+  });
+
+  it('refuses a target or Host it cannot parse with 400, as AWS does, without calling the handler', async () => {
+    const before = seen.length;
+    const host = new URL(server.url).host;
+    for (const head of [
+      `GET http://elsewhere.example/v1/credential-sets HTTP/1.1\r\nHost: ${host}`,
+      'GET /v1/credential-sets HTTP/1.1\r\nHost: a b',
+      'GET /v1/credential-sets HTTP/1.1\r\nHost: a/b',
+      'GET /v1/credential-sets HTTP/1.0',
+    ]) {
+      const answer = await rawRequest(server.url, head);
+      expect({ head, status: answer.status }).toEqual({ head, status: 400 });
+      expect(answer.body).toContain('{"Message":"Bad Request"}');
+    }
+    expect(seen.length).toBe(before);
+  });
+
+  it('reads a target starting with // as a path, not as another host', async () => {
+    const unsigned = await rawRequest(server.url, `GET // HTTP/1.1\r\nHost: ${new URL(server.url).host}`);
+    expect(unsigned.status).toBe(403);
+    const signed = await signer.sign({ method: 'GET', url: `${server.url}//elsewhere.example/x?a=1` });
+    const response = await fetch(signed.url, { headers: signed.headers });
+    expect(response.status).toBe(201);
+    expect(seen.at(-1)?.rawPath).toBe('//elsewhere.example/x');
+    expect(seen.at(-1)?.rawQueryString).toBe('a=1');
   });
 
   it('presents user ARNs unchanged and role ARNs as assumed-role sessions', () => {
