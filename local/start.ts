@@ -86,8 +86,19 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
+/** The one line `npm start` prints for a failure it can explain; anything else as it is. */
+function failureMessage(error: unknown): string {
+  if (error instanceof BrokerError) return error.message;
+  const { code, port } = (error ?? {}) as { code?: unknown; port?: unknown };
+  if (code === 'EADDRINUSE')
+    return `port ${String(port)} on 127.0.0.1 is already in use (another npm start?): set BROKER_PORT to a free port, or BROKER_PORT=0 for any free one`;
+  if (code === 'EACCES')
+    return `port ${String(port)} on 127.0.0.1 may not be used by this user: set BROKER_PORT above 1023, or BROKER_PORT=0 for any free one`;
+  return error instanceof Error ? error.message : String(error);
+}
+
 main().catch((error: unknown) => {
-  const message = error instanceof BrokerError ? error.message : String(error);
+  const message = failureMessage(error);
   process.stderr.write(`token-broker: ${message}\n`);
   process.exit(2);
 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -66,6 +67,26 @@ describe('npm start with a wrong configuration', () => {
     );
     expect(failed?.code).toBe(2);
     expect(failed?.stderr).toContain('credentialSets[0].environment');
+  });
+
+  it('on a port already in use, exits 2 with one line that suggests BROKER_PORT=0', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const { port } = busy.address() as AddressInfo;
+    try {
+      const failed = await run(TSX, ['local/start.ts'], {
+        env: { ...process.env, BROKER_PORT: String(port), LOG_LEVEL: 'error' },
+      }).then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(failed?.code).toBe(2);
+      expect(failed?.stderr.trim().split('\n')).toEqual([
+        `token-broker: port ${port} on 127.0.0.1 is already in use (another npm start?): set BROKER_PORT to a free port, or BROKER_PORT=0 for any free one`,
+      ]);
+    } finally {
+      await new Promise((resolve) => busy.close(resolve));
+    }
   });
 
   it('fails when TIME_SCALE is not a number', async () => {
