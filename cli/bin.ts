@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The CLI package's entry point (packaging/build.ts bundles it into token-broker.mjs). In the repository,
  * bin/token-broker.mjs runs cli/main.ts from source instead.

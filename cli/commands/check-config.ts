@@ -224,7 +224,7 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
     io.stderr.write(
       `token-broker check-config: reading the resource policies of the stage's secrets in ${stage.region} …\n`,
     );
-    const client = io.secretsManager(stage.region);
+    const client = await io.secretsManager(stage.region);
     try {
       warnings.push(...(await secretFindings(client, stage)));
     } finally {
