@@ -4,7 +4,8 @@
  *
  *   dist/client/  @token-broker/client: index.js (one ESM bundle + map), types/ (declarations), package.json,
  *                 README.md (client/README.md), THIRD_PARTY_LICENSES.md
- *   dist/cli/     @token-broker/cli: token-broker.mjs (one ESM bundle + map, `#!/usr/bin/env node`), package.json
+ *   dist/cli/     @token-broker/cli: token-broker.mjs (`#!/usr/bin/env node`; ESM, with chunks/ that it loads
+ *                 per command, and maps), package.json, README.md, THIRD_PARTY_LICENSES.md
  *
  * Layout choice: a build output with its own package.json per package, not npm workspaces. client/ and cli/
  * import shared/ (and cli/ imports infra/) by relative path, so as workspaces they would need shared/ as a
@@ -224,8 +225,13 @@ export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<st
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const result = await build({
-    entryPoints: [path.join(ROOT, 'cli/bin.ts')],
-    outfile: path.join(outDir, 'token-broker.mjs'),
+    // token-broker.mjs, and a chunk per command (cli/main.ts imports each when it runs): `--help` loads
+    // neither the AWS SDK nor the client.
+    entryPoints: { 'token-broker': path.join(ROOT, 'cli/bin.ts') },
+    outdir: outDir,
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     absWorkingDir: ROOT,
     bundle: true,
     platform: 'node',
@@ -233,7 +239,6 @@ export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<st
     target: TARGET,
     external: externals(),
     plugins: [withoutCdkApp],
-    banner: { js: '#!/usr/bin/env node' },
     sourcemap: true,
     sourcesContent: true,
     metafile: true,
