@@ -1,5 +1,13 @@
 import { type ChildProcess, execFile, execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -98,6 +106,7 @@ let service: string;
 let operator: string;
 let broker: { child: ChildProcess; banner: string };
 let brokerUrl: string;
+let cliTarball: string;
 
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'token-broker-packages-'));
@@ -106,7 +115,7 @@ beforeAll(async () => {
     buildCli(path.join(work, 'build/cli')),
   ]);
   const clientTarball = pack(clientDir, path.join(work, 'tarballs'));
-  const cliTarball = pack(cliDir, path.join(work, 'tarballs'));
+  cliTarball = pack(cliDir, path.join(work, 'tarballs'));
   service = path.join(work, 'service');
   operator = path.join(work, 'operator');
   for (const dir of [service, operator]) execFileSync('mkdir', ['-p', dir]);
@@ -181,6 +190,32 @@ describe('@token-broker/client, installed from its tarball', () => {
       expect(result.stdout + result.stderr).not.toMatch(/eyJ[\w-]+\./);
     },
   );
+
+  it('client/README.md shows the quick start as the file has it', () => {
+    const readme = readFileSync(path.join(ROOT, 'client/README.md'), 'utf8');
+    const shown = /```js\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    const file = readFileSync(path.join(ROOT, 'client/examples/quick-start.mjs'), 'utf8');
+    const lines = shown
+      .split('\n')
+      .filter((line) => line.trim() !== '' && !line.includes('// … (the file goes on'));
+    expect(lines.length).toBeGreaterThan(10);
+    for (const line of lines) expect(file.split('\n'), 'a line client/README.md shows').toContain(line);
+  });
+
+  it('README.md’s example (“Using the broker from a service”) runs as written', async () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Using the broker from a service'));
+    const example = /```js\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(example).toContain("from '@token-broker/client'");
+    writeFileSync(path.join(service, 'readme-example.mjs'), example ?? '');
+    const result = await node(NODE_24, ['readme-example.mjs'], service, {
+      TOKEN_BROKER_URL: brokerUrl,
+      AWS_REGION: 'local',
+      ...PORTFOLIO,
+    });
+    expect(result.exit, result.stderr).toBe(0);
+    expect(result.stdout).toBe("201 { name: 'Ada' }\n");
+  });
 
   it('the machine has a Node older than the project’s, and it is the oldest the packages declare', () => {
     // Said in the output either way: the older-Node run above exists only when such a Node was found.
@@ -309,6 +344,17 @@ describe('@token-broker/cli, installed from its tarball', () => {
       expect(help.stderr).toBe('');
     },
   );
+
+  it('npx --package=<tarball> token-broker --help, without installing it first', async () => {
+    const empty = path.join(work, 'empty');
+    execFileSync('mkdir', ['-p', empty]);
+    const { stdout } = await run(
+      'npx',
+      ['--yes', '--prefer-offline', `--package=${cliTarball}`, 'token-broker', '--help'],
+      { cwd: empty, env: npmEnv(), timeout: 300_000 },
+    );
+    expect(stdout).toMatch(/^Usage: token-broker <command> \[options\]/);
+  });
 
   it('token-broker status as the on-call operator, against the local broker', async () => {
     const status = await node(
