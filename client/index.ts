@@ -1,6 +1,7 @@
 /**
- * token-broker/client: the consumer library for internal services. One BrokerClient per process talks to the
- * broker's vend API (SigV4-signed, default AWS credential chain) and, with its tokens and permits, to the vendor.
+ * @token-broker/client (built by packaging/build.ts): the consumer library for internal services. One
+ * BrokerClient per process talks to the broker's vend API (SigV4-signed, default AWS credential chain) and,
+ * with its tokens and permits, to the vendor.
  */
 
 // Clock, Telemetry and RetrySettings: the types BrokerClientOptions names, so a service can implement them.
