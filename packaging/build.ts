@@ -18,6 +18,9 @@
  * and zod alone would add 8 MB to every consumer (their licences ship in THIRD_PARTY_LICENSES.md). The AWS
  * packages stay dependencies, so a service's own AWS SDK can share them and their fixes reach consumers.
  *
+ * The manifests: packaging/client.package.json and cli.package.json, completed here with exports and types
+ * (client), engines and the dependencies the bundle imports.
+ *
  * Declarations: tsc (the project's, emitDeclarationOnly) from client/index.ts; only the files reachable from
  * types/client/index.d.ts are kept, and they may import no package at all: a consumer's tsc checks them
  * (skipLibCheck off) with nothing but the client installed. test/packages.test.ts installs both packed
