@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npx token-broker …`: the operator CLI (cli/main.ts). The package ships its TypeScript as tested, so the
-// launcher compiles it on the fly with tsx's loader instead of a separate build step.
+// `npx token-broker …` in this repository: the operator CLI (cli/main.ts) from source, compiled on the fly by
+// tsx's loader, as the CLI tests run it. Outside the repository, operators install the built package
+// @token-broker/cli (packaging/build.ts: plain JavaScript, no tsx).
 import { register } from 'tsx/esm/api';
 
 register();

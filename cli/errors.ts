@@ -31,3 +31,9 @@ export class SecretWriteError extends BrokerError {
 export class NotFoundError extends BrokerError {
   readonly code = 'RESOURCE_NOT_FOUND';
 }
+
+/**
+ * The CLI package built on its own (packaging/build.ts) has no CDK app: `check-config` runs its schema checks
+ * and says that the stack's own checks (the ones `cdk synth` makes) need the repository.
+ */
+export class StackChecksUnavailableError extends Error {}

@@ -1,4 +1,4 @@
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { type Clock, systemClock } from '../shared/clock.js';
 
 /** Standard input as the CLI uses it: a stream, and on a terminal raw mode for hidden input. */
@@ -19,7 +19,8 @@ export interface CliIo {
   cwd: string;
   clock: Clock;
   fetch: typeof fetch;
-  secretsManager(region: string): SecretsManagerClient;
+  /** Async: the SDK is loaded only by the commands that talk to Secrets Manager (`--help` starts without it). */
+  secretsManager(region: string): Promise<SecretsManagerClient>;
 }
 
 export function processIo(): CliIo {
@@ -31,6 +32,9 @@ export function processIo(): CliIo {
     cwd: process.cwd(),
     clock: systemClock,
     fetch: globalThis.fetch,
-    secretsManager: (region) => new SecretsManagerClient({ region }),
+    secretsManager: async (region) => {
+      const { SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
+      return new SecretsManagerClient({ region });
+    },
   };
 }

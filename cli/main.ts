@@ -1,19 +1,40 @@
-import { CHECK_CONFIG_HELP, checkConfigCommand } from './commands/check-config.js';
-import { PUT_CREDENTIALS_HELP, putCredentialsCommand } from './commands/put-credentials.js';
-import { SECRET_POLICY_HELP, secretPolicyCommand } from './commands/secret-policy.js';
-import { STATUS_HELP, statusCommand } from './commands/status.js';
-import { TOKEN_HELP, tokenCommand } from './commands/token.js';
 import { UsageError } from './errors.js';
 import { EXIT_CODES_HELP, ExitCode, failureOf } from './exit-codes.js';
 import { type CliIo, processIo } from './io.js';
 
-const COMMANDS: Record<string, { run: (args: string[], io: CliIo) => Promise<number>; help: string }> = {
-  token: { run: tokenCommand, help: TOKEN_HELP },
-  status: { run: statusCommand, help: STATUS_HELP },
-  'check-config': { run: checkConfigCommand, help: CHECK_CONFIG_HELP },
-  'put-credentials': { run: putCredentialsCommand, help: PUT_CREDENTIALS_HELP },
-  'secret-policy': { run: secretPolicyCommand, help: SECRET_POLICY_HELP },
+interface Command {
+  run: (args: string[], io: CliIo) => Promise<number>;
+  help: string;
+}
+
+/**
+ * Each command's module is loaded when it runs (or its help is asked for): `--help` and a usage error start
+ * without the AWS SDK, the client or the stage files (in the built CLI, each command is a chunk of its own).
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  token: async () => {
+    const { tokenCommand, TOKEN_HELP } = await import('./commands/token.js');
+    return { run: tokenCommand, help: TOKEN_HELP };
+  },
+  status: async () => {
+    const { statusCommand, STATUS_HELP } = await import('./commands/status.js');
+    return { run: statusCommand, help: STATUS_HELP };
+  },
+  'check-config': async () => {
+    const { checkConfigCommand, CHECK_CONFIG_HELP } = await import('./commands/check-config.js');
+    return { run: checkConfigCommand, help: CHECK_CONFIG_HELP };
+  },
+  'put-credentials': async () => {
+    const { putCredentialsCommand, PUT_CREDENTIALS_HELP } = await import('./commands/put-credentials.js');
+    return { run: putCredentialsCommand, help: PUT_CREDENTIALS_HELP };
+  },
+  'secret-policy': async () => {
+    const { secretPolicyCommand, SECRET_POLICY_HELP } = await import('./commands/secret-policy.js');
+    return { run: secretPolicyCommand, help: SECRET_POLICY_HELP };
+  },
 };
+
+const commandNamed = (name: string) => (Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined);
 
 export const MAIN_HELP = `Usage: token-broker <command> [options]     (npx token-broker …)
 
@@ -39,20 +60,22 @@ ${EXIT_CODES_HELP}`;
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [name, ...args] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    const topic = name === 'help' && args[0] ? COMMANDS[args[0]] : undefined;
+    const load = name === 'help' && args[0] ? commandNamed(args[0]) : undefined;
+    const topic = load ? await load() : undefined;
     (name === undefined ? io.stderr : io.stdout).write(`${topic?.help ?? MAIN_HELP}\n`);
     return name === undefined ? ExitCode.Usage : ExitCode.Ok;
   }
-  const command = COMMANDS[name];
+  const load = commandNamed(name);
   try {
-    if (!command)
+    if (!load)
       throw new UsageError(
         `unknown command "${name.slice(0, 40)}"; commands: ${Object.keys(COMMANDS).join(', ')}`,
       );
+    const command = await load();
     return await command.run(args, io);
   } catch (error) {
     const failure = failureOf(error);
-    const label = command ? `token-broker ${name}` : 'token-broker';
+    const label = load ? `token-broker ${name}` : 'token-broker';
     const requestId = failure.requestId ? ` (broker requestId ${failure.requestId})` : '';
     const hint =
       error instanceof UsageError

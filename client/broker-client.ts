@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from '../shared/clock.js';
 import { vendorBaseUrlSchema } from '../shared/config/credential-sets.js';
 import { ConfigurationError } from '../shared/errors.js';
-import type { Telemetry } from '../shared/observability.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import { VendorClient } from '../shared/vendor-client/client.js';
 import { InsecureVendorUrlError } from '../shared/vendor-client/errors.js';
 import { resolveRetrySettings } from '../shared/vendor-client/retry.js';

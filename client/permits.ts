@@ -1,6 +1,6 @@
 import type { Clock } from '../shared/clock.js';
 import { ConfigurationError } from '../shared/errors.js';
-import type { Telemetry } from '../shared/observability.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import type { BrokerApi } from './broker-api.js';
 import { BrokerApiError, ClientClosedError, PermitDeadlineError, RequestAbortedError } from './errors.js';
 import { applicableRemaining, type Batch, PermitPool } from './permit-pool.js';

@@ -1,4 +1,4 @@
-import type { Telemetry } from '../shared/observability.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import type { RateLimitHeaders } from '../shared/vendor-client/types.js';
 import type { BrokerApi } from './broker-api.js';
 import type { QuotaWindow } from './types.js';

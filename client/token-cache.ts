@@ -1,5 +1,5 @@
 import type { Clock } from '../shared/clock.js';
-import type { Telemetry } from '../shared/observability.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import type { BrokerApi } from './broker-api.js';
 import { RequestAbortedError } from './errors.js';
 import type { VendedToken } from './types.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../shared/clock.js';
-import type { Telemetry } from '../shared/observability.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import type { RetrySettings } from '../shared/vendor-client/retry.js';
 import type { HttpMethod } from '../shared/vendor-client/types.js';
 import type { AwsCredentialIdentity, CredentialsProvider } from './sigv4.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../shared/clock.js';
-import type { Telemetry } from '../shared/observability.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import type { VendorClient } from '../shared/vendor-client/client.js';
 import {
   UnexpectedVendorResponseError,

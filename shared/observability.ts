@@ -1,23 +1,20 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
+import type { LogAttributes, MetricUnitValue, Telemetry } from './telemetry.js';
+
+export type { LogAttributes, MetricUnitValue, Telemetry };
 export { MetricUnit };
-export type MetricUnitValue = (typeof MetricUnit)[keyof typeof MetricUnit];
+
+// shared/telemetry.ts spells the units out (so that the client's declarations need no Powertools): they must
+// stay exactly Powertools' MetricUnit values, both ways.
+type PowertoolsUnit = (typeof MetricUnit)[keyof typeof MetricUnit];
+const _sameUnits: [PowertoolsUnit, MetricUnitValue] extends [MetricUnitValue, PowertoolsUnit] ? true : never =
+  true;
+void _sameUnits;
 
 export const SERVICE_NAME = 'token-broker';
 export const METRICS_NAMESPACE = 'TokenBroker';
-
-export type LogAttributes = Record<string, unknown>;
-
-/** What domain code may say about itself. Never pass a token, a password or a secret value. */
-export interface Telemetry {
-  debug(message: string, attributes?: LogAttributes): void;
-  info(message: string, attributes?: LogAttributes): void;
-  warn(message: string, attributes?: LogAttributes): void;
-  error(message: string, attributes?: LogAttributes): void;
-  /** One CloudWatch metric point (Embedded Metric Format in AWS), e.g. dimension `CredentialSet`. */
-  metric(name: string, unit: MetricUnitValue, value: number, dimensions?: Record<string, string>): void;
-}
 
 /** Structured JSON logs (Powertools Logger) and EMF metrics (Powertools Metrics). */
 export function createPowertoolsTelemetry(

@@ -16,6 +16,7 @@ import {
 } from '../../infra/stage-config.js';
 import { brokerConfigText, configRevision } from '../../shared/config/broker-config.js';
 import { ConfigurationError } from '../../shared/errors.js';
+import { StackChecksUnavailableError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { HELP_OPTION, parseCommandLine } from '../options.js';
@@ -97,7 +98,7 @@ function warningsOf(stage: StageConfig): Finding[] {
 }
 
 /** The checks `cdk synth` makes when it builds the stack (e.g. the environment size), without bundling. */
-async function stackErrors(stage: StageConfig, input: StageInput): Promise<Finding[]> {
+async function stackErrors(stage: StageConfig, input: StageInput, io: CliIo): Promise<Finding[]> {
   const { createBrokerApp } = await import('../../infra/broker-app.js');
   try {
     createBrokerApp({
@@ -107,6 +108,12 @@ async function stackErrors(stage: StageConfig, input: StageInput): Promise<Findi
     return [];
   } catch (error) {
     if (error instanceof ConfigurationError) return [{ field: stage.name, message: error.message }];
+    if (error instanceof StackChecksUnavailableError) {
+      io.stderr.write(
+        "note: the stack's own checks (those `cdk synth` makes) need the repository (npx token-broker check-config there); this package ran the schema checks\n",
+      );
+      return [];
+    }
     throw error;
   }
 }
@@ -211,13 +218,13 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
   const result = stageConfigSchema.safeParse(input);
   let errors = result.success ? [] : schemaErrors(root, result.error);
   const warnings = result.success ? warningsOf(result.data) : [];
-  if (result.success) errors = await stackErrors(result.data, input);
+  if (result.success) errors = await stackErrors(result.data, input, io);
   if (result.success && errors.length === 0 && parsed.values.secrets) {
     const stage = result.data;
     io.stderr.write(
       `token-broker check-config: reading the resource policies of the stage's secrets in ${stage.region} …\n`,
     );
-    const client = io.secretsManager(stage.region);
+    const client = await io.secretsManager(stage.region);
     try {
       warnings.push(...(await secretFindings(client, stage)));
     } finally {

@@ -90,7 +90,7 @@ export async function putCredentialsCommand(args: string[], io: CliIo): Promise<
       "token-broker put-credentials: no stage given: the secret's resource policy is neither put nor checked (use --stage for a stage's secret)\n",
     );
   }
-  const client = io.secretsManager(region);
+  const client = await io.secretsManager(region);
   try {
     const written = await writeCredentials(client, {
       secretId,

@@ -61,13 +61,12 @@ export async function runIn(
     cwd: options.cwd ?? process.cwd(),
     clock: options.clock ?? systemClock,
     fetch: globalThis.fetch,
-    secretsManager:
-      options.secretsManager ??
-      ((region) =>
-        new SecretsManagerClient({
-          region,
-          credentials: { accessKeyId: 'AKIATEST', secretAccessKey: 'test' },
-        })),
+    secretsManager: async (region) =>
+      options.secretsManager?.(region) ??
+      new SecretsManagerClient({
+        region,
+        credentials: { accessKeyId: 'AKIATEST', secretAccessKey: 'test' },
+      }),
   };
   const exit = await runCli(argv, io);
   return { exit, stdout, stderr };

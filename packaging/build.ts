@@ -1,0 +1,288 @@
+/**
+ * Builds the two installable packages from this repository's sources (`npm run build:packages`, or
+ * `npm run build:packages -- --pack` for the tarballs):
+ *
+ *   dist/client/  @token-broker/client: index.js (one ESM bundle + map), types/ (declarations), package.json,
+ *                 README.md (client/README.md), THIRD_PARTY_LICENSES.md
+ *   dist/cli/     @token-broker/cli: token-broker.mjs (`#!/usr/bin/env node`; ESM, with chunks/ that it loads
+ *                 per command, and maps), package.json, README.md, THIRD_PARTY_LICENSES.md
+ *
+ * Layout choice: a build output with its own package.json per package, not npm workspaces. client/ and cli/
+ * import shared/ (and cli/ imports infra/) by relative path, so as workspaces they would need shared/ as a
+ * third package, a move of the server's code and a change of every import; the repository would also stop
+ * being one package whose `npm ci && npm test` runs as it is. Here the repository stays the private server
+ * package, and each built package carries only what it ships: our code bundled by esbuild (client/, the
+ * parts of shared/ it uses, cli/, the stage files of infra/), and as real, declared npm dependencies only the
+ * third-party packages the bundle imports at run time (checked below: an import that is not declared fails
+ * the build). zod and jose are bundled too: used only inside, absent from the declarations, zero-dependency,
+ * and zod alone would add 8 MB to every consumer (their licences ship in THIRD_PARTY_LICENSES.md). The AWS
+ * packages stay dependencies, so a service's own AWS SDK can share them and their fixes reach consumers.
+ *
+ * The manifests: packaging/client.package.json and cli.package.json, completed here with exports and types
+ * (client), engines and the dependencies the bundle imports.
+ *
+ * Declarations: tsc (the project's, emitDeclarationOnly) from client/index.ts; only the files reachable from
+ * types/client/index.d.ts are kept, and they may import no package at all: a consumer's tsc checks them
+ * (skipLibCheck off) with nothing but the client installed. test/packages.test.ts installs both packed
+ * packages into bare projects and uses them as a service and an operator would.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Metafile, type Plugin } from 'esbuild';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The oldest Node each package runs on: test/packages.test.ts runs both on the machine's older Node too. */
+export const NODE_RANGE = '>=20';
+const TARGET = 'node20';
+
+/** Bundled in (see above); their licence files are copied next to the bundle. */
+const BUNDLED_THIRD_PARTY = ['zod', 'jose'];
+
+interface RootManifest {
+  version: string;
+  dependencies: Record<string, string>;
+}
+
+const rootManifest = (): RootManifest =>
+  JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as RootManifest;
+
+/** The bare package name of an import specifier: `@scope/name/sub` → `@scope/name`. */
+function packageOf(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+const isBuiltin = (specifier: string) =>
+  specifier.startsWith('node:') || builtinModules.includes(packageOf(specifier));
+
+/**
+ * The packages' npm dependencies: the third-party imports left in the bundle, at the root package.json's
+ * version (a caret range, so that a consumer's own AWS SDK dedupes them). An import the root does not
+ * declare fails the build.
+ */
+function dependenciesOf(metafile: Metafile): Record<string, string> {
+  const versions = rootManifest().dependencies;
+  const names = new Set<string>();
+  for (const input of Object.values(metafile.inputs))
+    for (const im of input.imports) if (im.external && !isBuiltin(im.path)) names.add(packageOf(im.path));
+  const dependencies: Record<string, string> = {};
+  for (const name of [...names].sort()) {
+    const version = versions[name];
+    if (!version) throw new Error(`the bundle imports ${name}, which package.json's dependencies lack`);
+    dependencies[name] = /^\d/.test(version) ? `^${version}` : version;
+  }
+  return dependencies;
+}
+
+/** The packages' externals: every npm package except the bundled ones. */
+function externals(): string[] {
+  return Object.keys(rootManifest().dependencies)
+    .filter((name) => !BUNDLED_THIRD_PARTY.includes(name))
+    .flatMap((name) => [name, `${name}/*`]);
+}
+
+function thirdPartyLicenses(outDir: string): void {
+  const parts = BUNDLED_THIRD_PARTY.map((name) => {
+    const dir = path.join(ROOT, 'node_modules', name);
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string };
+    const file = ['LICENSE', 'LICENSE.md', 'LICENSE.txt'].find((f) => existsSync(path.join(dir, f)));
+    if (!file) throw new Error(`${name} has no licence file`);
+    return `## ${name} ${manifest.version}\n\n${readFileSync(path.join(dir, file), 'utf8').trim()}\n`;
+  });
+  writeFileSync(
+    path.join(outDir, 'THIRD_PARTY_LICENSES.md'),
+    `# Third-party code bundled in this package\n\n${parts.join('\n')}`,
+  );
+}
+
+function writeManifest(outDir: string, manifest: Record<string, unknown>): void {
+  writeFileSync(path.join(outDir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+/** Relative imports of a declaration file, resolved to declaration files; bare ones returned apart. */
+function declarationImports(file: string): { local: string[]; bare: string[] } {
+  const text = readFileSync(file, 'utf8');
+  const local: string[] = [];
+  const bare: string[] = [];
+  for (const match of text.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)) {
+    const specifier = match[1] ?? '';
+    if (specifier.startsWith('.'))
+      local.push(path.resolve(path.dirname(file), specifier.replace(/\.js$/, '.d.ts')));
+    else bare.push(specifier);
+  }
+  return { local, bare };
+}
+
+/** tsc's declarations of client/index.ts, then only those the entry reaches, under `<outDir>/types`. */
+function clientDeclarations(outDir: string): string {
+  const emitted = path.join(tmpdir(), `token-broker-types-${process.pid}-${Date.now()}`);
+  const tsconfig = path.join(emitted, 'tsconfig.json');
+  mkdirSync(emitted, { recursive: true });
+  try {
+    writeFileSync(
+      tsconfig,
+      JSON.stringify({
+        extends: path.join(ROOT, 'tsconfig.json'),
+        compilerOptions: {
+          noEmit: false,
+          declaration: true,
+          emitDeclarationOnly: true,
+          outDir: path.join(emitted, 'out'),
+          rootDir: ROOT,
+          typeRoots: [path.join(ROOT, 'node_modules/@types')],
+        },
+        include: [],
+        files: [path.join(ROOT, 'client/index.ts')],
+      }),
+    );
+    execFileSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', tsconfig], { cwd: ROOT, stdio: 'pipe' });
+    const entry = path.join(emitted, 'out/client/index.d.ts');
+    const reached = new Set<string>();
+    const queue = [entry];
+    while (queue.length > 0) {
+      const file = queue.pop() as string;
+      if (reached.has(file)) continue;
+      reached.add(file);
+      const { local, bare } = declarationImports(file);
+      if (bare.length > 0) {
+        throw new Error(
+          `${path.relative(emitted, file)} imports ${bare.join(', ')}: the client's declarations must be self-contained`,
+        );
+      }
+      queue.push(...local);
+    }
+    for (const file of reached) {
+      const target = path.join(outDir, 'types', path.relative(path.join(emitted, 'out'), file));
+      mkdirSync(path.dirname(target), { recursive: true });
+      copyFileSync(file, target);
+    }
+    return './types/client/index.d.ts';
+  } finally {
+    rmSync(emitted, { recursive: true, force: true });
+  }
+}
+
+/** Builds @token-broker/client into `outDir` (emptied first); returns the directory. */
+export async function buildClient(outDir = path.join(ROOT, 'dist/client')): Promise<string> {
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  const result = await build({
+    entryPoints: [path.join(ROOT, 'client/index.ts')],
+    outfile: path.join(outDir, 'index.js'),
+    absWorkingDir: ROOT,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: TARGET,
+    external: externals(),
+    sourcemap: true,
+    sourcesContent: true,
+    metafile: true,
+    logLevel: 'warning',
+  });
+  const types = clientDeclarations(outDir);
+  const template = JSON.parse(
+    readFileSync(path.join(ROOT, 'packaging/client.package.json'), 'utf8'),
+  ) as Record<string, unknown>;
+  writeManifest(outDir, {
+    ...template,
+    exports: { '.': { types, default: './index.js' }, './package.json': './package.json' },
+    types,
+    engines: { node: NODE_RANGE },
+    dependencies: dependenciesOf(result.metafile),
+  });
+  copyFileSync(path.join(ROOT, 'client/README.md'), path.join(outDir, 'README.md'));
+  thirdPartyLicenses(outDir);
+  return outDir;
+}
+
+/**
+ * infra/broker-app.ts is the whole CDK app (aws-cdk-lib, cdk-nag); only `check-config`'s stack checks import
+ * it. The package gets cli/standalone/broker-app.ts instead.
+ */
+const withoutCdkApp: Plugin = {
+  name: 'without-cdk-app',
+  setup(b) {
+    b.onResolve({ filter: /\/infra\/broker-app\.js$/ }, () => ({
+      path: path.join(ROOT, 'cli/standalone/broker-app.ts'),
+    }));
+  },
+};
+
+const FORBIDDEN_IN_CLI = [
+  'aws-cdk-lib',
+  'constructs',
+  'cdk-nag',
+  'tsx',
+  'typescript',
+  '@aws-lambda-powertools',
+];
+
+/** Builds @token-broker/cli into `outDir` (emptied first); returns the directory. */
+export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<string> {
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  const result = await build({
+    // token-broker.mjs, and a chunk per command (cli/main.ts imports each when it runs): `--help` loads
+    // neither the AWS SDK nor the client.
+    entryPoints: { 'token-broker': path.join(ROOT, 'cli/bin.ts') },
+    outdir: outDir,
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    absWorkingDir: ROOT,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: TARGET,
+    external: externals(),
+    plugins: [withoutCdkApp],
+    sourcemap: true,
+    sourcesContent: true,
+    metafile: true,
+    logLevel: 'warning',
+  });
+  const dependencies = dependenciesOf(result.metafile);
+  const forbidden = Object.keys(dependencies).filter((name) =>
+    FORBIDDEN_IN_CLI.some((f) => name === f || name.startsWith(`${f}/`)),
+  );
+  if (forbidden.length > 0) throw new Error(`the CLI bundle imports ${forbidden.join(', ')}`);
+  const template = JSON.parse(readFileSync(path.join(ROOT, 'packaging/cli.package.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  writeManifest(outDir, { ...template, engines: { node: NODE_RANGE }, dependencies });
+  copyFileSync(path.join(ROOT, 'packaging/cli-README.md'), path.join(outDir, 'README.md'));
+  thirdPartyLicenses(outDir);
+  return outDir;
+}
+
+/** `npm pack` of a built package into `destination`; returns the tarball's path. */
+export function pack(packageDir: string, destination: string): string {
+  mkdirSync(destination, { recursive: true });
+  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', destination], {
+    cwd: packageDir,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const [info] = JSON.parse(out) as { filename: string }[];
+  if (!info) throw new Error(`npm pack printed no file: ${out}`);
+  return path.join(destination, info.filename);
+}
+
+async function main(): Promise<void> {
+  const client = await buildClient();
+  const cli = await buildCli();
+  console.log(`built ${path.relative(ROOT, client)}/ and ${path.relative(ROOT, cli)}/`);
+  if (process.argv.includes('--pack')) {
+    for (const dir of [client, cli])
+      console.log(`packed ${path.relative(ROOT, pack(dir, path.join(ROOT, 'dist')))}`);
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();
