@@ -1,0 +1,259 @@
+import { readFileSync } from 'node:fs';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { parse } from 'yaml';
+import type { VendResult } from '../../shared/vend/responses.js';
+import type { VendEvent } from '../../shared/vend/vend-handler.js';
+
+/** docs/vend-api.openapi.yaml, read as it is checked in. */
+export const OPENAPI_PATH = new URL('../../docs/vend-api.openapi.yaml', import.meta.url);
+
+type Json = Record<string, unknown>;
+
+const isRecord = (value: unknown): value is Json =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+const SCHEMA_ROOT_ID = 'https://token-broker.invalid/vend-api.openapi.json';
+const SCHEMA_REF_PREFIX = '#/components/schemas/';
+
+/** A deep copy with every schema `$ref` into components.schemas pointing at `prefix` instead. */
+function rewriteRefs(value: unknown, prefix: string): unknown {
+  if (Array.isArray(value)) return value.map((item) => rewriteRefs(item, prefix));
+  if (!isRecord(value)) return value;
+  const copy: Json = {};
+  for (const [key, item] of Object.entries(value)) {
+    copy[key] =
+      key === '$ref' && typeof item === 'string' && item.startsWith(SCHEMA_REF_PREFIX)
+        ? `${prefix}${item.slice(SCHEMA_REF_PREFIX.length)}`
+        : rewriteRefs(item, prefix);
+  }
+  return copy;
+}
+
+export interface Operation {
+  operationId: string;
+  method: string;
+  /** The path template, e.g. `/v1/credential-sets/{id}/token`. */
+  path: string;
+  responses: Json;
+  requestSchema: unknown;
+}
+
+/** Where an answer lands in the document: an operation and a status, or the unknown-route 404. */
+export type Located =
+  | { kind: 'operation'; operation: Operation; key: string }
+  | { kind: 'unknown-route'; key: string };
+
+export class VendOpenApi {
+  readonly document: Json;
+  readonly operations: Operation[] = [];
+  readonly #ajv: Ajv2020;
+  readonly #validators = new Map<string, ValidateFunction>();
+
+  constructor(text = readFileSync(OPENAPI_PATH, 'utf8')) {
+    const document: unknown = parse(text);
+    if (!isRecord(document)) throw new Error('the OpenAPI document is not a mapping');
+    this.document = document;
+    // Strict: an unknown keyword (a typo such as `requierd`) is an error when a schema is compiled. Not for
+    // `required` inside `anyOf` (a request body's "this or that field"), nor types implied by a parent.
+    this.#ajv = new Ajv2020({
+      strict: true,
+      strictTypes: false,
+      strictRequired: false,
+      allErrors: true,
+      allowUnionTypes: true,
+    });
+    const schemas = this.#pointer('#/components/schemas');
+    this.#ajv.addSchema({ $id: SCHEMA_ROOT_ID, $defs: rewriteRefs(schemas, '#/$defs/') as Json });
+    for (const [path, item] of Object.entries(this.#record(document.paths, 'paths'))) {
+      for (const [method, operation] of Object.entries(this.#record(item, path))) {
+        if (method === 'parameters' || !isRecord(operation)) continue;
+        const body = this.#deref(operation.requestBody);
+        const requestSchema = isRecord(body)
+          ? (this.#record(body.content, 'requestBody.content')['application/json'] as Json | undefined)
+              ?.schema
+          : undefined;
+        this.operations.push({
+          operationId: String(operation.operationId),
+          method: method.toUpperCase(),
+          path,
+          responses: this.#record(operation.responses, `${method} ${path} responses`),
+          requestSchema,
+        });
+      }
+    }
+  }
+
+  /** Every (operationId, status) the document lists, as `operationId status`. */
+  documentedAnswers(): string[] {
+    return this.operations.flatMap((op) =>
+      Object.keys(op.responses).map((status) => `${op.operationId} ${status}`),
+    );
+  }
+
+  /**
+   * Compiles every schema the document uses (request bodies, response bodies, headers, components), so a
+   * schema no answer reaches is still checked by Ajv's strict mode. Returns how many were compiled.
+   */
+  compileEverySchema(): number {
+    const schemas: unknown[] = Object.keys(this.#pointer('#/components/schemas')).map((name) => ({
+      $ref: `${SCHEMA_REF_PREFIX}${name}`,
+    }));
+    for (const op of this.operations) {
+      if (op.requestSchema !== undefined) schemas.push(op.requestSchema);
+      for (const responseRef of Object.values(op.responses)) {
+        const response = this.#deref(responseRef);
+        if (!isRecord(response)) throw new Error(`${op.operationId}: a response is not an object`);
+        for (const header of Object.values(isRecord(response.headers) ? response.headers : {}))
+          schemas.push((this.#deref(header) as Json).schema);
+        for (const media of Object.values(isRecord(response.content) ? response.content : {}))
+          schemas.push((media as Json).schema);
+      }
+    }
+    for (const schema of schemas) this.#validator(schema);
+    return schemas.length;
+  }
+
+  /** The operation(s) of the path template the raw path matches: exact segments, `{…}` one non-empty one. */
+  operationsOfPath(rawPath: string): Operation[] {
+    const segments = rawPath.split('/');
+    return this.operations.filter((op) => {
+      const template = op.path.split('/');
+      return (
+        template.length === segments.length &&
+        template.every((part, i) => {
+          const segment = segments[i] ?? '';
+          return /^\{\w+\}$/.test(part) ? segment !== '' : part === segment;
+        })
+      );
+    });
+  }
+
+  /**
+   * Where the answer to `event` is documented: the operation of its path and method; for a path whose
+   * operations have other methods, those operations' 405 (the document lists a path's 405 under each of them);
+   * for no path at all, the unknown-route 404.
+   */
+  locate(event: VendEvent, statusCode: number): Located {
+    const ofPath = this.operationsOfPath(event.rawPath);
+    if (ofPath.length === 0) return { kind: 'unknown-route', key: `(unknown route) ${statusCode}` };
+    const operation =
+      ofPath.find((op) => op.method === event.requestContext.http.method.toUpperCase()) ?? ofPath[0];
+    if (!operation) throw new Error('unreachable: a path with no operation');
+    return { kind: 'operation', operation, key: `${operation.operationId} ${statusCode}` };
+  }
+
+  /** What is wrong with the request body against the operation's requestBody schema (empty: nothing). */
+  requestProblems(operation: Operation, body: unknown): string[] {
+    if (operation.requestSchema === undefined) return ['the operation has no JSON request body'];
+    return this.#problems(operation.requestSchema, body, 'request');
+  }
+
+  /**
+   * What is wrong with the answer against the document (empty: nothing): the status must be listed for the
+   * operation; every documented required header present and valid, no header the document does not name
+   * (besides Content-Type); a JSON body valid against the status's schema, or no body where none is listed.
+   */
+  answerProblems(event: VendEvent, result: VendResult): string[] {
+    const located = this.locate(event, result.statusCode);
+    if (located.kind === 'unknown-route') {
+      if (result.statusCode !== 404) return [`unknown route answered ${result.statusCode}, not 404`];
+      return this.#responseProblems(this.#deref({ $ref: '#/components/responses/NotFound' }), result);
+    }
+    const { operation } = located;
+    const isOwnMethod = operation.method === event.requestContext.http.method.toUpperCase();
+    if (!isOwnMethod && result.statusCode !== 405)
+      return [
+        `${event.requestContext.http.method} on ${operation.path} answered ${result.statusCode}, not 405`,
+      ];
+    const response = operation.responses[String(result.statusCode)];
+    if (response === undefined) return [`${located.key}: status not in the document`];
+    const problems = this.#responseProblems(this.#deref(response), result);
+    if (result.statusCode === 405) {
+      const allowed = this.operationsOfPath(event.rawPath).map((op) => op.method);
+      if (result.headers.allow !== allowed.join(', ')) problems.push(`Allow is not ${allowed.join(', ')}`);
+    }
+    return problems.map((problem) => `${located.key}: ${problem}`);
+  }
+
+  #responseProblems(response: unknown, result: VendResult): string[] {
+    if (!isRecord(response)) return ['response is not an object'];
+    const problems: string[] = [];
+    const headers = isRecord(response.headers) ? response.headers : {};
+    const documented = new Set(Object.keys(headers).map((name) => name.toLowerCase()));
+    for (const [name, headerRef] of Object.entries(headers)) {
+      const header = this.#deref(headerRef);
+      if (!isRecord(header)) {
+        problems.push(`header ${name} is not an object`);
+        continue;
+      }
+      const value = result.headers[name.toLowerCase()];
+      if (value === undefined) {
+        if (header.required === true) problems.push(`header ${name} missing`);
+        continue;
+      }
+      problems.push(...this.#problems(header.schema, value, `header ${name}`));
+    }
+    const content = isRecord(response.content) ? response.content : undefined;
+    for (const name of Object.keys(result.headers)) {
+      if (documented.has(name)) continue;
+      if (name === 'content-type' && content) continue;
+      problems.push(`header ${name} is not in the document`);
+    }
+    if (!content) {
+      if (result.body !== undefined && result.body !== '')
+        problems.push('a body where the document has none');
+      return problems;
+    }
+    const mediaTypes = Object.keys(content);
+    if (result.headers['content-type'] === undefined || !mediaTypes.includes(result.headers['content-type']))
+      problems.push(`content-type is not one of ${mediaTypes.join(', ')}`);
+    const media = content[result.headers['content-type'] ?? ''];
+    if (!isRecord(media)) return problems;
+    let body: unknown;
+    try {
+      body = JSON.parse(result.body ?? '');
+    } catch {
+      return [...problems, 'body is not JSON'];
+    }
+    return [...problems, ...this.#problems(media.schema, body, 'body')];
+  }
+
+  /** Validation errors as `where: path message`, never the value (an answer may hold a token). */
+  #problems(schema: unknown, value: unknown, where: string): string[] {
+    const validate = this.#validator(schema);
+    if (validate(value)) return [];
+    return (validate.errors ?? []).map(
+      (error) => `${where}: ${error.instancePath || '/'} ${error.message ?? error.keyword}`,
+    );
+  }
+
+  #validator(schema: unknown): ValidateFunction {
+    const key = JSON.stringify(schema);
+    let validate = this.#validators.get(key);
+    if (!validate) {
+      validate = this.#ajv.compile(rewriteRefs(schema, `${SCHEMA_ROOT_ID}#/$defs/`) as Json);
+      this.#validators.set(key, validate);
+    }
+    return validate;
+  }
+
+  /** An OpenAPI object, its `$ref` (to within this document) followed. */
+  #deref(value: unknown): unknown {
+    if (isRecord(value) && typeof value.$ref === 'string') return this.#pointer(value.$ref);
+    return value;
+  }
+
+  #pointer(ref: string): Json {
+    if (!ref.startsWith('#/')) throw new Error(`not a local $ref: ${ref}`);
+    let node: unknown = this.document;
+    for (const part of ref.slice(2).split('/')) {
+      node = isRecord(node) ? node[part.replaceAll('~1', '/').replaceAll('~0', '~')] : undefined;
+    }
+    return this.#record(node, ref);
+  }
+
+  #record(value: unknown, what: string): Json {
+    if (!isRecord(value)) throw new Error(`${what}: not a mapping in the OpenAPI document`);
+    return value;
+  }
+}

@@ -1,0 +1,399 @@
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { describe, expect, it, vi } from 'vitest';
+import type { OperatorConfig } from '../shared/config/operators.js';
+import type { VendResult } from '../shared/vend/responses.js';
+import { ROUTES } from '../shared/vend/router.js';
+import type { VendEvent } from '../shared/vend/vend-handler.js';
+import { fixture, parseBody, withChanges } from './support/vend-harness.js';
+import { VendOpenApi } from './support/vend-openapi.js';
+import { vendHarnessPerTest } from './support/vend-suite.js';
+
+/**
+ * docs/vend-api.openapi.yaml against the real vend handler (dynalite, the vendor sandbox over HTTP, the real
+ * refresher and ledger, one ManualClock): a table of requests producing each documented status of each route,
+ * every answer validated (status, headers, JSON body) against the document with Ajv (JSON Schema 2020-12);
+ * and the converse, every (route, status) of the document answered at least once here.
+ */
+const api = new VendOpenApi();
+const startHarness = vendHarnessPerTest();
+
+/** `operationId status` of every answer validated so far in this file. */
+const answered = new Set<string>();
+
+const ACCOUNT = '123456789012';
+const STRANGER = `arn:aws:sts::${ACCOUNT}:assumed-role/analytics-sandbox/jane`;
+const BATCH = `arn:aws:iam::${ACCOUNT}:user/ops/batch-runner`;
+const ONCALL: OperatorConfig = { name: 'oncall', principalArn: `arn:aws:iam::${ACCOUNT}:role/oncall` };
+const ONCALL_SESSION = `arn:aws:sts::${ACCOUNT}:assumed-role/oncall/alice`;
+
+const as = (event: VendEvent, callerArn: string) =>
+  withChanges(event, { callerArn, callerAccountId: ACCOUNT });
+const onSet = (event: VendEvent, setId: string) =>
+  withChanges(event, { path: event.rawPath.replace('/uat-advisor/', `/${setId}/`) });
+const withBody = (name: string, body: unknown) => withChanges(fixture(name), { body });
+const tooLarge = (name: string) => withBody(name, { tokenId: '0000000000000000', pad: 'x'.repeat(9000) });
+
+/**
+ * Sends the request, expects `status`, and validates the answer against the document; for a 2xx, the request
+ * body against the operation's requestBody schema too. Never prints a body (a token answer holds a token).
+ */
+async function check(
+  invoke: (event: VendEvent) => Promise<VendResult>,
+  name: string,
+  event: VendEvent,
+  status: number,
+): Promise<VendResult> {
+  const result = await invoke(event);
+  expect(result.statusCode, name).toBe(status);
+  expect(api.answerProblems(event, result), name).toEqual([]);
+  const located = api.locate(event, result.statusCode);
+  answered.add(located.key);
+  if (status < 300 && located.kind === 'operation' && event.body) {
+    expect(api.requestProblems(located.operation, JSON.parse(event.body)), name).toEqual([]);
+  }
+  return result;
+}
+
+describe('docs/vend-api.openapi.yaml', () => {
+  it("lists exactly the router's routes, with their methods, and every schema compiles in strict mode", () => {
+    expect(api.document.openapi).toMatch(/^3\.1\.\d+$/);
+    const documented = api.operations.map((op) => [op.operationId, op.method, op.path]).sort();
+    const routed = ROUTES.map((route) => [route.name, route.method, `/${route.pattern.join('/')}`]).sort();
+    expect(documented).toEqual(routed);
+    expect(api.compileEverySchema()).toBeGreaterThan(50);
+    const schemes = (api.document.components as { securitySchemes: Record<string, Record<string, string>> })
+      .securitySchemes;
+    expect(schemes.awsSigV4).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
+    expect(api.document.security).toEqual([{ awsSigV4: [] }]);
+  });
+
+  it('refuses wrong answers: the checks cannot pass vacuously', async () => {
+    const h = await startHarness();
+    const event = fixture('get-token');
+    const right = await check(h.invoke, 'token', event, 200);
+    const body = parseBody<Record<string, unknown>>(right);
+    const { accessToken: _token, ...withoutToken } = body;
+    const wrong = (change: Partial<VendResult>): VendResult => ({ ...right, ...change });
+    const cases: [string, VendResult, string][] = [
+      [
+        'no accessToken',
+        wrong({ body: JSON.stringify(withoutToken) }),
+        "must have required property 'accessToken'",
+      ],
+      ['an extra field', wrong({ body: JSON.stringify({ ...body, extra: 1 }) }), 'unevaluated properties'],
+      ['a wrong type', wrong({ body: JSON.stringify({ ...body, expiresAt: 'soon' }) }), 'must be integer'],
+      [
+        'no Cache-Control',
+        wrong({ headers: { 'content-type': 'application/json' } }),
+        'Cache-Control missing',
+      ],
+      [
+        'an undocumented header',
+        wrong({ headers: { ...right.headers, 'x-powered-by': 'x' } }),
+        'x-powered-by is not in the document',
+      ],
+      ['an undocumented status', wrong({ statusCode: 418 }), 'status not in the document'],
+      [
+        'a 429 where the route has none',
+        wrong({ statusCode: 429, headers: { ...right.headers, 'retry-after': '1' } }),
+        'status not in the document',
+      ],
+    ];
+    for (const [name, result, expected] of cases) {
+      const problems = api.answerProblems(event, result);
+      expect(
+        problems.some((problem) => problem.includes(expected)),
+        `${name}: ${problems.join('; ')}`,
+      ).toBe(true);
+    }
+    const permits = fixture('acquire-permits');
+    const denied = await check(
+      h.invoke,
+      'denied setup',
+      withBody('acquire-permits', { tokenId: body.tokenId, count: 51 }),
+      400,
+    );
+    const deniedBody = parseBody<Record<string, unknown>>(denied);
+    const noRetryAfter = {
+      ...denied,
+      statusCode: 503,
+      body: JSON.stringify({
+        ...deniedBody,
+        errorStatus: 503,
+        errorCode: 'LEDGER_UNAVAILABLE',
+        details: undefined,
+      }),
+    };
+    expect(api.answerProblems(permits, noRetryAfter).join('; ')).toContain('Retry-After missing');
+    const wrongCode = {
+      ...denied,
+      body: JSON.stringify({ ...deniedBody, errorCode: 'RATE_LIMIT_EXCEEDED' }),
+    };
+    expect(api.answerProblems(permits, wrongCode).join('; ')).toContain(
+      '/errorCode must be equal to one of the allowed values',
+    );
+  });
+
+  it('matches every answer of every route but the outages: 2xx, 400, 403, 404, 405, 409, 410, 413, 429', async () => {
+    const h = await startHarness({
+      operators: [ONCALL],
+      reportLimits: {
+        rateLimitReports: { perCaller: 1, perSet: 2 },
+        rejectionReports: { perCaller: 3, perSet: 10 },
+      },
+    });
+    const send = (name: string, event: VendEvent, status: number) => check(h.invoke, name, event, status);
+
+    // GET /v1/credential-sets: before any login (nulls), and after.
+    await send('list before any token', fixture('list-credential-sets'), 200);
+    const token = parseBody<{ tokenId: string }>(await send('token', fixture('get-token'), 200));
+    await send('token, default validity', withChanges(fixture('get-token'), { query: '' }), 200);
+    await send('list', fixture('list-credential-sets'), 200);
+    await send('list as operator', as(fixture('list-credential-sets'), ONCALL_SESSION), 200);
+    await send('list as stranger', as(fixture('list-credential-sets'), STRANGER), 403);
+    await send('list with POST', withChanges(fixture('list-credential-sets'), { method: 'POST' }), 405);
+
+    // GET token
+    await send(
+      'token, bad minValiditySeconds',
+      withChanges(fixture('get-token'), { query: 'minValiditySeconds=x' }),
+      400,
+    );
+    await send(
+      'token, minValiditySeconds above the cap',
+      withChanges(fixture('get-token'), { query: 'minValiditySeconds=3601' }),
+      400,
+    );
+    await send('token as stranger', as(fixture('get-token'), STRANGER), 403);
+    await send('token as operator', as(fixture('get-token'), ONCALL_SESSION), 403);
+    await send('token of a set not the caller’s', onSet(fixture('get-token'), 'uat-spare'), 403);
+    await send('token of an unknown set', onSet(fixture('get-token'), 'no-such-set'), 404);
+    await send('token with POST', withChanges(fixture('get-token'), { method: 'POST' }), 405);
+
+    // POST permits
+    const tokenId = token.tokenId;
+    const grant = parseBody<{ receipt: string }>(
+      await send('permits', withBody('acquire-permits', { tokenId, count: 2 }), 200),
+    );
+    const foreignGrant = parseBody<{ receipt: string }>(
+      await send(
+        'permits for the foreign give-back',
+        withBody('acquire-permits', { tokenId, count: 1 }),
+        200,
+      ),
+    );
+    const expiringGrant = parseBody<{ receipt: string }>(
+      await send('permits to let expire', withBody('acquire-permits', { tokenId, count: 1 }), 200),
+    );
+    await send('permits, count not a number', withBody('acquire-permits', { tokenId, count: 'many' }), 400);
+    await send('permits, no tokenId', withBody('acquire-permits', { count: 1 }), 400);
+    await send(
+      'permits, not a live token',
+      withBody('acquire-permits', { tokenId: 'fedcba9876543210', count: 1 }),
+      400,
+    );
+    await send(
+      'permits, text content type',
+      withChanges(withBody('acquire-permits', { tokenId, count: 1 }), {
+        headers: { 'content-type': 'text/plain' },
+      }),
+      400,
+    );
+    await send('permits as stranger', as(withBody('acquire-permits', { tokenId, count: 1 }), STRANGER), 403);
+    await send(
+      'permits as operator',
+      as(withBody('acquire-permits', { tokenId, count: 1 }), ONCALL_SESSION),
+      403,
+    );
+    await send(
+      'permits of an unknown set',
+      onSet(withBody('acquire-permits', { tokenId, count: 1 }), 'nope'),
+      404,
+    );
+    await send('permits with GET', withChanges(fixture('acquire-permits'), { method: 'GET' }), 405);
+    await send('permits, body too large', tooLarge('acquire-permits'), 413);
+    await send('permits, the rest of the minute', withBody('acquire-permits', { tokenId, count: 46 }), 200);
+    await send('permits denied', withBody('acquire-permits', { tokenId, count: 1 }), 429);
+
+    // POST permits/returns
+    await send('return', withBody('return-permits', { tokenId, count: 2, receipt: grant.receipt }), 200);
+    await send(
+      'return again',
+      withBody('return-permits', { tokenId, count: 2, receipt: grant.receipt }),
+      409,
+    );
+    await send(
+      'return, not a receipt',
+      withBody('return-permits', { tokenId, count: 1, receipt: 'r1.nothing' }),
+      400,
+    );
+    await send('return, no receipt', withBody('return-permits', { tokenId, count: 1 }), 400);
+    await send(
+      "return of another caller's grant",
+      as(withBody('return-permits', { tokenId, count: 1, receipt: foreignGrant.receipt }), BATCH),
+      403,
+    );
+    await send(
+      'return as stranger',
+      as(withBody('return-permits', { tokenId, count: 1, receipt: foreignGrant.receipt }), STRANGER),
+      403,
+    );
+    await send(
+      'return of an unknown set',
+      onSet(withBody('return-permits', { tokenId, count: 1, receipt: foreignGrant.receipt }), 'nope'),
+      404,
+    );
+    await send('return with GET', withChanges(fixture('return-permits'), { method: 'GET' }), 405);
+    await send('return, body too large', tooLarge('return-permits'), 413);
+    await h.clock.advance(10_000);
+    await send(
+      'return, receipt expired',
+      withBody('return-permits', { tokenId, count: 1, receipt: expiringGrant.receipt }),
+      410,
+    );
+
+    // POST token/rejections: past the refresher's storm guard, so the first report re-logs in.
+    await h.clock.advance(61_000);
+    const reject = (id: string) =>
+      withBody('report-token-rejection', { tokenId: id, errorCode: 'TOKEN_INVALID' });
+    const relogged = parseBody<{ tokenId: string; reloggedIn: boolean }>(
+      await send('rejection of the current token', reject(tokenId), 200),
+    );
+    expect(relogged.reloggedIn).toBe(true);
+    const rejected = await send('rejection of the new token, too soon', reject(relogged.tokenId), 429);
+    expect(parseBody(rejected)).toMatchObject({ details: { reason: 'RELOGIN_LIMIT' } });
+    await send('rejection of the previous token', reject(tokenId), 200);
+    const limited = await send('rejection over the report limit', reject(tokenId), 429);
+    expect(parseBody(limited)).toMatchObject({ details: { reason: 'REPORT_LIMIT', scope: 'caller' } });
+    await send(
+      'rejection, TOKEN_MISSING',
+      withBody('report-token-rejection', { tokenId, errorCode: 'TOKEN_MISSING' }),
+      400,
+    );
+    await send('rejection as stranger', as(reject(tokenId), STRANGER), 403);
+    await send('rejection of an unknown set', onSet(reject(tokenId), 'nope'), 404);
+    await send('rejection with GET', withChanges(fixture('report-token-rejection'), { method: 'GET' }), 405);
+    await send('rejection, body too large', tooLarge('report-token-rejection'), 413);
+
+    // POST rate-limit-reports
+    const current = relogged.tokenId;
+    await send(
+      'rate-limit report',
+      withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 1 }),
+      204,
+    );
+    await send(
+      'rate-limit report over the limit',
+      withBody('report-rate-limit', { tokenId: current, remaining: 0, reset: 1 }),
+      429,
+    );
+    await send(
+      'rate-limit report, remaining without reset',
+      withBody('report-rate-limit', { tokenId: current, remaining: 0 }),
+      400,
+    );
+    await send(
+      'rate-limit report, nothing reported',
+      withBody('report-rate-limit', { tokenId: current }),
+      400,
+    );
+    await send(
+      'rate-limit report as operator',
+      as(withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 1 }), ONCALL_SESSION),
+      403,
+    );
+    await send(
+      'rate-limit report of an unknown set',
+      onSet(withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 1 }), 'nope'),
+      404,
+    );
+    await send(
+      'rate-limit report with GET',
+      withChanges(fixture('report-rate-limit'), { method: 'GET' }),
+      405,
+    );
+    await send('rate-limit report, body too large', tooLarge('report-rate-limit'), 413);
+
+    // Paths the document does not list: 404 in the error body.
+    await send(
+      'a trailing slash',
+      withChanges(fixture('list-credential-sets'), { path: '/v1/credential-sets/' }),
+      404,
+    );
+    await send(
+      'no such route',
+      withChanges(fixture('list-credential-sets'), { path: '/v2/credential-sets' }),
+      404,
+    );
+  });
+
+  it('matches the outage and failure answers: 503 TOKEN_UNAVAILABLE and LEDGER_UNAVAILABLE, 500', async () => {
+    const h = await startHarness();
+    const send = (name: string, event: VendEvent, status: number) => check(h.invoke, name, event, status);
+    const tokenId = parseBody<{ tokenId: string }>(await send('token', fixture('get-token'), 200)).tokenId;
+    const { receipt } = parseBody<{ receipt: string }>(
+      await send('permits', withBody('acquire-permits', { tokenId, count: 1 }), 200),
+    );
+    const requests: [string, VendEvent][] = [
+      ['list', fixture('list-credential-sets')],
+      ['token', fixture('get-token')],
+      ['permits', withBody('acquire-permits', { tokenId, count: 1 })],
+      ['return', withBody('return-permits', { tokenId, count: 1, receipt })],
+      ['rejection', withBody('report-token-rejection', { tokenId, errorCode: 'TOKEN_EXPIRED' })],
+      ['rate-limit report', withBody('report-rate-limit', { tokenId, retryAfterSeconds: 1 })],
+    ];
+
+    // 500: a bug in a part (the tokens table read throws something that is not one of the broker's errors),
+    // each through a fresh container so that the read is not served from memory.
+    for (const [name, event] of requests) {
+      const container = h.newContainer();
+      vi.spyOn(h.store, 'read').mockRejectedValueOnce(
+        new TypeError("Cannot read properties of undefined (reading 'S')"),
+      );
+      await check(container.invoke, `${name}: a bug`, event, 500);
+      vi.restoreAllMocks();
+    }
+
+    // 503 TOKEN_UNAVAILABLE: the vendor is down when a login is needed.
+    await h.clock.advance(61_000);
+    h.sandbox.update({ outage: true });
+    await send(
+      'token of a set not logged in yet, vendor down',
+      as(
+        onSet(fixture('get-token'), 'uat-execution'),
+        'arn:aws:sts::123456789012:assumed-role/reporting-service/nightly',
+      ),
+      503,
+    );
+    await send(
+      'rejection, vendor down',
+      withBody('report-token-rejection', { tokenId, errorCode: 'TOKEN_INVALID' }),
+      503,
+    );
+    h.sandbox.update({ outage: false });
+
+    // 503 LEDGER_UNAVAILABLE: the ledger table (also the report limits') does not answer.
+    await h.dynamo.client.send(new DeleteTableCommand({ TableName: h.ledgerTable }));
+    for (const [name, event] of requests.slice(2)) {
+      const result = await send(`${name}, ledger down`, event, 503);
+      expect(parseBody(result).errorCode, name).toBe('LEDGER_UNAVAILABLE');
+    }
+
+    // 503 TOKEN_UNAVAILABLE: the tokens table does not answer (a fresh container: nothing in memory).
+    await h.dynamo.client.send(new DeleteTableCommand({ TableName: h.tokensTable }));
+    const container = h.newContainer();
+    // (A rejection report is counted in the ledger table first: with both down it is LEDGER_UNAVAILABLE.)
+    const tokenReaders = requests.filter(([name]) => name !== 'token' && name !== 'rejection');
+    for (const [name, event] of tokenReaders) {
+      const result = await check(container.invoke, `${name}, tokens table down`, event, 503);
+      expect(parseBody(result).errorCode, name).toBe('TOKEN_UNAVAILABLE');
+    }
+  });
+
+  it('has every (route, status) it documents answered above, and no other', () => {
+    const documented = api.documentedAnswers().sort();
+    const seen = [...answered].filter((key) => !key.startsWith('(unknown route)')).sort();
+    expect(seen).toEqual(documented);
+    expect([...answered].filter((key) => key.startsWith('(unknown route)'))).toEqual(['(unknown route) 404']);
+  });
+});
