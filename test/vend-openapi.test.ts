@@ -19,6 +19,8 @@ const startHarness = vendHarnessPerTest();
 
 /** `operationId status` of every answer validated so far in this file. */
 const answered = new Set<string>();
+/** The same, with the body schema alternative and the errorCode each answer validated as. */
+const variants = new Set<string>();
 
 const ACCOUNT = '123456789012';
 const STRANGER = `arn:aws:sts::${ACCOUNT}:assumed-role/analytics-sandbox/jane`;
@@ -48,6 +50,8 @@ async function check(
   expect(api.answerProblems(event, result), name).toEqual([]);
   const located = api.locate(event, result.statusCode);
   answered.add(located.key);
+  const variant = api.variantOf(event, result);
+  if (variant) variants.add(variant);
   if (status < 300 && located.kind === 'operation' && event.body) {
     expect(api.requestProblems(located.operation, JSON.parse(event.body)), name).toEqual([]);
   }
@@ -107,18 +111,18 @@ describe('docs/vend-api.openapi.yaml', () => {
       ).toBe(true);
     }
     const permits = fixture('acquire-permits');
-    const denied = await check(
+    const refused = await check(
       h.invoke,
-      'denied setup',
+      'count above the smallest limit',
       withBody('acquire-permits', { tokenId: body.tokenId, count: 51 }),
       400,
     );
-    const deniedBody = parseBody<Record<string, unknown>>(denied);
+    const refusedBody = parseBody<Record<string, unknown>>(refused);
     const noRetryAfter = {
-      ...denied,
+      ...refused,
       statusCode: 503,
       body: JSON.stringify({
-        ...deniedBody,
+        ...refusedBody,
         errorStatus: 503,
         errorCode: 'LEDGER_UNAVAILABLE',
         details: undefined,
@@ -126,8 +130,8 @@ describe('docs/vend-api.openapi.yaml', () => {
     };
     expect(api.answerProblems(permits, noRetryAfter).join('; ')).toContain('Retry-After missing');
     const wrongCode = {
-      ...denied,
-      body: JSON.stringify({ ...deniedBody, errorCode: 'RATE_LIMIT_EXCEEDED' }),
+      ...refused,
+      body: JSON.stringify({ ...refusedBody, errorCode: 'RATE_LIMIT_EXCEEDED' }),
     };
     expect(api.answerProblems(permits, wrongCode).join('; ')).toContain(
       '/errorCode must be equal to one of the allowed values',
@@ -228,6 +232,9 @@ describe('docs/vend-api.openapi.yaml', () => {
       400,
     );
     await send('return, no receipt', withBody('return-permits', { tokenId, count: 1 }), 400);
+    const receipt = foreignGrant.receipt;
+    await send('return, count a string', withBody('return-permits', { tokenId, count: 'x', receipt }), 400);
+    await send('return, count 0', withBody('return-permits', { tokenId, count: 0, receipt }), 400);
     await send(
       "return of another caller's grant",
       as(withBody('return-permits', { tokenId, count: 1, receipt: foreignGrant.receipt }), BATCH),
@@ -270,6 +277,12 @@ describe('docs/vend-api.openapi.yaml', () => {
       withBody('report-token-rejection', { tokenId, errorCode: 'TOKEN_MISSING' }),
       400,
     );
+    await send('rejection, no errorCode', withBody('report-token-rejection', { tokenId }), 400);
+    await send(
+      'rejection, tokenId not a token id',
+      withBody('report-token-rejection', { tokenId: 'x', errorCode: 'TOKEN_INVALID' }),
+      400,
+    );
     await send('rejection as stranger', as(reject(tokenId), STRANGER), 403);
     await send('rejection of an unknown set', onSet(reject(tokenId), 'nope'), 404);
     await send('rejection with GET', withChanges(fixture('report-token-rejection'), { method: 'GET' }), 405);
@@ -297,6 +310,23 @@ describe('docs/vend-api.openapi.yaml', () => {
       withBody('report-rate-limit', { tokenId: current }),
       400,
     );
+    await send(
+      'rate-limit report, retryAfterSeconds a string',
+      withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 'x' }),
+      400,
+    );
+    await send(
+      'rate-limit report, retryAfterSeconds above a day',
+      withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 90_000 }),
+      400,
+    );
+    // The reported 429 holds every permit of the token: denied for COOLDOWN, the same 429 shape.
+    const cooldown = await send(
+      'permits during a reported cooldown',
+      withBody('acquire-permits', { tokenId: current, count: 1 }),
+      429,
+    );
+    expect(parseBody(cooldown)).toMatchObject({ details: { reason: 'COOLDOWN' } });
     await send(
       'rate-limit report as operator',
       as(withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 1 }), ONCALL_SESSION),
@@ -395,5 +425,8 @@ describe('docs/vend-api.openapi.yaml', () => {
     const seen = [...answered].filter((key) => !key.startsWith('(unknown route)')).sort();
     expect(seen).toEqual(documented);
     expect([...answered].filter((key) => key.startsWith('(unknown route)'))).toEqual(['(unknown route) 404']);
+    // Finer: each alternative body of each answer (e.g. 503 LEDGER_UNAVAILABLE and TOKEN_UNAVAILABLE), with
+    // each errorCode the document allows for it (e.g. the three codes of a 400).
+    expect([...variants].sort()).toEqual(api.documentedVariants().sort());
   });
 });

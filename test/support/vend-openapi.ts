@@ -113,6 +113,67 @@ export class VendOpenApi {
     return schemas.length;
   }
 
+  /**
+   * Every answer variant the document lists, as `operationId status schema errorCode`: per (operation,
+   * status), each alternative of its body schema (a `oneOf` branch, else the schema itself), with each
+   * `errorCode` that alternative allows (`-` for a body without one; `(no body)` for a bodiless answer).
+   */
+  documentedVariants(): string[] {
+    return this.operations.flatMap((op) =>
+      Object.entries(op.responses).flatMap(([status, responseRef]) => {
+        const key = `${op.operationId} ${status}`;
+        const schema = this.#bodySchema(this.#deref(responseRef));
+        if (schema === undefined) return [`${key} (no body)`];
+        return this.#alternatives(schema).flatMap(([name, alternative]) =>
+          this.#errorCodes(alternative).map((code) => `${key} ${name} ${code}`),
+        );
+      }),
+    );
+  }
+
+  /** The variant (as documentedVariants names it) an answer is, or undefined when it validates as none. */
+  variantOf(event: VendEvent, result: VendResult): string | undefined {
+    const located = this.locate(event, result.statusCode);
+    if (located.kind !== 'operation') return undefined;
+    const response = located.operation.responses[String(result.statusCode)];
+    if (response === undefined) return undefined;
+    const schema = this.#bodySchema(this.#deref(response));
+    if (schema === undefined) return `${located.key} (no body)`;
+    const body: unknown = JSON.parse(result.body ?? 'null');
+    const matching = this.#alternatives(schema).find(([, alternative]) => this.#validator(alternative)(body));
+    if (!matching) return undefined;
+    const code = isRecord(body) && typeof body.errorCode === 'string' ? body.errorCode : '-';
+    return `${located.key} ${matching[0]} ${code}`;
+  }
+
+  #bodySchema(response: unknown): unknown {
+    if (!isRecord(response) || !isRecord(response.content)) return undefined;
+    const media = response.content['application/json'];
+    return isRecord(media) ? media.schema : undefined;
+  }
+
+  /** A body schema's alternatives, named by their component: its `oneOf` branches, else itself. */
+  #alternatives(schema: unknown): [string, unknown][] {
+    const name = (alternative: unknown, index: number) =>
+      isRecord(alternative) && typeof alternative.$ref === 'string'
+        ? alternative.$ref.slice(SCHEMA_REF_PREFIX.length)
+        : `inline#${index}`;
+    const branches = isRecord(schema) && Array.isArray(schema.oneOf) ? schema.oneOf : [schema];
+    return branches.map((branch, index) => [name(branch, index), branch]);
+  }
+
+  /** The `errorCode` values a schema (a component `$ref` followed) allows: its const or enum, else `-`. */
+  #errorCodes(schema: unknown): string[] {
+    const resolved =
+      isRecord(schema) && typeof schema.$ref === 'string' ? this.#pointer(schema.$ref) : schema;
+    const properties = isRecord(resolved) && isRecord(resolved.properties) ? resolved.properties : {};
+    const errorCode = properties.errorCode;
+    if (!isRecord(errorCode)) return ['-'];
+    if (typeof errorCode.const === 'string') return [errorCode.const];
+    if (Array.isArray(errorCode.enum)) return errorCode.enum.map(String);
+    throw new Error('an errorCode schema with neither const nor enum');
+  }
+
   /** The operation(s) of the path template the raw path matches: exact segments, `{…}` one non-empty one. */
   operationsOfPath(rawPath: string): Operation[] {
     const segments = rawPath.split('/');
