@@ -27,6 +27,20 @@ const STRANGER = `arn:aws:sts::${ACCOUNT}:assumed-role/analytics-sandbox/jane`;
 const BATCH = `arn:aws:iam::${ACCOUNT}:user/ops/batch-runner`;
 const ONCALL: OperatorConfig = { name: 'oncall', principalArn: `arn:aws:iam::${ACCOUNT}:role/oncall` };
 const ONCALL_SESSION = `arn:aws:sts::${ACCOUNT}:assumed-role/oncall/alice`;
+/** The reporting service (a consumer of uat-execution, through a role with a path). */
+const REPORTING_SESSION = `arn:aws:sts::${ACCOUNT}:assumed-role/reporting-service/nightly`;
+
+interface SetList {
+  credentialSets: {
+    health: {
+      state: string;
+      lastError: unknown;
+      rateLimitedUntil: unknown;
+      rejectionsOfSecretVersion?: number;
+    };
+    quota: { class?: string }[] | null;
+  }[];
+}
 
 const as = (event: VendEvent, callerArn: string) =>
   withChanges(event, { callerArn, callerAccountId: ACCOUNT });
@@ -141,6 +155,8 @@ describe('docs/vend-api.openapi.yaml', () => {
   it('matches every answer of every route but the outages: 2xx, 400, 403, 404, 405, 409, 410, 413, 429', async () => {
     const h = await startHarness({
       operators: [ONCALL],
+      // A permit class, so that quotas list class windows and a grant names its class.
+      setOverrides: { rateLimits: { classes: { reports: [{ limit: 5, windowSeconds: 60 }] } } },
       reportLimits: {
         rateLimitReports: { perCaller: 1, perSet: 2 },
         rejectionReports: { perCaller: 3, perSet: 10 },
@@ -216,7 +232,18 @@ describe('docs/vend-api.openapi.yaml', () => {
     );
     await send('permits with GET', withChanges(fixture('acquire-permits'), { method: 'GET' }), 405);
     await send('permits, body too large', tooLarge('acquire-permits'), 413);
-    await send('permits, the rest of the minute', withBody('acquire-permits', { tokenId, count: 46 }), 200);
+    const classGrant = await send(
+      'permits of a class',
+      withBody('acquire-permits', { tokenId, count: 1, class: 'reports' }),
+      200,
+    );
+    expect(parseBody(classGrant)).toMatchObject({ class: 'reports' });
+    await send(
+      'permits of a class the set lacks',
+      withBody('acquire-permits', { tokenId, count: 1, class: 'rebalancing' }),
+      400,
+    );
+    await send('permits, the rest of the minute', withBody('acquire-permits', { tokenId, count: 45 }), 200);
     await send('permits denied', withBody('acquire-permits', { tokenId, count: 1 }), 429);
 
     // POST permits/returns
@@ -327,6 +354,11 @@ describe('docs/vend-api.openapi.yaml', () => {
       429,
     );
     expect(parseBody(cooldown)).toMatchObject({ details: { reason: 'COOLDOWN' } });
+    const cooling = parseBody<SetList>(
+      await send('list during the cooldown', fixture('list-credential-sets'), 200),
+    );
+    expect(cooling.credentialSets[0]?.health.rateLimitedUntil).not.toBeNull();
+    expect(cooling.credentialSets[0]?.quota?.some((window) => window.class === 'reports')).toBe(true);
     await send(
       'rate-limit report as operator',
       as(withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 1 }), ONCALL_SESSION),
@@ -389,12 +421,21 @@ describe('docs/vend-api.openapi.yaml', () => {
     h.sandbox.update({ outage: true });
     await send(
       'token of a set not logged in yet, vendor down',
-      as(
-        onSet(fixture('get-token'), 'uat-execution'),
-        'arn:aws:sts::123456789012:assumed-role/reporting-service/nightly',
-      ),
+      as(onSet(fixture('get-token'), 'uat-execution'), REPORTING_SESSION),
       503,
     );
+    const failing = parseBody<SetList>(
+      await send(
+        'list of a set whose login failed',
+        as(fixture('list-credential-sets'), REPORTING_SESSION),
+        200,
+      ),
+    );
+    expect(failing.credentialSets[0]?.health).toMatchObject({
+      state: 'NO_USABLE_TOKEN',
+      consecutiveFailures: 1,
+    });
+    expect(failing.credentialSets[0]?.health.lastError).not.toBeNull();
     await send(
       'rejection, vendor down',
       withBody('report-token-rejection', { tokenId, errorCode: 'TOKEN_INVALID' }),
@@ -408,6 +449,14 @@ describe('docs/vend-api.openapi.yaml', () => {
       const result = await send(`${name}, ledger down`, event, 503);
       expect(parseBody(result).errorCode, name).toBe('LEDGER_UNAVAILABLE');
     }
+    // The token and the list are still served, their quota null (past the quota figures' second in memory).
+    await h.clock.advance(2_000);
+    const noQuota = await send('token, ledger down', fixture('get-token'), 200);
+    expect(parseBody(noQuota).quota).toBeNull();
+    const listNoQuota = parseBody<SetList>(
+      await send('list, ledger down', fixture('list-credential-sets'), 200),
+    );
+    expect(listNoQuota.credentialSets[0]?.quota).toBeNull();
 
     // 503 TOKEN_UNAVAILABLE: the tokens table does not answer (a fresh container: nothing in memory).
     await h.dynamo.client.send(new DeleteTableCommand({ TableName: h.tokensTable }));
@@ -418,6 +467,23 @@ describe('docs/vend-api.openapi.yaml', () => {
       const result = await check(container.invoke, `${name}, tokens table down`, event, 503);
       expect(parseBody(result).errorCode, name).toBe('TOKEN_UNAVAILABLE');
     }
+  });
+
+  it('matches the list of a set whose credentials the vendor rejects', async () => {
+    const h = await startHarness();
+    h.credentials.set(
+      'broker/uat-execution',
+      { username: 'uat-execution', password: 'not-the-password' },
+      'v2',
+    );
+    const token = as(onSet(fixture('get-token'), 'uat-execution'), REPORTING_SESSION);
+    await check(h.invoke, 'token, credentials rejected', token, 503);
+    const list = as(fixture('list-credential-sets'), REPORTING_SESSION);
+    const body = parseBody<SetList>(await check(h.invoke, 'list, credentials rejected', list, 200));
+    expect(body.credentialSets[0]?.health).toMatchObject({
+      state: 'CREDENTIALS_REJECTED',
+      rejectionsOfSecretVersion: 1,
+    });
   });
 
   it('has every (route, status) it documents answered above, and no other', () => {
