@@ -1,11 +1,15 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
+import { FunctionUrlSigner } from '../client/sigv4.js';
+import { serveFunctionUrl } from '../local/function-url-server.js';
+import { type LocalCaller, SigV4Verifier } from '../local/sigv4-verifier.js';
+import { systemClock } from '../shared/clock.js';
 import type { OperatorConfig } from '../shared/config/operators.js';
 import type { VendResult } from '../shared/vend/responses.js';
 import { ROUTES } from '../shared/vend/router.js';
 import type { VendEvent } from '../shared/vend/vend-handler.js';
 import { fixture, parseBody, withChanges } from './support/vend-harness.js';
-import { VendOpenApi } from './support/vend-openapi.js';
+import { requestOf, VendOpenApi } from './support/vend-openapi.js';
 import { vendHarnessPerTest } from './support/vend-suite.js';
 
 /**
@@ -61,10 +65,10 @@ async function check(
 ): Promise<VendResult> {
   const result = await invoke(event);
   expect(result.statusCode, name).toBe(status);
-  expect(api.answerProblems(event, result), name).toEqual([]);
-  const located = api.locate(event, result.statusCode);
+  expect(api.answerProblems(requestOf(event), result), name).toEqual([]);
+  const located = api.locate(requestOf(event), result.statusCode);
   answered.add(located.key);
-  const variant = api.variantOf(event, result);
+  const variant = api.variantOf(requestOf(event), result);
   if (variant) variants.add(variant);
   if (status < 300 && located.kind === 'operation' && event.body) {
     expect(api.requestProblems(located.operation, JSON.parse(event.body)), name).toEqual([]);
@@ -118,7 +122,7 @@ describe('docs/vend-api.openapi.yaml', () => {
       ],
     ];
     for (const [name, result, expected] of cases) {
-      const problems = api.answerProblems(event, result);
+      const problems = api.answerProblems(requestOf(event), result);
       expect(
         problems.some((problem) => problem.includes(expected)),
         `${name}: ${problems.join('; ')}`,
@@ -142,12 +146,12 @@ describe('docs/vend-api.openapi.yaml', () => {
         details: undefined,
       }),
     };
-    expect(api.answerProblems(permits, noRetryAfter).join('; ')).toContain('Retry-After missing');
+    expect(api.answerProblems(requestOf(permits), noRetryAfter).join('; ')).toContain('Retry-After missing');
     const wrongCode = {
       ...refused,
       body: JSON.stringify({ ...refusedBody, errorCode: 'RATE_LIMIT_EXCEEDED' }),
     };
-    expect(api.answerProblems(permits, wrongCode).join('; ')).toContain(
+    expect(api.answerProblems(requestOf(permits), wrongCode).join('; ')).toContain(
       '/errorCode must be equal to one of the allowed values',
     );
   });
@@ -484,6 +488,82 @@ describe('docs/vend-api.openapi.yaml', () => {
       state: 'CREDENTIALS_REJECTED',
       rejectionsOfSecretVersion: 1,
     });
+  });
+
+  it('matches the answers over HTTP too, behind a local Function URL with IAM auth (SigV4)', async () => {
+    const h = await startHarness();
+    const caller: LocalCaller = {
+      accessKeyId: 'AKIALOCALOPENAPI0001',
+      secretAccessKey: 'local-openapi-test-key',
+      principalArn: `arn:aws:iam::${ACCOUNT}:role/portfolio-service`,
+    };
+    const server = await serveFunctionUrl({
+      handler: h.handler,
+      verifier: new SigV4Verifier({ callers: [caller], clock: systemClock, region: 'local' }),
+      clock: systemClock,
+    });
+    const signer = new FunctionUrlSigner({ region: 'local', credentials: caller });
+    /** Headers of the HTTP connection, not of the answer: the document does not list them. */
+    const transport = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+    const call = async (name: string, method: string, path: string, status: number, body?: unknown) => {
+      const signed = await signer.sign({
+        method,
+        url: `${server.url}${path}`,
+        ...(body === undefined
+          ? {}
+          : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      });
+      const response = await fetch(signed.url, {
+        method: signed.method,
+        headers: signed.headers,
+        ...(signed.body === undefined ? {} : { body: signed.body }),
+      });
+      const headers: Record<string, string> = {};
+      response.headers.forEach((value, key) => {
+        if (!transport.has(key)) headers[key] = value;
+      });
+      const text = await response.text();
+      const result: VendResult = { statusCode: response.status, headers, ...(text ? { body: text } : {}) };
+      expect(result.statusCode, name).toBe(status);
+      const request = { method, path: new URL(path, server.url).pathname };
+      expect(api.answerProblems(request, result), name).toEqual([]);
+      answered.add(api.locate(request, status).key);
+      return result;
+    };
+    try {
+      await call('list', 'GET', '/v1/credential-sets', 200);
+      const token = await call(
+        'token',
+        'GET',
+        '/v1/credential-sets/uat-advisor/token?minValiditySeconds=600',
+        200,
+      );
+      const { tokenId } = parseBody<{ tokenId: string }>(token);
+      await call(
+        'bad minValiditySeconds',
+        'GET',
+        '/v1/credential-sets/uat-advisor/token?minValiditySeconds=-1',
+        400,
+      );
+      await call('token with POST', 'POST', '/v1/credential-sets/uat-advisor/token', 405, {});
+      await call('unknown set', 'GET', '/v1/credential-sets/nope/token', 404);
+      await call('unknown route', 'GET', '/v1/tokens', 404);
+      await call('permits', 'POST', '/v1/credential-sets/uat-advisor/permits', 200, { tokenId, count: 1 });
+      const report = { tokenId, retryAfterSeconds: 1 };
+      await call(
+        'rate-limit report',
+        'POST',
+        '/v1/credential-sets/uat-advisor/rate-limit-reports',
+        204,
+        report,
+      );
+      // Unsigned: the Function URL itself refuses it, with AWS's body, before the function runs (as the
+      // security scheme's description says): not one of the function's answers the document lists.
+      const unsigned = await fetch(`${server.url}/v1/credential-sets`);
+      expect([unsigned.status, await unsigned.json()]).toEqual([403, { Message: 'Forbidden' }]);
+    } finally {
+      await server.close();
+    }
   });
 
   it('has every (route, status) it documents answered above, and no other', () => {

@@ -4,6 +4,17 @@ import { parse } from 'yaml';
 import type { VendResult } from '../../shared/vend/responses.js';
 import type { VendEvent } from '../../shared/vend/vend-handler.js';
 
+/** What of a request decides where its answer is documented: the method and the path (no query). */
+export interface AnswerRequest {
+  method: string;
+  path: string;
+}
+
+export const requestOf = (event: VendEvent): AnswerRequest => ({
+  method: event.requestContext.http.method,
+  path: event.rawPath,
+});
+
 /** docs/vend-api.openapi.yaml, read as it is checked in. */
 export const OPENAPI_PATH = new URL('../../docs/vend-api.openapi.yaml', import.meta.url);
 
@@ -132,8 +143,8 @@ export class VendOpenApi {
   }
 
   /** The variant (as documentedVariants names it) an answer is, or undefined when it validates as none. */
-  variantOf(event: VendEvent, result: VendResult): string | undefined {
-    const located = this.locate(event, result.statusCode);
+  variantOf(request: AnswerRequest, result: VendResult): string | undefined {
+    const located = this.locate(request, result.statusCode);
     if (located.kind !== 'operation') return undefined;
     const response = located.operation.responses[String(result.statusCode)];
     if (response === undefined) return undefined;
@@ -190,15 +201,14 @@ export class VendOpenApi {
   }
 
   /**
-   * Where the answer to `event` is documented: the operation of its path and method; for a path whose
+   * Where the answer to `request` is documented: the operation of its path and method; for a path whose
    * operations have other methods, those operations' 405 (the document lists a path's 405 under each of them);
    * for no path at all, the unknown-route 404.
    */
-  locate(event: VendEvent, statusCode: number): Located {
-    const ofPath = this.operationsOfPath(event.rawPath);
+  locate(request: AnswerRequest, statusCode: number): Located {
+    const ofPath = this.operationsOfPath(request.path);
     if (ofPath.length === 0) return { kind: 'unknown-route', key: `(unknown route) ${statusCode}` };
-    const operation =
-      ofPath.find((op) => op.method === event.requestContext.http.method.toUpperCase()) ?? ofPath[0];
+    const operation = ofPath.find((op) => op.method === request.method.toUpperCase()) ?? ofPath[0];
     if (!operation) throw new Error('unreachable: a path with no operation');
     return { kind: 'operation', operation, key: `${operation.operationId} ${statusCode}` };
   }
@@ -214,23 +224,21 @@ export class VendOpenApi {
    * operation; every documented required header present and valid, no header the document does not name
    * (besides Content-Type); a JSON body valid against the status's schema, or no body where none is listed.
    */
-  answerProblems(event: VendEvent, result: VendResult): string[] {
-    const located = this.locate(event, result.statusCode);
+  answerProblems(request: AnswerRequest, result: VendResult): string[] {
+    const located = this.locate(request, result.statusCode);
     if (located.kind === 'unknown-route') {
       if (result.statusCode !== 404) return [`unknown route answered ${result.statusCode}, not 404`];
       return this.#responseProblems(this.#deref({ $ref: '#/components/responses/NotFound' }), result);
     }
     const { operation } = located;
-    const isOwnMethod = operation.method === event.requestContext.http.method.toUpperCase();
+    const isOwnMethod = operation.method === request.method.toUpperCase();
     if (!isOwnMethod && result.statusCode !== 405)
-      return [
-        `${event.requestContext.http.method} on ${operation.path} answered ${result.statusCode}, not 405`,
-      ];
+      return [`${request.method} on ${operation.path} answered ${result.statusCode}, not 405`];
     const response = operation.responses[String(result.statusCode)];
     if (response === undefined) return [`${located.key}: status not in the document`];
     const problems = this.#responseProblems(this.#deref(response), result);
     if (result.statusCode === 405) {
-      const allowed = this.operationsOfPath(event.rawPath).map((op) => op.method);
+      const allowed = this.operationsOfPath(request.path).map((op) => op.method);
       if (result.headers.allow !== allowed.join(', ')) problems.push(`Allow is not ${allowed.join(', ')}`);
     }
     return problems.map((problem) => `${located.key}: ${problem}`);
