@@ -1,10 +1,17 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
+import * as z from 'zod';
 import { FunctionUrlSigner } from '../client/sigv4.js';
 import { serveFunctionUrl } from '../local/function-url-server.js';
 import { type LocalCaller, SigV4Verifier } from '../local/sigv4-verifier.js';
 import { systemClock } from '../shared/clock.js';
 import type { OperatorConfig } from '../shared/config/operators.js';
+import {
+  permitRequestBody,
+  permitReturnBody,
+  rateLimitReportBody,
+  tokenRejectionBody,
+} from '../shared/vend/request-bodies.js';
 import type { VendResult } from '../shared/vend/responses.js';
 import { ROUTES } from '../shared/vend/router.js';
 import type { VendEvent } from '../shared/vend/vend-handler.js';
@@ -87,6 +94,53 @@ describe('docs/vend-api.openapi.yaml', () => {
       .securitySchemes;
     expect(schemes.awsSigV4).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
     expect(api.document.security).toEqual([{ awsSigV4: [] }]);
+  });
+
+  it('has the request bodies the handler validates with (its zod schemas), field by field', () => {
+    const handlerBodies: Record<string, z.ZodType> = {
+      acquirePermits: permitRequestBody(),
+      returnPermits: permitReturnBody(),
+      reportTokenRejection: tokenRejectionBody(),
+      reportRateLimit: rateLimitReportBody(),
+    };
+    const withBodies = api.operations.filter((op) => op.requestSchema !== undefined);
+    expect(withBodies.map((op) => op.operationId).sort()).toEqual(Object.keys(handlerBodies).sort());
+    for (const op of withBodies) {
+      const fromZod = z.toJSONSchema(handlerBodies[op.operationId] as z.ZodType, { io: 'input' }) as {
+        properties: Record<string, unknown>;
+        required: string[];
+        additionalProperties: unknown;
+      };
+      const documented = api.resolveSchema(op.requestSchema);
+      expect([documented.required, documented.additionalProperties], op.operationId).toEqual([
+        fromZod.required,
+        fromZod.additionalProperties,
+      ]);
+      const properties = documented.properties as Record<string, unknown>;
+      expect(Object.keys(properties).sort(), op.operationId).toEqual(Object.keys(fromZod.properties).sort());
+      for (const [name, schema] of Object.entries(fromZod.properties)) {
+        expect(api.resolveSchema(properties[name]), `${op.operationId}.${name}`).toEqual(schema);
+      }
+    }
+    // The rate-limit report's refinements, which JSON Schema from zod leaves out: the document has them too.
+    const reportOp = withBodies.find((op) => op.operationId === 'reportRateLimit');
+    if (!reportOp) throw new Error('no reportRateLimit');
+    const tokenId = '0123456789abcdef';
+    for (const body of [
+      { tokenId },
+      { tokenId, remaining: 0 },
+      { tokenId, retryAfterSeconds: 1, remaining: 0 },
+    ]) {
+      expect(rateLimitReportBody().safeParse(body).success, JSON.stringify(body)).toBe(false);
+      expect(api.requestProblems(reportOp, body), JSON.stringify(body)).not.toEqual([]);
+    }
+    for (const body of [
+      { tokenId, retryAfterSeconds: 1 },
+      { tokenId, remaining: 0, reset: 1 },
+    ]) {
+      expect(rateLimitReportBody().safeParse(body).success, JSON.stringify(body)).toBe(true);
+      expect(api.requestProblems(reportOp, body), JSON.stringify(body)).toEqual([]);
+    }
   });
 
   it('refuses wrong answers: the checks cannot pass vacuously', async () => {

@@ -213,6 +213,15 @@ export class VendOpenApi {
     return { kind: 'operation', operation, key: `${operation.operationId} ${statusCode}` };
   }
 
+  /** A schema with its `$ref` into components.schemas followed (one level) and its description left out. */
+  resolveSchema(schema: unknown): Json {
+    const resolved =
+      isRecord(schema) && typeof schema.$ref === 'string' ? this.#pointer(schema.$ref) : schema;
+    if (!isRecord(resolved)) throw new Error('not a schema object');
+    const { description: _description, ...rest } = resolved;
+    return rest;
+  }
+
   /** What is wrong with the request body against the operation's requestBody schema (empty: nothing). */
   requestProblems(operation: Operation, body: unknown): string[] {
     if (operation.requestSchema === undefined) return ['the operation has no JSON request body'];
