@@ -464,7 +464,8 @@ describe('docs/vend-api.openapi.yaml', () => {
     ];
 
     // 500: a bug in a part (the tokens table read throws something that is not one of the broker's errors),
-    // each through a fresh container so that the read is not served from memory.
+    // each through a fresh container so that the read is not served from memory. The one injected fault of
+    // this file (as in vend-server-errors.test.ts): a bug has no real trigger, everything else is real.
     for (const [name, event] of requests) {
       const container = h.newContainer();
       vi.spyOn(h.store, 'read').mockRejectedValueOnce(
@@ -620,6 +621,7 @@ describe('docs/vend-api.openapi.yaml', () => {
     }
   });
 
+  // Vitest runs a file's tests in order: this one reads what the tests above answered (run the whole file).
   it('has every (route, status) it documents answered above, and no other', () => {
     const documented = api.documentedAnswers().sort();
     const seen = [...answered].filter((key) => !key.startsWith('(unknown route)')).sort();
