@@ -84,8 +84,9 @@ async function check(
 }
 
 describe('docs/vend-api.openapi.yaml', () => {
-  it("lists exactly the router's routes, with their methods, and every schema compiles in strict mode", () => {
+  it("is OpenAPI 3.1, lists exactly the router's routes, and every schema compiles in strict mode", () => {
     expect(api.document.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(api.structureProblems()).toEqual([]);
     const documented = api.operations.map((op) => [op.operationId, op.method, op.path]).sort();
     const routed = ROUTES.map((route) => [route.name, route.method, `/${route.pattern.join('/')}`]).sort();
     expect(documented).toEqual(routed);

