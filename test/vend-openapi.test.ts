@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
@@ -142,6 +143,81 @@ describe('docs/vend-api.openapi.yaml', () => {
       expect(rateLimitReportBody().safeParse(body).success, JSON.stringify(body)).toBe(true);
       expect(api.requestProblems(reportOp, body), JSON.stringify(body)).toEqual([]);
     }
+  });
+
+  it('says what docs/vend-api.md says: routes, bodies, answer fields, and status with errorCode', () => {
+    const prose = readFileSync(new URL('../docs/vend-api.md', import.meta.url), 'utf8');
+    /** `{a, b?, c: X\|Y, d: {e, f}}` → [['a', false], ['b', true], ['c', false], ['d', false]]. */
+    const fields = (braced: string): [string, boolean][] => {
+      const names: [string, boolean][] = [];
+      let depth = 0;
+      let part = '';
+      for (const char of `${braced.slice(1, -1)},`) {
+        if (char === '{' || char === '[') depth++;
+        if (char === '}' || char === ']') depth--;
+        if (char === ',' && depth === 0) {
+          const name = (part.split(':')[0] ?? '').trim();
+          names.push([name.replace(/\?$/, ''), name.endsWith('?')]);
+          part = '';
+        } else part += char;
+      }
+      return names.sort();
+    };
+    const schemaFields = (schema: unknown): [string, boolean][] => {
+      const resolved = api.resolveSchema(schema);
+      const all = resolved.allOf as unknown[] | undefined;
+      const own = all ? api.resolveSchema(all[0]) : resolved;
+      const required = [...((own.required as string[]) ?? []), ...((resolved.required as string[]) ?? [])];
+      const names = [
+        ...Object.keys(own.properties as object),
+        ...(all ? Object.keys((resolved.properties as object) ?? {}) : []),
+      ];
+      return names.map((name): [string, boolean] => [name, !required.includes(name)]).sort();
+    };
+    // The route table (the first one): route, body, answer; `\|` is a `|` inside a cell.
+    const routeTable = prose.slice(0, prose.indexOf('## Who may call what'));
+    const rows = [
+      ...routeTable.matchAll(/^\| `(GET|POST) (\/v1\/[^`?]*)[^`]*` *\| ((?:\\\||[^|])*?) *\| (.*)\|$/gm),
+    ];
+    const routes = rows.map(([, method, path]) => `${method} ${path}`).sort();
+    expect(routes).toEqual(api.operations.map((op) => `${op.method} ${op.path}`).sort());
+    let comparedAnswers = 0;
+    for (const [, method, path, body, success] of rows) {
+      const op = api.operations.find((o) => o.method === method && o.path === path);
+      if (!op) throw new Error(`${method} ${path}: not in the document`);
+      const where = `${method} ${path}`;
+      if (body === '—') expect(op.requestSchema, where).toBeUndefined();
+      else
+        expect(fields(body?.replaceAll('\\|', '|').replaceAll('`', '') ?? ''), where).toEqual(
+          schemaFields(op.requestSchema),
+        );
+      const answer = /^(\d{3}) `(\{.*?\})`(?: |;|$)/.exec(success?.trim() ?? '');
+      if (answer) {
+        comparedAnswers++;
+        const [, status, braced] = answer;
+        const media = (api.resolveResponse(op, status ?? '').content as Record<string, { schema: unknown }>)[
+          'application/json'
+        ];
+        expect(fields(braced?.replaceAll('\\|', '|') ?? ''), `${where} ${status}`).toEqual(
+          schemaFields(media?.schema),
+        );
+      }
+    }
+    // The list, the token, the grant and the give-back spell their fields out; the rest say it in words.
+    expect(comparedAnswers).toBe(4);
+    const errorRows = [...prose.matchAll(/^\| (\d{3}) +\| ([A-Z_, ]+?) +\|/gm)];
+    const proseCodes = new Set(
+      errorRows.flatMap(([, status, codes]) => (codes ?? '').split(', ').map((code) => `${status} ${code}`)),
+    );
+    const documentedCodes = new Set(
+      api
+        .documentedVariants()
+        .filter((variant) => !variant.endsWith('(no body)'))
+        .map((variant) => variant.split(' '))
+        .filter((parts) => parts.length === 4 && parts[3] !== '-')
+        .map((parts) => `${parts[1]} ${parts[3]}`),
+    );
+    expect([...proseCodes].sort()).toEqual([...documentedCodes].sort());
   });
 
   it('refuses wrong answers: the checks cannot pass vacuously', async () => {

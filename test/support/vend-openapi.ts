@@ -239,6 +239,11 @@ export class VendOpenApi {
     return rest;
   }
 
+  /** The response object of an operation's status, its `$ref` followed. */
+  resolveResponse(operation: Operation, status: string): Json {
+    return this.#record(this.#deref(operation.responses[status]), `${operation.operationId} ${status}`);
+  }
+
   /** What is wrong with the request body against the operation's requestBody schema (empty: nothing). */
   requestProblems(operation: Operation, body: unknown): string[] {
     if (operation.requestSchema === undefined) return ['the operation has no JSON request body'];
