@@ -293,7 +293,7 @@ describe('docs/vend-api.openapi.yaml', () => {
       // A permit class, so that quotas list class windows and a grant names its class.
       setOverrides: { rateLimits: { classes: { reports: [{ limit: 5, windowSeconds: 60 }] } } },
       reportLimits: {
-        rateLimitReports: { perCaller: 1, perSet: 2 },
+        rateLimitReports: { perCaller: 2, perSet: 3 },
         rejectionReports: { perCaller: 3, perSet: 10 },
       },
     });
@@ -457,6 +457,19 @@ describe('docs/vend-api.openapi.yaml', () => {
       withBody('report-rate-limit', { tokenId: current, retryAfterSeconds: 1 }),
       204,
     );
+    // The vendor's headers said no room left for the previous token until `reset`: its permits are capped.
+    const reset = Math.ceil(h.clock.now() / 1000) + 30;
+    await send(
+      'rate-limit report of headers',
+      withBody('report-rate-limit', { tokenId, limit: 50, remaining: 0, reset }),
+      204,
+    );
+    const capped = await send(
+      'permits past the vendor’s count',
+      withBody('acquire-permits', { tokenId, count: 1 }),
+      429,
+    );
+    expect(parseBody(capped)).toMatchObject({ details: { reason: 'VENDOR_CAP' } });
     await send(
       'rate-limit report over the limit',
       withBody('report-rate-limit', { tokenId: current, remaining: 0, reset: 1 }),
