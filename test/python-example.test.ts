@@ -2,7 +2,7 @@ import { type ChildProcess, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FunctionUrlSigner } from '../client/sigv4.js';
-import { startBrokerProcess } from './support/local-broker-process.js';
+import { startBrokerProcess, stopBrokerProcess } from './support/local-broker-process.js';
 
 /**
  * examples/python/token_broker_example.py against `npm start` over HTTP on 127.0.0.1: the Python consumer signs
@@ -102,9 +102,7 @@ describe('the Python example against npm start', () => {
       /token-broker \(local\) listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(broker.banner)?.[1] ?? '';
     uatSandboxUrl = /vendor sandbox uat: (http:\/\/127\.0\.0\.1:\d+)/.exec(broker.banner)?.[1] ?? '';
   }, 60_000);
-  afterAll(() => {
-    if (broker?.child.exitCode === null) broker.child.kill('SIGKILL');
-  });
+  afterAll(() => stopBrokerProcess(broker?.child), 30_000);
 
   it('finds a python3 that can import botocore (CI installs python3-botocore when there is none)', () => {
     if (!python) {
