@@ -61,6 +61,10 @@ describe('the Python example against npm start', () => {
     return run(python, ['-B', EXAMPLE, ...args], {
       env: {
         PATH: process.env.PATH ?? '',
+        // What a pyenv `python3` needs to find its interpreter (the one pythonWithBotocore found).
+        ...Object.fromEntries(
+          Object.entries(process.env).filter(([name]) => name === 'HOME' || name.startsWith('PYENV_')),
+        ),
         TOKEN_BROKER_URL: vendUrl,
         AWS_REGION: 'local',
         AWS_ACCESS_KEY_ID: CALLER.accessKeyId,
