@@ -18,6 +18,12 @@ Credentials come from botocore's default chain (environment, profile, SSO, conta
     export AWS_REGION=local TOKEN_BROKER_URL=http://127.0.0.1:8787
     python3 examples/python/token_broker_example.py --set uat-advisor --calls 2
 
+To see the vendor-429 path against `npm start`, make the uat sandbox (its URL is in the banner) answer the next
+resource request 429 first:
+
+    curl -X POST -d '{"errorCode":"RATE_LIMIT_EXCEEDED","target":"resources"}' "$UAT_SANDBOX_URL/_sandbox/faults"
+
+Exit codes: 0 done, 1 the broker answered an error, 2 usage, 75 no permit within --max-wait.
 The access token is never printed, only its tokenId (the broker's id for it).
 """
 
@@ -50,7 +56,8 @@ def log(message):
 class Broker:
     """The vend API over HTTP, every request signed with SigV4 (service "lambda")."""
 
-    def __init__(self, url, set_id, region, timeout=10.0):
+    # 15 s: the broker itself waits up to 10 s for a re-login before it answers 503.
+    def __init__(self, url, set_id, region, timeout=15.0):
         self.url = url.rstrip("/")
         self.set_id = set_id
         self.region = region
