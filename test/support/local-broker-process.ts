@@ -22,3 +22,14 @@ export function startBrokerProcess(env: NodeJS.ProcessEnv): Promise<{ child: Chi
     child.on('exit', (code) => reject(new Error(`broker exited with ${code}: ${err}`)));
   });
 }
+
+/**
+ * Stops a broker started by startBrokerProcess the way Ctrl-C does, and waits for it to exit. SIGKILL would
+ * end only tsx and leave the broker's node process (its child) running.
+ */
+export async function stopBrokerProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT');
+  await exited;
+}
