@@ -146,6 +146,14 @@ export class TokenCache {
     return abortable(pending, signal);
   }
 
+  /**
+   * Whether the token still has the floor left (the vendor's rule), now: a token taken before a wait (for a
+   * permit, after a 429) may have gone below it by the time it would be sent.
+   */
+  usable(token: VendedToken): boolean {
+    return this.#fits(token, this.#floorSeconds * 1000);
+  }
+
   /** Drops the token (the broker said it is no longer live); the next get asks the broker. */
   invalidate(setId: string, tokenId: string): void {
     this.#forget(setId, tokenId);

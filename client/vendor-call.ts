@@ -112,6 +112,7 @@ export async function vendorCall<T>(
   let rejectionRetried = false;
   // A long wait for room can outlive a token (or two): take a fresh one each time, never one seen dead.
   const deadTokens = new Set<string>();
+  const renewed = new Set<string>();
   for (let attempt = 1; ; attempt++) {
     const path = typeof request.path === 'function' ? request.path(token) : request.path;
     // A path that could never be sent must not cost a permit.
@@ -130,6 +131,20 @@ export async function vendorCall<T>(
       deps.tokens.invalidate(setId, token.tokenId);
       token = await deps.tokens.get(setId, { forceRefresh: true, signal });
       if (deadTokens.has(token.tokenId)) throw error;
+      attempt--;
+      continue;
+    }
+    // The wait for the permit (or after a 429 or a 5xx) may have taken the token below the floor: never send
+    // one so (the vendor would answer 401 to it on the way). The broker is asked for the token to use now, then
+    // a permit for that one; the permit taken for the old token goes unused (an over-count of its quota: safe).
+    // Once per token: when the broker answers the same token, it is the best there is, and it is sent.
+    if (!deps.tokens.usable(token) && !renewed.has(token.tokenId)) {
+      renewed.add(token.tokenId);
+      deps.telemetry.info('token below the floor after the wait; asking the broker for the token to use', {
+        credentialSet: setId,
+        tokenId: token.tokenId,
+      });
+      token = await deps.tokens.get(setId, { forceRefresh: true, signal });
       attempt--;
       continue;
     }

@@ -124,6 +124,43 @@ describe('BrokerClient.vendorRequest', () => {
     expect(w.sandbox.stats().responsesByStatus).toEqual({ '502': 3 });
   });
 
+  it('never sends a token that a wait (here after a 429) took below the floor: asks the broker for the token to use', async () => {
+    const client = w.client({ tokenMarginSeconds: 0, tokenSwitchSpreadSeconds: 0 });
+    const old = await client.getToken(SET_ID);
+    // 320 s left: the cached token fits (floor 300 s, no margin); the 429's wait of about a minute takes it below.
+    await w.clock.advance(old.expiresAtMs - w.clock.now() - 320_000);
+    const logins = w.sandbox.stats().loginRequests;
+    w.sandbox.inject({ errorCode: 'RATE_LIMIT_EXCEEDED', target: 'resources' });
+    const sent: { tokenId: string; leftMs: number }[] = [];
+    const response = await whileAdvancing(
+      w.clock,
+      client.vendorRequest(SET_ID, {
+        method: 'POST',
+        path: (token) => {
+          sent.push({ tokenId: token.tokenId, leftMs: token.expiresAtMs - w.clock.now() });
+          return `/users/42/${token.tenant}/serviceKey/after-wait`;
+        },
+        body: { a: 1 },
+      }),
+      1000,
+      2,
+    );
+    expect(response.status).toBe(201);
+    const current = await client.getToken(SET_ID);
+    expect(current.tokenId).not.toBe(old.tokenId);
+    // The broker logged in on demand (the old token had less than its floor); two requests reached the vendor:
+    // the 429 with the old token, the resend with the new one (the old one, below the floor, was not sent).
+    const stats = w.sandbox.stats();
+    expect(stats.loginRequests).toBe(logins + 1);
+    expect(stats.resourceRequests).toEqual({ POST: 2 });
+    expect(stats.responsesByStatus).toMatchObject({ '429': 1, '201': 1 });
+    // The path is built per attempt, before its permit: the 429's, the old token's after the wait (not sent),
+    // and the new token's.
+    expect(sent.map((s) => s.tokenId)).toEqual([old.tokenId, old.tokenId, current.tokenId]);
+    expect(sent[1]?.leftMs).toBeLessThan(300_000);
+    expect(sent.at(-1)?.leftMs).toBeGreaterThanOrEqual(300_000);
+  });
+
   it('401 TOKEN_EXPIRED: reports the rejection, takes the new token and retries once', async () => {
     const client = w.client();
     const old = await client.getToken(SET_ID);
