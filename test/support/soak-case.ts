@@ -12,7 +12,14 @@ import { runSoak, SOAK_DEFAULTS, soakFailures } from '../../local/soak.js';
  * and the broker keep is 3 s (and a token is not used with less than 4 s left), the ledger's send margin 1 s
  * beyond a 0.25 s permit validity: stalls shorter than that cannot turn into a 401 or a 429.
  *
- * What it gates on is what load cannot change: no vendor 429 or 401, one login per lifetime, no secret in a
+ * Past a stall longer than the floor, no margin helps: a request the client sent with at least the floor left
+ * that the vendor still read after exp spent longer than the floor on the way (client and vendor sandbox share
+ * this process, so a starved process is such a way). Those 401s are counted apart (vendor401InTransit, with
+ * the slowest request) and printed; a 401 of any other kind fails. (Two 401s were seen once, with a CPU
+ * burner and three other builds beside the suite on a 2-core machine, before the soak told them apart; the
+ * client could then also send a token that a permit wait had taken below the floor, which it no longer does.)
+ *
+ * What it gates on is what load cannot change: no vendor 429 or 401 the broker could have avoided, one login per lifetime, no secret in a
  * log, no client error, traffic reaching the vendor on every token. How much of the quota is used in real time
  * depends on the machine (measured 84-100 % on an idle 2-core machine, 72-79 % under load): that figure is
  * printed here and gated only by `npm run soak` (≥ 95 %), never by `npm test`.
@@ -39,7 +46,16 @@ export async function shortSoak(windowKind: 'fixed' | 'sliding'): Promise<void> 
     expect(row.vendorRequests).toBeGreaterThan(0);
     expect(row.tokens).toBeGreaterThanOrEqual(LIFETIMES);
   }
-  console.info(JSON.stringify(result.rows.map((row) => ({ set: row.set, quotaUsedPct: row.quotaUsedPct }))));
+  console.info(
+    JSON.stringify(
+      result.rows.map((row) => ({
+        set: row.set,
+        quotaUsedPct: row.quotaUsedPct,
+        vendor401InTransit: row.vendor401InTransit,
+        slowestVendorMs: row.slowestVendorMs,
+      })),
+    ),
+  );
   expect(soakFailures(result)).toEqual([]);
   expect(result.clientErrors).toEqual({});
 }
