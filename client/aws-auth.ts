@@ -27,13 +27,30 @@ export function resolveRegion(
   return region;
 }
 
+/** The environment's credentials (Lambda sets them for its role; so may a shell), as the AWS SDK reads them. */
+export function credentialsFromEnvironment(env: NodeJS.ProcessEnv): AwsCredentialIdentity | undefined {
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = env;
+  if (!accessKeyId || !secretAccessKey) return undefined;
+  const sessionToken = env.AWS_SESSION_TOKEN || undefined;
+  return sessionToken ? { accessKeyId, secretAccessKey, sessionToken } : { accessKeyId, secretAccessKey };
+}
+
+/** The AWS SDK's default chain, an optional peer dependency of the client package. */
+const DEFAULT_CHAIN = '@aws-sdk/credential-provider-node';
+
 /**
- * The credentials to sign with: the ones given, else the AWS SDK's default chain (environment, SSO, web
- * identity, shared files, container and instance metadata), loaded only when first needed and memoised by the
- * SDK (refreshed before they expire).
+ * The credentials to sign with: the ones given; else the environment's (AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN: what Lambda gives a function), read at each signing like the SDK's
+ * own environment provider; else the AWS SDK's default chain (SSO, web identity, shared files, container and
+ * instance metadata), loaded only when first needed and memoised by the SDK (refreshed before they expire).
+ *
+ * The chain is an optional peer dependency of the package: it is most of an SDK (about 20 packages, 8 MB), which
+ * a service on the AWS SDK already has, and Lambda's Node.js runtime too. Without it, and without credentials
+ * given or in the environment, signing fails with a ConfigurationError saying what to install.
  */
 export function resolveCredentials(
   given: AwsCredentialIdentity | CredentialsProvider | undefined,
+  env: NodeJS.ProcessEnv = process.env,
 ): AwsCredentialIdentity | CredentialsProvider {
   if (given !== undefined) {
     if (typeof given !== 'function' && (!given.accessKeyId || !given.secretAccessKey)) {
@@ -43,9 +60,19 @@ export function resolveCredentials(
   }
   let chain: CredentialsProvider | undefined;
   return async () => {
+    const fromEnvironment = credentialsFromEnvironment(env);
+    if (fromEnvironment) return fromEnvironment;
     if (!chain) {
-      const { defaultProvider } = await import('@aws-sdk/credential-provider-node');
-      chain = defaultProvider();
+      let module: { defaultProvider: () => CredentialsProvider };
+      try {
+        module = await import(DEFAULT_CHAIN);
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+        throw new ConfigurationError(
+          `credentials: none given, none in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and the AWS SDK's default chain is not installed (npm install ${DEFAULT_CHAIN}, or pass credentials)`,
+        );
+      }
+      chain = module.defaultProvider();
     }
     return chain();
   };

@@ -15,8 +15,9 @@
  * parts of shared/ it uses, cli/, the stage files of infra/), and as real, declared npm dependencies only the
  * third-party packages the bundle imports at run time (checked below: an import that is not declared fails
  * the build). zod and jose are bundled too: used only inside, absent from the declarations, zero-dependency,
- * and zod alone would add 8 MB to every consumer (their licences ship in THIRD_PARTY_LICENSES.md). The AWS
- * packages stay dependencies, so a service's own AWS SDK can share them and their fixes reach consumers.
+ * and zod alone would add 8 MB to every consumer; the client bundles the SigV4 signer as well (CLIENT_BUNDLED).
+ * Every bundled package's licence ships in THIRD_PARTY_LICENSES.md. The AWS SDK's credential chain is an
+ * optional peer of the client and a dependency of the CLI (DEFAULT_CHAIN).
  *
  * The manifests: packaging/client.package.json and cli.package.json, completed here with exports and types
  * (client), engines and the dependencies the bundle imports.
@@ -42,6 +43,15 @@ const TARGET = 'node20';
 
 /** Bundled in (see above); their licence files are copied next to the bundle. */
 const BUNDLED_THIRD_PARTY = ['zod', 'jose'];
+
+/**
+ * The client bundles the SigV4 signer too (with the parts of @smithy/core and @aws-crypto it uses): as a
+ * dependency, @smithy/signature-v4 brings all of @smithy/core (6.8 MB, most of it type declarations and two
+ * builds) for a few functions, and the client would install as 11 packages and 10.6 MiB instead of 1 and about
+ * 1 MiB. The signer is an algorithm with no state or configuration; a fix reaches consumers with the client's
+ * next version.
+ */
+const CLIENT_BUNDLED = [...BUNDLED_THIRD_PARTY, '@smithy/signature-v4', '@aws-crypto/sha256-js'];
 
 interface RootManifest {
   version: string;
@@ -79,20 +89,47 @@ function dependenciesOf(metafile: Metafile): Record<string, string> {
   return dependencies;
 }
 
+/**
+ * The AWS SDK's default credential chain: the client loads it by name when no credentials are given and none
+ * are in the environment (client/aws-auth.ts), so the bundle's imports do not show it. An optional peer of the
+ * client (a service on the AWS SDK, and Lambda's Node.js runtime, already have it: about 20 packages, 8 MB that
+ * a consumer need not install twice); a dependency of the CLI, whose operators sign in with profiles and SSO.
+ */
+const DEFAULT_CHAIN = '@aws-sdk/credential-provider-node';
+
+function defaultChainRange(): string {
+  const version = rootManifest().dependencies[DEFAULT_CHAIN];
+  if (!version) throw new Error(`package.json's dependencies lack ${DEFAULT_CHAIN}`);
+  return `^${version}`;
+}
+
 /** The packages' externals: every npm package except the bundled ones. */
-function externals(): string[] {
+function externals(bundled: readonly string[] = BUNDLED_THIRD_PARTY): string[] {
   return Object.keys(rootManifest().dependencies)
-    .filter((name) => !BUNDLED_THIRD_PARTY.includes(name))
+    .filter((name) => !bundled.includes(name))
     .flatMap((name) => [name, `${name}/*`]);
 }
 
-function thirdPartyLicenses(outDir: string): void {
-  const parts = BUNDLED_THIRD_PARTY.map((name) => {
+/** The npm packages whose code esbuild put into the bundle, by name: each one's licence ships with it. */
+function bundledPackages(metafile: Metafile): string[] {
+  const names = new Set<string>();
+  for (const input of Object.keys(metafile.inputs)) {
+    const at = input.lastIndexOf('node_modules/');
+    if (at >= 0) names.add(packageOf(input.slice(at + 'node_modules/'.length)));
+  }
+  return [...names].sort();
+}
+
+function thirdPartyLicenses(outDir: string, metafile: Metafile): void {
+  const parts = bundledPackages(metafile).map((name) => {
     const dir = path.join(ROOT, 'node_modules', name);
-    const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string };
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+      version: string;
+      license?: string;
+    };
     const file = ['LICENSE', 'LICENSE.md', 'LICENSE.txt'].find((f) => existsSync(path.join(dir, f)));
     if (!file) throw new Error(`${name} has no licence file`);
-    return `## ${name} ${manifest.version}\n\n${readFileSync(path.join(dir, file), 'utf8').trim()}\n`;
+    return `## ${name} ${manifest.version} (${manifest.license ?? 'see below'})\n\n${readFileSync(path.join(dir, file), 'utf8').trim()}\n`;
   });
   writeFileSync(
     path.join(outDir, 'THIRD_PARTY_LICENSES.md'),
@@ -179,7 +216,12 @@ export async function buildClient(outDir = path.join(ROOT, 'dist/client')): Prom
     platform: 'node',
     format: 'esm',
     target: TARGET,
-    external: externals(),
+    external: externals(CLIENT_BUNDLED),
+    // Some bundled AWS packages are CommonJS and require Node built-ins (buffer): an ESM bundle has no
+    // `require` of its own, so it gets Node's, for its own URL.
+    banner: {
+      js: "import { createRequire as __tokenBrokerRequire } from 'node:module'; const require = __tokenBrokerRequire(import.meta.url);",
+    },
     sourcemap: true,
     sourcesContent: true,
     metafile: true,
@@ -195,9 +237,11 @@ export async function buildClient(outDir = path.join(ROOT, 'dist/client')): Prom
     types,
     engines: { node: NODE_RANGE },
     dependencies: dependenciesOf(result.metafile),
+    peerDependencies: { [DEFAULT_CHAIN]: defaultChainRange() },
+    peerDependenciesMeta: { [DEFAULT_CHAIN]: { optional: true } },
   });
   copyFileSync(path.join(ROOT, 'client/README.md'), path.join(outDir, 'README.md'));
-  thirdPartyLicenses(outDir);
+  thirdPartyLicenses(outDir, result.metafile);
   return outDir;
 }
 
@@ -247,7 +291,7 @@ export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<st
     metafile: true,
     logLevel: 'warning',
   });
-  const dependencies = dependenciesOf(result.metafile);
+  const dependencies = { ...dependenciesOf(result.metafile), [DEFAULT_CHAIN]: defaultChainRange() };
   const forbidden = Object.keys(dependencies).filter((name) =>
     FORBIDDEN_IN_CLI.some((f) => name === f || name.startsWith(`${f}/`)),
   );
@@ -258,7 +302,7 @@ export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<st
   >;
   writeManifest(outDir, { ...template, engines: { node: NODE_RANGE }, dependencies });
   copyFileSync(path.join(ROOT, 'packaging/cli-README.md'), path.join(outDir, 'README.md'));
-  thirdPartyLicenses(outDir);
+  thirdPartyLicenses(outDir, result.metafile);
   return outDir;
 }
 

@@ -191,6 +191,30 @@ describe('@token-broker/client, installed from its tarball', () => {
     },
   );
 
+  it('without credentials given, in the environment, or the AWS SDK chain installed, says what to install', async () => {
+    writeFileSync(
+      path.join(service, 'no-credentials.mjs'),
+      [
+        "import { BrokerClient } from '@token-broker/client';",
+        "const broker = new BrokerClient({ brokerUrl: process.env.TOKEN_BROKER_URL, region: 'local' });",
+        'try {',
+        '  await broker.listCredentialSets();',
+        '} catch (error) {',
+        '  console.log(`${error.name}: ${error.message}`);',
+        '} finally {',
+        '  await broker.close();',
+        '}',
+      ].join('\n'),
+    );
+    // The optional peer is not installed in the bare project; the child gets no AWS settings.
+    expect(existsSync(path.join(service, 'node_modules/@aws-sdk/credential-provider-node'))).toBe(false);
+    const result = await node(NODE_24, ['no-credentials.mjs'], service, { TOKEN_BROKER_URL: brokerUrl });
+    expect(result.exit, result.stderr).toBe(0);
+    expect(result.stdout.trim()).toBe(
+      "ConfigurationError: credentials: none given, none in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, and the AWS SDK's default chain is not installed (npm install @aws-sdk/credential-provider-node, or pass credentials)",
+    );
+  });
+
   it('client/README.md shows the quick start as the file has it', () => {
     const readme = readFileSync(path.join(ROOT, 'client/README.md'), 'utf8');
     const shown = /```js\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
