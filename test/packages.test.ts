@@ -200,7 +200,7 @@ describe('@token-broker/client, installed from its tarball', () => {
         'try {',
         '  await broker.listCredentialSets();',
         '} catch (error) {',
-        '  console.log(`${error.name}: ${error.message}`);',
+        "  console.log(error.name + ': ' + error.message);",
         '} finally {',
         '  await broker.close();',
         '}',
