@@ -1,6 +1,11 @@
 import type { Duration } from 'aws-cdk-lib';
 import { Metric } from 'aws-cdk-lib/aws-cloudwatch';
-import { DIMENSION_CREDENTIAL_SET, type MetricName } from '../shared/metric-names.js';
+import {
+  DIMENSION_CONSUMER,
+  DIMENSION_CREDENTIAL_SET,
+  type MetricName,
+  PERMIT_METRICS,
+} from '../shared/metric-names.js';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../shared/observability.js';
 
 /**
@@ -39,9 +44,13 @@ export function serviceMetric(
 
 /**
  * Every series of one metric for one set, whatever other dimensions it carries (LoginFailure has an
- * ErrorCode): a SEARCH expression, for dashboards (alarms cannot use SEARCH).
+ * ErrorCode): a SEARCH expression, for dashboards (alarms cannot use SEARCH). Not for the permit metrics:
+ * each of their points is also in a per-consumer series, which this would count a second time (setMetric).
  */
 export function setSearch(name: MetricName, setId: string, statistic: string, period: Duration): string {
+  if ((PERMIT_METRICS as readonly string[]).includes(name)) {
+    throw new Error(`${name} has per-consumer series too: draw its per-set series with setMetric`);
+  }
   return `SEARCH('Namespace="${METRICS_NAMESPACE}" MetricName="${name}" ${DIMENSION_CREDENTIAL_SET}="${setId}"', '${statistic}', ${period.toSeconds()})`;
 }
 
@@ -91,5 +100,29 @@ export function setInsightsQuery(name: MetricName, options: SetInsightsQueryOpti
     `SELECT ${fn}(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", ${dimensions.join(', ')}) ` +
     `WHERE service = '${SERVICE_NAME}' GROUP BY ${DIMENSION_CREDENTIAL_SET} ORDER BY ${fn}() ${options.order}` +
     (options.limit === undefined ? '' : ` LIMIT ${options.limit}`)
+  );
+}
+
+/** Consumers per graph of the per-consumer permit widgets: the busiest, so that a line can be read and named. */
+export const TOP_CONSUMERS = 10;
+
+/**
+ * A permit metric per consumer (the series with dimensions {service, CredentialSet, Consumer}), one series per
+ * consumer of one set (`setId`) or per consumer and set across all sets, the highest first. The consumers are
+ * the config's names, so a set has at most as many series as the stage has consumers (500): within the 500
+ * series a Metrics Insights query returns even without the LIMIT.
+ */
+export function consumerInsightsQuery(
+  name: (typeof PERMIT_METRICS)[number],
+  options: { setId?: string; limit: number },
+): string {
+  const where =
+    `service = '${SERVICE_NAME}'` +
+    (options.setId === undefined ? '' : ` AND ${DIMENSION_CREDENTIAL_SET} = '${options.setId}'`);
+  const groupBy =
+    options.setId === undefined ? `${DIMENSION_CREDENTIAL_SET}, ${DIMENSION_CONSUMER}` : DIMENSION_CONSUMER;
+  return (
+    `SELECT SUM(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", ${DIMENSION_CONSUMER}, ${DIMENSION_CREDENTIAL_SET}, service) ` +
+    `WHERE ${where} GROUP BY ${groupBy} ORDER BY SUM() DESC LIMIT ${options.limit}`
   );
 }

@@ -4,6 +4,12 @@
  * Per-set metrics carry the dimension `CredentialSet`.
  */
 export const DIMENSION_CREDENTIAL_SET = 'CredentialSet';
+/**
+ * The consumer's name from the stage config (`consumers[].name`), on the permit metrics only, as a second
+ * series beside the per-set one (PERMIT_METRICS): bounded by the config (at most 500 consumers), never the
+ * caller's ARN or anything a caller sends. A caller no consumer rule names gets no permit, so no series.
+ */
+export const DIMENSION_CONSUMER = 'Consumer';
 /** Added to LoginFailure beside CredentialSet: the vendor's errorCode or the broker's own. */
 export const DIMENSION_ERROR_CODE = 'ErrorCode';
 
@@ -37,7 +43,11 @@ export const Metric = {
   ScheduledRun: 'ScheduledRun',
   // Vend
   TokensVended: 'TokensVended',
+  /** Permits (not requests) granted: per set, and per set and Consumer. */
   PermitsGranted: 'PermitsGranted',
+  /** Permits given back unused (taken back by the ledger): per set, and per set and Consumer. */
+  PermitsReturned: 'PermitsReturned',
+  /** Permits asked for and refused (429): per set, and per set and Consumer. */
   PermitsDenied: 'PermitsDenied',
   TokenRejectionsReported: 'TokenRejectionsReported',
   VendorRateLimitReported: 'VendorRateLimitReported',
@@ -46,3 +56,10 @@ export const Metric = {
   VendServerError: 'VendServerError',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
+
+/**
+ * The permit accounting metrics: each point is published twice in one EMF record, with dimensions
+ * {service, CredentialSet} (what the alarms and the per-set graphs read) and {service, CredentialSet, Consumer}
+ * (the per-consumer widget and `token-broker status --consumers`).
+ */
+export const PERMIT_METRICS = [Metric.PermitsGranted, Metric.PermitsReturned, Metric.PermitsDenied] as const;

@@ -33,12 +33,17 @@ export function createPowertoolsTelemetry(
     info: (message, attributes) => logger.info(message, attributes ?? {}),
     warn: (message, attributes) => logger.warn(message, attributes ?? {}),
     error: (message, attributes) => logger.error(message, attributes ?? {}),
-    metric(name, unit, value, dimensions = {}) {
-      const single = metrics.singleMetric();
-      for (const [key, dimensionValue] of Object.entries(dimensions))
-        single.addDimension(key, dimensionValue);
-      // A single metric publishes itself on addMetric.
-      single.addMetric(name, unit, value);
+    metric(name, unit, value, dimensions = {}, alsoBy) {
+      const publish = (all: Record<string, string>) => {
+        const single = metrics.singleMetric();
+        for (const [key, dimensionValue] of Object.entries(all)) single.addDimension(key, dimensionValue);
+        // A single metric publishes itself on addMetric.
+        single.addMetric(name, unit, value);
+      };
+      publish(dimensions);
+      // A second record, not a second dimension set in the same one: Powertools warns on every record whose
+      // dimension sets share a key (CredentialSet), and these are written on every permit request.
+      if (alsoBy && Object.keys(alsoBy).length > 0) publish({ ...dimensions, ...alsoBy });
     },
   };
 }
@@ -53,6 +58,8 @@ export interface RecordedMetric {
   unit: MetricUnitValue;
   value: number;
   dimensions: Record<string, string>;
+  /** The dimensions the point was also published with (`alsoBy`): one point, counted once by `sum`. */
+  alsoBy?: Record<string, string>;
 }
 
 /** Keeps everything in memory: for tests (assert on it) and benchmarks (stay quiet). */
@@ -72,14 +79,27 @@ export class MemoryTelemetry implements Telemetry {
   error(message: string, attributes: LogAttributes = {}): void {
     this.logs.push({ level: 'error', message, attributes });
   }
-  metric(name: string, unit: MetricUnitValue, value: number, dimensions: Record<string, string> = {}): void {
-    this.metrics.push({ name, unit, value, dimensions });
+  metric(
+    name: string,
+    unit: MetricUnitValue,
+    value: number,
+    dimensions: Record<string, string> = {},
+    alsoBy?: Record<string, string>,
+  ): void {
+    this.metrics.push({ name, unit, value, dimensions, ...(alsoBy ? { alsoBy } : {}) });
   }
 
-  /** Sum of a metric's values, optionally only those with the given dimensions. */
+  /**
+   * Sum of a metric's values, optionally only those with the given dimensions: what CloudWatch's series of
+   * exactly those dimensions would hold (a dimension given in `alsoBy` matches the point's second series).
+   */
   sum(name: string, dimensions: Record<string, string> = {}): number {
     return this.metrics
-      .filter((m) => m.name === name && Object.entries(dimensions).every(([k, v]) => m.dimensions[k] === v))
+      .filter((m) => {
+        if (m.name !== name) return false;
+        const all = { ...m.dimensions, ...m.alsoBy };
+        return Object.entries(dimensions).every(([k, v]) => all[k] === v);
+      })
       .reduce((total, m) => total + m.value, 0);
   }
 

@@ -42,6 +42,16 @@ export interface Telemetry {
   info(message: string, attributes?: LogAttributes): void;
   warn(message: string, attributes?: LogAttributes): void;
   error(message: string, attributes?: LogAttributes): void;
-  /** One CloudWatch metric point (Embedded Metric Format in AWS), e.g. dimension `CredentialSet`. */
-  metric(name: string, unit: MetricUnitValue, value: number, dimensions?: Record<string, string>): void;
+  /**
+   * One CloudWatch metric point (Embedded Metric Format in AWS), e.g. dimension `CredentialSet`. With
+   * `alsoBy`, the same point is published a second time with those dimensions added (a second series: e.g.
+   * per set, and per set and consumer): one event, recorded once in memory.
+   */
+  metric(
+    name: string,
+    unit: MetricUnitValue,
+    value: number,
+    dimensions?: Record<string, string>,
+    alsoBy?: Record<string, string>,
+  ): void;
 }

@@ -112,7 +112,13 @@ function setRow(set: StageCredentialSet, stage: StageConfig): IWidget[] {
     }),
     new GraphWidget({
       title: `${set.id}: vending and permits`,
-      left: counts([BrokerMetric.TokensVended, BrokerMetric.PermitsGranted, BrokerMetric.PermitsDenied]),
+      left: [
+        ...counts([BrokerMetric.TokensVended]),
+        // Exactly the per-set series: a SEARCH would add the per-consumer ones (PERMIT_METRICS) a second time.
+        ...[BrokerMetric.PermitsGranted, BrokerMetric.PermitsReturned, BrokerMetric.PermitsDenied].map(
+          (name) => setMetric(name, set.id, 'Sum', PERIOD).with({ label: name }),
+        ),
+      ],
       right: counts([BrokerMetric.TokenRejectionsReported, BrokerMetric.VendorRateLimitReported]),
       width: WIDTH,
       height: HEIGHT,

@@ -16,6 +16,11 @@ export interface Caller {
   setIds: ReadonlySet<string>;
   /** The sets whose status it may read (the list route): its consumer sets and its operator sets. */
   statusSetIds: ReadonlySet<string>;
+  /**
+   * Per set it may use, the consumer rule that allows it (the first in configuration order when several of
+   * this principal's rules name the set): the `Consumer` of its permit metrics.
+   */
+  consumerBySet: ReadonlyMap<string, string>;
 }
 
 interface Rule {
@@ -23,6 +28,7 @@ interface Rule {
   operators: string[];
   setIds: Set<string>;
   statusSetIds: Set<string>;
+  consumerBySet: Map<string, string>;
 }
 
 /**
@@ -49,6 +55,7 @@ export class AccessPolicy {
       if (!rule) continue; // consumerSchema already refuses such ARNs
       rule.consumers.push(consumer.name);
       for (const setId of consumer.credentialSets) {
+        if (!rule.consumerBySet.has(setId)) rule.consumerBySet.set(setId, consumer.name);
         rule.setIds.add(setId);
         rule.statusSetIds.add(setId);
       }
@@ -66,7 +73,13 @@ export class AccessPolicy {
     if (!principal) return undefined;
     let rule = this.#rules.get(principal.key);
     if (!rule) {
-      rule = { consumers: [], operators: [], setIds: new Set(), statusSetIds: new Set() };
+      rule = {
+        consumers: [],
+        operators: [],
+        setIds: new Set(),
+        statusSetIds: new Set(),
+        consumerBySet: new Map(),
+      };
       this.#rules.set(principal.key, rule);
     }
     return rule;
@@ -89,6 +102,7 @@ export class AccessPolicy {
       operators: rule.operators,
       setIds: rule.setIds,
       statusSetIds: rule.statusSetIds,
+      consumerBySet: rule.consumerBySet,
     };
   }
 

@@ -1,6 +1,6 @@
 import type { CredentialSetConfig, RateLimit } from '../../config/credential-sets.js';
 import { ReceiptRejectedError } from '../../ledger/index.js';
-import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
+import { DIMENSION_CONSUMER, DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
 import { readJsonBody } from '../http-request.js';
 import { ledgerKeyFor } from '../ledger-key.js';
@@ -9,6 +9,19 @@ import { jsonResult, noContentResult, type VendResult } from '../responses.js';
 import type { SetRouteContext } from '../route-context.js';
 import { BadRequestError, PermitsDeniedError } from '../vend-errors.js';
 import { admitReport, capFeedback } from './report-guards.js';
+
+/**
+ * The dimensions of a permit metric: the set, and as a second series the set and the consumer rule that lets
+ * this caller use it (a config name, so the series are bounded by the config; authorize() has already
+ * refused any caller without one). Counted in permits, not requests.
+ */
+function permitDimensions(context: SetRouteContext): [Record<string, string>, Record<string, string>] {
+  const consumer = context.caller.consumerBySet.get(context.set.id);
+  return [
+    { [DIMENSION_CREDENTIAL_SET]: context.set.id },
+    consumer === undefined ? {} : { [DIMENSION_CONSUMER]: consumer },
+  ];
+}
 
 /** The limits a permit of `permitClass` counts against; 400 for a class the set does not configure. */
 function limitsFor(set: CredentialSetConfig, permitClass: string | undefined): RateLimit[] {
@@ -41,7 +54,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   checkCount(set, request.class, request.count);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
-  const dimensions = { [DIMENSION_CREDENTIAL_SET]: set.id };
+  const [dimensions, perConsumer] = permitDimensions(context);
   const key = ledgerKeyFor(set, request.tokenId);
   services.quota.invalidate(key);
   const decision = await services.ledger.acquire({
@@ -53,7 +66,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   });
   if (!decision.granted) {
     audit.decision = `DENIED_${decision.reason}`;
-    services.telemetry.metric(Metric.PermitsDenied, MetricUnit.Count, request.count, dimensions);
+    services.telemetry.metric(Metric.PermitsDenied, MetricUnit.Count, request.count, dimensions, perConsumer);
     throw new PermitsDeniedError(`no room for ${request.count} permit(s) yet (${decision.reason})`, {
       retryAfterSeconds: decision.retryAfterSeconds,
       details: {
@@ -64,7 +77,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
     });
   }
   audit.decision = 'GRANTED';
-  services.telemetry.metric(Metric.PermitsGranted, MetricUnit.Count, decision.count, dimensions);
+  services.telemetry.metric(Metric.PermitsGranted, MetricUnit.Count, decision.count, dimensions, perConsumer);
   return jsonResult(200, {
     credentialSet: set.id,
     tokenId: request.tokenId,
@@ -102,6 +115,10 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
     });
     audit.decision = 'RETURNED';
     audit.returned = returned;
+    if (returned > 0) {
+      const [dimensions, perConsumer] = permitDimensions(context);
+      services.telemetry.metric(Metric.PermitsReturned, MetricUnit.Count, returned, dimensions, perConsumer);
+    }
     return jsonResult(200, { credentialSet: set.id, tokenId: request.tokenId, returned });
   } catch (error) {
     if (error instanceof ReceiptRejectedError) audit.decision = `RETURN_REFUSED_${error.problem}`;
