@@ -13,12 +13,14 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { Metric as BrokerMetric, DIMENSION_ERROR_CODE, type MetricName } from '../../shared/metric-names.js';
 import {
+  consumerInsightsQuery,
   PER_SET_ALARMS_MAX_SETS,
   perSetMonitoring,
   type SetInsightsQueryOptions,
   setInsightsQuery,
   setMetric,
   setSearch,
+  TOP_CONSUMERS,
 } from '../broker-metrics.js';
 import type { StageConfig, StageCredentialSet } from '../stage-config.js';
 
@@ -40,6 +42,16 @@ const WORST_SETS = 10;
 const SERIES_LABEL = '${LABEL}';
 const WIDTH = 6;
 const HEIGHT = 6;
+/** CloudWatch draws at most 500 series in one graph widget. */
+export const GRAPH_WIDGET_MAX_SERIES = 500;
+/** The permit metrics each consumer widget draws, a series of each per consumer (granted, returned, denied). */
+const PERMIT_LINES = [
+  [BrokerMetric.PermitsGranted, 'granted'],
+  [BrokerMetric.PermitsReturned, 'returned'],
+  [BrokerMetric.PermitsDenied, 'denied'],
+] as const;
+/** Consumers a set's widget draws at most: three series each, within the widget's 500. */
+export const CONSUMERS_PER_SET_WIDGET_MAX = Math.floor(GRAPH_WIDGET_MAX_SERIES / PERMIT_LINES.length);
 
 /**
  * Every alarm's state on top; then one row per credential set (token validity, logins by outcome, vending,
@@ -123,6 +135,7 @@ function setRow(set: StageCredentialSet, stage: StageConfig): IWidget[] {
       width: WIDTH,
       height: HEIGHT,
     }),
+    permitsPerConsumer(set, stage),
     new GraphWidget({
       title: `${set.id}: vend latency (ms), vendor clock skew (s)`,
       left: ['p50', 'p99'].map(
@@ -138,6 +151,53 @@ function setRow(set: StageCredentialSet, stage: StageConfig): IWidget[] {
       height: HEIGHT,
     }),
   ];
+}
+
+/**
+ * One set's permits per consumer: granted, returned and denied, a line each per consumer (the per-consumer
+ * series, Metrics Insights grouped by Consumer). Every consumer the config lets use the set, up to
+ * CONSUMERS_PER_SET_WIDGET_MAX (the busiest when a set has more): within a graph's 500 series.
+ */
+function permitsPerConsumer(set: StageCredentialSet, stage: StageConfig): IWidget {
+  const consumers = stage.consumers.filter((c) => c.credentialSets.includes(set.id)).length;
+  const limit = Math.max(1, Math.min(consumers, CONSUMERS_PER_SET_WIDGET_MAX));
+  return new GraphWidget({
+    title:
+      consumers > limit
+        ? `${set.id}: permits per consumer (the ${limit} busiest of ${consumers})`
+        : `${set.id}: permits per consumer`,
+    left: PERMIT_LINES.map(
+      ([name, what]) =>
+        new MathExpression({
+          expression: consumerInsightsQuery(name, { setId: set.id, limit }),
+          label: `${SERIES_LABEL} ${what}`,
+          period: PERIOD,
+        }),
+    ),
+    width: WIDTH,
+    height: HEIGHT,
+  });
+}
+
+/**
+ * A large stage's permits per consumer: the TOP_CONSUMERS consumer and set pairs with the most permits
+ * granted, returned and denied in the time range, each line named by its set and consumer. One widget, 30
+ * series, whatever the number of sets and consumers; one pair's figures: `token-broker status --consumers`.
+ */
+function permitsPerConsumerAllSets(): IWidget {
+  return new GraphWidget({
+    title: `Permits per consumer: the ${TOP_CONSUMERS} highest consumer and set pairs`,
+    left: PERMIT_LINES.map(
+      ([name, what]) =>
+        new MathExpression({
+          expression: consumerInsightsQuery(name, { limit: TOP_CONSUMERS }),
+          label: `${SERIES_LABEL} ${what}`,
+          period: PERIOD,
+        }),
+    ),
+    width: WIDTH,
+    height: HEIGHT,
+  });
 }
 
 /** Every alarm's state, in widgets of at most 100 alarms each (one widget for a small stage, as before). */
@@ -218,7 +278,9 @@ function allSetsRows(stage: StageConfig): IWidget[] {
     highest('Logins', BrokerMetric.LoginSuccess),
     highest('Tokens vended', BrokerMetric.TokensVended),
     highest('Permits granted', BrokerMetric.PermitsGranted),
+    highest('Permits returned', BrokerMetric.PermitsReturned),
     highest('Permits denied', BrokerMetric.PermitsDenied),
+    permitsPerConsumerAllSets(),
     highest('Vendor 429 reported', BrokerMetric.VendorRateLimitReported),
     highest('Token rejections reported', BrokerMetric.TokenRejectionsReported),
     // Metrics Insights has no percentiles: the slowest request of each set (vend's p99 is with the functions).
