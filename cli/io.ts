@@ -1,3 +1,4 @@
+import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { type Clock, systemClock } from '../shared/clock.js';
 
@@ -21,6 +22,8 @@ export interface CliIo {
   fetch: typeof fetch;
   /** Async: the SDK is loaded only by the commands that talk to Secrets Manager (`--help` starts without it). */
   secretsManager(region: string): Promise<SecretsManagerClient>;
+  /** Async too: only `status --consumers` reads CloudWatch (the operator's own credentials, GetMetricData). */
+  cloudWatch(region: string): Promise<CloudWatchClient>;
 }
 
 export function processIo(): CliIo {
@@ -35,6 +38,10 @@ export function processIo(): CliIo {
     secretsManager: async (region) => {
       const { SecretsManagerClient } = await import('@aws-sdk/client-secrets-manager');
       return new SecretsManagerClient({ region });
+    },
+    cloudWatch: async (region) => {
+      const { CloudWatchClient } = await import('@aws-sdk/client-cloudwatch');
+      return new CloudWatchClient({ region });
     },
   };
 }

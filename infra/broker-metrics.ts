@@ -1,12 +1,14 @@
 import type { Duration } from 'aws-cdk-lib';
 import { Metric } from 'aws-cdk-lib/aws-cloudwatch';
 import {
-  DIMENSION_CONSUMER,
   DIMENSION_CREDENTIAL_SET,
+  METRICS_NAMESPACE,
   type MetricName,
   PERMIT_METRICS,
+  SERVICE_NAME,
 } from '../shared/metric-names.js';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../shared/observability.js';
+
+export { consumerInsightsQuery } from '../shared/metric-names.js';
 
 /**
  * A broker metric of one credential set, as the functions emit it. Powertools adds its `service` dimension
@@ -105,24 +107,3 @@ export function setInsightsQuery(name: MetricName, options: SetInsightsQueryOpti
 
 /** Consumers per graph of the per-consumer permit widgets: the busiest, so that a line can be read and named. */
 export const TOP_CONSUMERS = 10;
-
-/**
- * A permit metric per consumer (the series with dimensions {service, CredentialSet, Consumer}), one series per
- * consumer of one set (`setId`) or per consumer and set across all sets, the highest first. The consumers are
- * the config's names, so a set has at most as many series as the stage has consumers (500): within the 500
- * series a Metrics Insights query returns even without the LIMIT.
- */
-export function consumerInsightsQuery(
-  name: (typeof PERMIT_METRICS)[number],
-  options: { setId?: string; limit: number },
-): string {
-  const where =
-    `service = '${SERVICE_NAME}'` +
-    (options.setId === undefined ? '' : ` AND ${DIMENSION_CREDENTIAL_SET} = '${options.setId}'`);
-  const groupBy =
-    options.setId === undefined ? `${DIMENSION_CREDENTIAL_SET}, ${DIMENSION_CONSUMER}` : DIMENSION_CONSUMER;
-  return (
-    `SELECT SUM(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", ${DIMENSION_CONSUMER}, ${DIMENSION_CREDENTIAL_SET}, service) ` +
-    `WHERE ${where} GROUP BY ${groupBy} ORDER BY SUM() DESC LIMIT ${options.limit}`
-  );
-}

@@ -4,6 +4,9 @@
  * Per-set metrics carry the dimension `CredentialSet`.
  */
 export const DIMENSION_CREDENTIAL_SET = 'CredentialSet';
+/** Powertools' `service` dimension on every metric, and the namespace. */
+export const SERVICE_NAME = 'token-broker';
+export const METRICS_NAMESPACE = 'TokenBroker';
 /**
  * The consumer's name from the stage config (`consumers[].name`), on the permit metrics only, as a second
  * series beside the per-set one (PERMIT_METRICS): bounded by the config (at most 500 consumers), never the
@@ -63,3 +66,27 @@ export type MetricName = (typeof Metric)[keyof typeof Metric];
  * (the per-consumer widget and `token-broker status --consumers`).
  */
 export const PERMIT_METRICS = [Metric.PermitsGranted, Metric.PermitsReturned, Metric.PermitsDenied] as const;
+
+/**
+ * A permit metric per consumer (the series with dimensions {service, CredentialSet, Consumer}) as a Metrics
+ * Insights query: one series per consumer of one set (`setId`), or per consumer and set across all sets, the
+ * highest first. The consumers are the config's names, so one set has at most as many series as the stage has
+ * consumers (500): within the 500 series a Metrics Insights query returns. The dashboard draws it and
+ * `token-broker status --consumers` reads it (GetMetricData), so both read the same series.
+ */
+export function consumerInsightsQuery(
+  name: (typeof PERMIT_METRICS)[number],
+  options: { setId?: string; limit: number },
+): string {
+  if (options.setId !== undefined && !/^[\w-]+$/.test(options.setId))
+    throw new Error('a credential set id is letters, digits, - and _');
+  const where =
+    `service = '${SERVICE_NAME}'` +
+    (options.setId === undefined ? '' : ` AND ${DIMENSION_CREDENTIAL_SET} = '${options.setId}'`);
+  const groupBy =
+    options.setId === undefined ? `${DIMENSION_CREDENTIAL_SET}, ${DIMENSION_CONSUMER}` : DIMENSION_CONSUMER;
+  return (
+    `SELECT SUM(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", ${DIMENSION_CONSUMER}, ${DIMENSION_CREDENTIAL_SET}, service) ` +
+    `WHERE ${where} GROUP BY ${groupBy} ORDER BY SUM() DESC LIMIT ${options.limit}`
+  );
+}

@@ -13,8 +13,10 @@ const _sameUnits: [PowertoolsUnit, MetricUnitValue] extends [MetricUnitValue, Po
   true;
 void _sameUnits;
 
-export const SERVICE_NAME = 'token-broker';
-export const METRICS_NAMESPACE = 'TokenBroker';
+// In metric-names.ts, which imports no Powertools: the CLI builds its CloudWatch queries with them.
+export { METRICS_NAMESPACE, SERVICE_NAME } from './metric-names.js';
+
+import { METRICS_NAMESPACE, SERVICE_NAME } from './metric-names.js';
 
 /** Structured JSON logs (Powertools Logger) and EMF metrics (Powertools Metrics). */
 export function createPowertoolsTelemetry(

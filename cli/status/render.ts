@@ -1,4 +1,5 @@
 import { formatDuration, formatRelative, formatWindow, table } from '../format.js';
+import type { ConsumerPermits } from './consumer-permits.js';
 import { type Cause, diagnose } from './diagnose.js';
 import type { SetHealthView } from './list-health.js';
 
@@ -26,6 +27,11 @@ export interface StatusEntry {
   rateLimitedUntil: string | null;
   quota: QuotaWindowView[] | null;
   causes: Cause[];
+  /**
+   * With `--consumers`: each consumer's permits over the window (CloudWatch); null when CloudWatch could not
+   * be read. Absent without the option.
+   */
+  consumerPermits?: { windowSeconds: number; consumers: ConsumerPermits[] } | null;
 }
 
 /** The status of each set as `--json` prints it: the broker's health plus the diagnosis. */
@@ -87,8 +93,24 @@ function nextAttemptCell(entry: StatusEntry, nowMs: number): string {
   return next > nowMs ? `in ${formatDuration((next - nowMs) / 1000)}` : '-';
 }
 
-/** The table an on-call person reads first: one line per set, the cause last. */
-export function statusTable(entries: StatusEntry[], nowMs: number): string {
+/** `portfolio 10/3/2, batch 40/10/6`: granted/returned/denied per consumer, busiest first. */
+function consumersCell(entry: StatusEntry): string {
+  if (entry.consumerPermits === null) return 'unknown';
+  const consumers = entry.consumerPermits?.consumers ?? [];
+  if (consumers.length === 0) return 'none';
+  return consumers.map((c) => `${c.consumer} ${c.granted}/${c.returned}/${c.denied}`).join(', ');
+}
+
+/**
+ * The table an on-call person reads first: one line per set, the cause last. With `consumersWindowSeconds`
+ * (`--consumers`), a column of each consumer's permits granted/returned/denied over that window.
+ */
+export function statusTable(
+  entries: StatusEntry[],
+  nowMs: number,
+  options: { consumersWindowSeconds?: number } = {},
+): string {
+  const withConsumers = options.consumersWindowSeconds !== undefined;
   const rows = entries.map((e) => [
     e.id,
     e.environment,
@@ -99,6 +121,7 @@ export function statusTable(entries: StatusEntry[], nowMs: number): string {
     e.lastError?.requestId ?? '-',
     nextAttemptCell(e, nowMs),
     quotaCell(e),
+    ...(withConsumers ? [consumersCell(e)] : []),
     causeCell(e.causes),
   ]);
   return table(
@@ -112,6 +135,11 @@ export function statusTable(entries: StatusEntry[], nowMs: number): string {
       'VENDOR REQUEST ID',
       'NEXT ATTEMPT',
       'QUOTA USED',
+      ...(withConsumers
+        ? [
+            `PERMITS PER CONSUMER (${formatWindow(options.consumersWindowSeconds ?? 0)}) granted/returned/denied`,
+          ]
+        : []),
       'CAUSE',
     ],
     rows,

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { CliInput, CliIo } from '../../cli/io.js';
 import { runCli } from '../../cli/main.js';
@@ -42,6 +43,8 @@ export async function runIn(
     clock?: Clock;
     stdin?: string | CliInput;
     secretsManager?: (region: string) => SecretsManagerClient;
+    /** CloudWatch has no local stand-in: tests give a client that aws-sdk-client-mock answers for. */
+    cloudWatch?: (region: string) => CloudWatchClient;
     cwd?: string;
   } = {},
 ): Promise<CliRun> {
@@ -64,6 +67,12 @@ export async function runIn(
     secretsManager: async (region) =>
       options.secretsManager?.(region) ??
       new SecretsManagerClient({
+        region,
+        credentials: { accessKeyId: 'AKIATEST', secretAccessKey: 'test' },
+      }),
+    cloudWatch: async (region) =>
+      options.cloudWatch?.(region) ??
+      new CloudWatchClient({
         region,
         credentials: { accessKeyId: 'AKIATEST', secretAccessKey: 'test' },
       }),
