@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { parseConsumers } from '../shared/config/consumers.js';
 import {
   DIMENSION_CONSUMER,
   DIMENSION_CREDENTIAL_SET,
@@ -6,6 +7,7 @@ import {
   PERMIT_METRICS,
 } from '../shared/metric-names.js';
 import { createPowertoolsTelemetry, MetricUnit } from '../shared/observability.js';
+import { AccessPolicy } from '../shared/vend/access-policy.js';
 import { fixture, parseBody, type VendHarness, withChanges } from './support/vend-harness.js';
 import { vendHarnessPerTest } from './support/vend-suite.js';
 
@@ -96,6 +98,28 @@ describe('permit accounting per consumer', () => {
     expect(h.telemetry.metrics.filter((m) => (PERMIT_METRICS as readonly string[]).includes(m.name))).toEqual(
       [],
     );
+  });
+});
+
+describe('the Consumer of a caller', () => {
+  it('is, per set, the first consumer rule in the configuration that lets the principal use it', () => {
+    const role = 'arn:aws:iam::123456789012:role/portfolio-service';
+    const sets = ['uat-advisor', 'uat-execution', 'uat-spare'].map((id) => ({ id })) as never[];
+    const consumers = parseConsumers(
+      [
+        { name: 'portfolio', principalArn: role, credentialSets: ['uat-advisor'] },
+        { name: 'portfolio-batch', principalArn: role, credentialSets: ['uat-advisor', 'uat-execution'] },
+      ],
+      ['uat-advisor', 'uat-execution', 'uat-spare'],
+    );
+    const caller = new AccessPolicy(sets, consumers).identify(
+      'arn:aws:sts::123456789012:assumed-role/portfolio-service/any-session-name',
+      '123456789012',
+    );
+    expect(Object.fromEntries(caller.consumerBySet)).toEqual({
+      'uat-advisor': 'portfolio',
+      'uat-execution': 'portfolio-batch',
+    });
   });
 });
 

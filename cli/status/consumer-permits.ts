@@ -1,5 +1,4 @@
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
-import { GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { consumerInsightsQuery, Metric, PERMIT_METRICS } from '../../shared/metric-names.js';
 
 /**
@@ -48,6 +47,8 @@ async function querySums(
   endMs: number,
   windowSeconds: number,
 ): Promise<Map<string, number>> {
+  // Loaded here: `status` without --consumers does not load the CloudWatch SDK.
+  const { GetMetricDataCommand } = await import('@aws-sdk/client-cloudwatch');
   const sums = new Map<string, number>();
   let nextToken: string | undefined;
   do {
