@@ -108,6 +108,10 @@ describe('the Python example against npm start', () => {
   }, 60_000);
   afterAll(() => stopBrokerProcess(broker?.child), 30_000);
 
+  /** What the broker said last, and whether it still runs: the message of a failed example run. */
+  const brokerState = () =>
+    `broker ${broker?.child.exitCode === null && broker.child.signalCode === null ? 'running' : `exited (${broker?.child.exitCode ?? broker?.child.signalCode})`}; its last log lines:\n${brokerLog.split('\n').slice(-15).join('\n')}`;
+
   it('finds a python3 that can import botocore (CI installs python3-botocore when there is none)', () => {
     if (!python) {
       throw new Error(
@@ -127,7 +131,7 @@ describe('the Python example against npm start', () => {
       '--permits',
       '5',
     ]);
-    expect(stderr).toBe('');
+    expect(stderr, brokerState()).toBe('');
     expect(code).toBe(0);
     const lines = stdout.trim().split('\n');
     expect(lines[0]).toBe(`broker ${vendUrl}, set uat-execution, region local`);
@@ -165,7 +169,7 @@ describe('the Python example against npm start', () => {
       '--permits',
       '3',
     ]);
-    expect(stderr).toBe('');
+    expect(stderr, brokerState()).toBe('');
     expect(code).toBe(0);
     const retryAfter = Number(
       /^vendor call 1: 429 RATE_LIMIT_EXCEEDED, Retry-After (\d+) s$/m.exec(stdout)?.[1],
