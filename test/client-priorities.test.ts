@@ -134,6 +134,24 @@ describe('BrokerClient priorities: interactive calls before batch calls in one p
     expect(served).toEqual(['i0', 'i1', 'i2', 'i3', 'i4', 'b1']);
   });
 
+  it('an interactive waiter whose deadline passes while earlier interactive calls take the room fails; the batch caller behind it is served', async () => {
+    w = await startBrokerWorld({ set });
+    const { client, drive } = drivenClient(w);
+    const tokenId = await useUpTheMinute(client);
+    const served: string[] = [];
+    const interactive = [0, 1, 2, 3, 4].map((n) =>
+      client.acquirePermit(SET_ID, tokenId, { maxWaitMs: 600_000 }).then(() => served.push(`i${n}`)),
+    );
+    const late = client.acquirePermit(SET_ID, tokenId, { maxWaitMs: 90_000 }).catch((e: unknown) => e);
+    const batch = client
+      .acquirePermit(SET_ID, tokenId, { priority: 'batch', maxWaitMs: 600_000 })
+      .then(() => served.push('b0'));
+    expect(await drive(late)).toMatchObject({ code: 'PERMIT_DEADLINE_EXCEEDED' });
+    // Had it stayed in the queue, the batch caller would wait behind it for ever.
+    await drive(Promise.all([...interactive, batch]));
+    expect(served).toEqual(['i0', 'i1', 'i2', 'i3', 'i4', 'b0']);
+  });
+
   it('vendorRequest takes its permits with the priority it is given', async () => {
     w = await startBrokerWorld({ set });
     const sent: string[] = [];
