@@ -25,6 +25,13 @@ import type {
 } from './types.js';
 import { vendorCall } from './vendor-call.js';
 
+/** A priority from plain JavaScript (or a cast) that is neither of the two fails the call, by name. */
+function checkPriority(priority: unknown): void {
+  if (priority !== undefined && priority !== 'interactive' && priority !== 'batch') {
+    throw new InvalidClientRequestError("priority: must be 'interactive' or 'batch'");
+  }
+}
+
 const silent: Telemetry = { debug() {}, info() {}, warn() {}, error() {}, metric() {} };
 
 /** An option's value or its default; a wrong one fails the construction, by name. */
@@ -154,9 +161,13 @@ export class BrokerClient {
     return this.#tokens.get(setId, options);
   }
 
-  /** One permit for one vendor request with the token `tokenId`; send the request right away. */
+  /**
+   * One permit for one vendor request with the token `tokenId`; send the request right away. When permits are
+   * scarce, waiting `interactive` callers (the default) of this client are served before any `batch` one.
+   */
   async acquirePermit(setId: string, tokenId: string, options: AcquirePermitOptions = {}): Promise<Permit> {
     this.#checkOpen();
+    checkPriority(options.priority);
     return this.#permits.acquire(setId, tokenId, options);
   }
 
@@ -170,6 +181,7 @@ export class BrokerClient {
     request: VendorRequestOptions,
   ): Promise<ResourceResponse<T>> {
     this.#checkOpen();
+    checkPriority(request.priority);
     return vendorCall<T>(
       {
         tokens: this.#tokens,

@@ -36,6 +36,7 @@ export type {
   CredentialSetSummary,
   GetTokenOptions,
   Permit,
+  PermitPriority,
   QuotaWindow,
   VendedToken,
   VendorRequestOptions,

@@ -1,4 +1,18 @@
-import type { QuotaWindow } from './types.js';
+import type { PermitPriority, QuotaWindow } from './types.js';
+
+/** A promise and its resolve (Promise.withResolvers, which Node 20 lacks). */
+function signal(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** One caller waiting in a pool, from the moment it asks until it has a permit or gives up. */
+export interface Ticket {
+  readonly priority: PermitPriority;
+}
 
 /** One grant of the ledger: `left` permits still unused, handed out only before `usableUntil`. */
 export interface Batch {
@@ -41,6 +55,10 @@ export class PermitPool {
   windows: readonly QuotaWindow[] | undefined;
   #size = 1;
   readonly #maxSize: number;
+  /** The callers asking for a permit of this pool, FIFO per priority: every interactive one comes first. */
+  readonly #interactive: Ticket[] = [];
+  readonly #batch: Ticket[] = [];
+  #changed = signal();
   /** The usable end of the last batch that was used up; set until the next grant decides on growth. */
   #exhaustedUsableUntil: number | undefined;
 
@@ -53,6 +71,54 @@ export class PermitPool {
 
   get size(): number {
     return this.#size;
+  }
+
+  /** A caller starts waiting: behind every earlier caller of its priority (and, for batch, every interactive one). */
+  enqueue(priority: PermitPriority): Ticket {
+    const ticket: Ticket = { priority };
+    (priority === 'batch' ? this.#batch : this.#interactive).push(ticket);
+    return ticket;
+  }
+
+  /** The caller has its permit or gave up (abort, deadline, close): the next one may take. */
+  leave(ticket: Ticket): void {
+    const queue = ticket.priority === 'batch' ? this.#batch : this.#interactive;
+    const index = queue.indexOf(ticket);
+    if (index >= 0) queue.splice(index, 1);
+    this.notify();
+  }
+
+  /** Whether the ticket is the one to be served next: the oldest interactive one, else the oldest batch one. */
+  isTurn(ticket: Ticket): boolean {
+    return (this.#interactive[0] ?? this.#batch[0]) === ticket;
+  }
+
+  /** How many callers are served before this one (0 for the one whose turn it is). */
+  ahead(ticket: Ticket): number {
+    return ticket.priority === 'batch'
+      ? this.#interactive.length + this.#batch.indexOf(ticket)
+      : this.#interactive.indexOf(ticket);
+  }
+
+  /** How many callers wait, per priority. */
+  get waiting(): { interactive: number; batch: number } {
+    return { interactive: this.#interactive.length, batch: this.#batch.length };
+  }
+
+  /** Settles when the queue or the permits in hand change (a caller left, a grant landed). */
+  get changed(): Promise<void> {
+    return this.#changed.promise;
+  }
+
+  notify(): void {
+    const changed = this.#changed;
+    this.#changed = signal();
+    changed.resolve();
+  }
+
+  /** Permits in hand (not yet lapsed: call removeLapsed first). */
+  get available(): number {
+    return this.batches.reduce((sum, b) => sum + b.left, 0);
   }
 
   /** Takes one permit from the oldest usable batch; lapsed batches are removed and returned to the caller. */
@@ -82,6 +148,7 @@ export class PermitPool {
   drain(): Batch[] {
     const all = [...this.batches];
     for (const batch of all) this.#remove(batch);
+    if (all.length > 0) this.notify();
     return all;
   }
 
@@ -98,6 +165,7 @@ export class PermitPool {
   add(batch: Batch, windows: readonly QuotaWindow[]): void {
     this.batches.push(batch);
     this.windows = windows;
+    this.notify();
   }
 
   denied(until: number, windows: readonly QuotaWindow[] | undefined): void {
@@ -107,7 +175,12 @@ export class PermitPool {
   }
 
   get idle(): boolean {
-    return this.batches.length === 0 && this.granting === undefined;
+    return (
+      this.batches.length === 0 &&
+      this.granting === undefined &&
+      this.#interactive.length === 0 &&
+      this.#batch.length === 0
+    );
   }
 
   #shrink(): void {

@@ -5,7 +5,7 @@ import type { BrokerApi } from './broker-api.js';
 import { BrokerApiError, ClientClosedError, PermitDeadlineError, RequestAbortedError } from './errors.js';
 import { applicableRemaining, type Batch, PermitPool } from './permit-pool.js';
 import { abortable } from './token-cache.js';
-import type { Permit, QuotaWindow } from './types.js';
+import type { Permit, PermitPriority, QuotaWindow } from './types.js';
 
 export interface PermitsOptions {
   api: BrokerApi;
@@ -55,60 +55,110 @@ export class Permits {
     tokenId: string,
     options: {
       class?: string | undefined;
+      priority?: PermitPriority | undefined;
       signal?: AbortSignal | undefined;
       maxWaitMs?: number | undefined;
     } = {},
   ): Promise<Permit> {
+    this.#checkOpen(options.signal);
     const { clock } = this.#options;
     const deadline = clock.now() + (options.maxWaitMs ?? this.#options.maxWaitMs);
     const signal = options.signal
       ? AbortSignal.any([options.signal, this.#closing.signal])
       : this.#closing.signal;
-    let asked = false;
-    for (;;) {
-      this.#checkOpen(options.signal);
-      const pool = this.#pool(setId, tokenId, options.class);
-      const now = clock.now();
-      const { batch, lapsed } = pool.take(now);
-      this.#giveBack(pool, lapsed);
-      if (batch) {
-        return {
-          credentialSet: setId,
-          tokenId,
-          ...(options.class ? { class: options.class } : {}),
-          grantedAt: batch.grantedAt,
-          validUntil: batch.validUntil,
-        };
-      }
-      if (asked && now >= deadline && !pool.granting && pool.deniedUntil <= now) {
-        // Grants keep arriving lapsed (the broker answers slower than the permits last): give up in time.
-        throw new PermitDeadlineError(`no usable permit for credential set ${setId} before the deadline`, 1);
-      }
-      if (pool.granting) {
-        asked = true;
-        await abortable(pool.granting, signal).catch((error: unknown) =>
-          this.#rethrow(error, options.signal),
-        );
-        continue;
-      }
-      if (pool.deniedUntil > now) {
-        if (pool.deniedUntil > deadline) {
-          const retryAfterSeconds = Math.ceil((pool.deniedUntil - now) / 1000);
+    // A pool with waiters is never dropped (see PermitPool.idle) before close(), which ends every wait.
+    const pool = this.#pool(setId, tokenId, options.class);
+    const ticket = pool.enqueue(options.priority ?? 'interactive');
+    try {
+      let waited = false;
+      for (;;) {
+        this.#checkOpen(options.signal);
+        const now = clock.now();
+        this.#giveBack(pool, pool.removeLapsed(now));
+        if (pool.available > 0) {
+          if (pool.isTurn(ticket)) {
+            const { batch } = pool.take(now);
+            if (batch) {
+              return {
+                credentialSet: setId,
+                tokenId,
+                ...(options.class ? { class: options.class } : {}),
+                grantedAt: batch.grantedAt,
+                validUntil: batch.validUntil,
+              };
+            }
+          }
+          // Permits in hand, but a caller served before this one (an earlier one, or an interactive one before a
+          // batch one) waits for them: wait for it to take its permit or leave, until the deadline. Past the
+          // deadline, still wait when enough are in hand for every caller ahead and this one (they take theirs
+          // within this turn of the event loop).
+          if (now >= deadline && pool.ahead(ticket) >= pool.available) {
+            throw new PermitDeadlineError(
+              `no permit for credential set ${setId} before the deadline; callers served first took them`,
+              1,
+            );
+          }
+          await this.#waitForChange(pool, deadline, signal, options.signal);
+          waited = true;
+          continue;
+        }
+        if (waited && now >= deadline && !pool.granting && pool.deniedUntil <= now) {
+          // Grants keep arriving lapsed (the broker answers slower than the permits last), or callers served
+          // first keep taking them: give up in time.
           throw new PermitDeadlineError(
-            `no permit for credential set ${setId} before the deadline; room in about ${retryAfterSeconds} s`,
-            retryAfterSeconds,
+            `no usable permit for credential set ${setId} before the deadline`,
+            1,
           );
         }
-        await clock
-          .sleep(pool.deniedUntil - now, signal)
-          .catch((error: unknown) => this.#rethrow(error, options.signal));
-        continue;
+        if (pool.granting) {
+          waited = true;
+          await abortable(pool.granting, signal).catch((error: unknown) =>
+            this.#rethrow(error, options.signal),
+          );
+          continue;
+        }
+        if (pool.deniedUntil > now) {
+          if (pool.deniedUntil > deadline) {
+            const retryAfterSeconds = Math.ceil((pool.deniedUntil - now) / 1000);
+            throw new PermitDeadlineError(
+              `no permit for credential set ${setId} before the deadline; room in about ${retryAfterSeconds} s`,
+              retryAfterSeconds,
+            );
+          }
+          // Woken early when permits land (a grant that was on its way when the vendor said 429).
+          await this.#waitForChange(pool, pool.deniedUntil, signal, options.signal);
+          continue;
+        }
+        pool.granting = this.#grant(pool, pool.nextCount(now)).finally(() => {
+          pool.granting = undefined;
+        });
+        // Every waiter hears of a failed grant; if none is left to hear it, it is not an unhandled rejection.
+        pool.granting.catch(() => undefined);
       }
-      pool.granting = this.#grant(pool, pool.nextCount(now)).finally(() => {
-        pool.granting = undefined;
-      });
-      // Every waiter hears of a failed grant; if none is left to hear it, it is not an unhandled rejection.
-      pool.granting.catch(() => undefined);
+    } finally {
+      pool.leave(ticket);
+    }
+  }
+
+  /** Until the pool changes (a caller left, permits landed) or the clock reaches `until`, whichever is first. */
+  async #waitForChange(
+    pool: PermitPool,
+    until: number,
+    signal: AbortSignal,
+    callerSignal: AbortSignal | undefined,
+  ): Promise<void> {
+    const stop = new AbortController();
+    const timer = this.#options.clock.sleep(
+      Math.max(0, until - this.#options.clock.now()),
+      AbortSignal.any([signal, stop.signal]),
+    );
+    timer.catch(() => undefined);
+    try {
+      await Promise.race([abortable(pool.changed, signal), timer]);
+    } catch (error) {
+      this.#rethrow(error, callerSignal);
+    } finally {
+      stop.abort();
     }
   }
 

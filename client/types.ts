@@ -75,9 +75,21 @@ export interface GetTokenOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * Which of this process's waiting calls is served first when permits are scarce: every waiting `interactive`
+ * call before any waiting `batch` call, first come first served within each. Local to the BrokerClient (one
+ * process): the broker never hears of it, and it is not a rate `class`.
+ */
+export type PermitPriority = 'interactive' | 'batch';
+
 export interface AcquirePermitOptions {
   /** A named class of resource-intensive endpoints, as configured for the credential set. */
   class?: string;
+  /**
+   * Default `interactive`. A `batch` caller never takes a permit while an `interactive` one of this client
+   * waits for the same set, token and class; it is served in turn once none does.
+   */
+  priority?: PermitPriority;
   signal?: AbortSignal;
   /** How long to wait for room in the quota (default: the client's `maxPermitWaitMs`). */
   maxWaitMs?: number;
@@ -89,6 +101,8 @@ export interface VendorRequestOptions {
   path: string | ((token: VendedToken) => string);
   body?: unknown;
   class?: string;
+  /** For each permit the request takes (its retries too): default `interactive`; see AcquirePermitOptions. */
+  priority?: PermitPriority;
   signal?: AbortSignal;
   /** How long each permit may be waited for (default: the client's `maxPermitWaitMs`). */
   maxPermitWaitMs?: number;

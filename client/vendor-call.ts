@@ -122,6 +122,7 @@ export async function vendorCall<T>(
       // Taken last, right before sending, with nothing awaited in between: the permit is used while usable.
       await deps.permits.acquire(setId, token.tokenId, {
         class: request.class,
+        priority: request.priority,
         signal,
         maxWaitMs: request.maxPermitWaitMs,
       });

@@ -285,6 +285,7 @@ describe('@token-broker/client, installed from its tarball', () => {
   BrokerApiError,
   BrokerClient,
   type BrokerClientOptions,
+  type PermitPriority,
   type Telemetry,
   type VendedToken,
   VendorApiError,
@@ -302,8 +303,10 @@ const response = await broker.vendorRequest<{ name: string }>('uat-advisor', {
 });
 const name: string = response.body.name;
 const remaining: number | undefined = response.rateLimit.remaining;
+const priority: PermitPriority = 'batch';
 try {
   await broker.acquirePermit('uat-advisor', id);
+  await broker.acquirePermit('uat-advisor', id, { priority, maxWaitMs: 1_000 });
 } catch (error) {
   if (error instanceof BrokerApiError) console.log(error.code, error.requestId);
   if (error instanceof VendorApiError) console.log(error.status, error.code);
@@ -316,6 +319,8 @@ console.log(name, remaining);
 await broker.vendorRequest('uat-advisor', { method: 'PATCH', path: '/x' });
 // @ts-expect-error exactOptionalPropertyTypes: an optional option is absent or a string, never undefined
 new BrokerClient({ brokerUrl: url, region: undefined });
+// @ts-expect-error a priority is 'interactive' or 'batch'
+await broker.acquirePermit('uat-advisor', id, { priority: 'urgent' });
 // @ts-expect-error the token is read-only
 token.accessToken = '';
 await broker.close();

@@ -165,3 +165,57 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+export interface DrivenClient {
+  client: BrokerClient;
+  /** Broker requests of this client sent and not yet answered (body read). */
+  readonly inFlight: number;
+  /**
+   * Moves the clock `stepMs` at a time, only while every broker request of the client has been answered (so a
+   * grant never ages on its way and the order of events is the program's, not the machine's), until `work`
+   * settles.
+   */
+  drive<T>(work: Promise<T>, stepMs?: number): Promise<T>;
+}
+
+/**
+ * A client of the world whose requests are counted while on their way, and a clock driver using it. `under`:
+ * the fetch the counted requests go through (default: the world's, which records broker requests).
+ */
+export function drivenClient(
+  w: BrokerWorld,
+  overrides: Partial<BrokerClientOptions> = {},
+  under: typeof fetch = w.fetch,
+): DrivenClient {
+  let inFlight = 0;
+  const counting: typeof fetch = async (input, init) => {
+    inFlight++;
+    try {
+      // The body is read here: once the count is back to 0, only this process's own work is left.
+      const response = await under(input, init);
+      const body = await response.arrayBuffer();
+      return new Response(body, { status: response.status, headers: response.headers });
+    } finally {
+      inFlight--;
+    }
+  };
+  const client = w.client({ fetch: counting, retry: { random: () => 0 }, ...overrides });
+  return {
+    client,
+    get inFlight() {
+      return inFlight;
+    },
+    async drive(work, stepMs = 1000) {
+      let settled = false;
+      const done = work.finally(() => {
+        settled = true;
+      });
+      done.catch(() => undefined);
+      while (!settled) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        if (!settled && inFlight === 0 && w.clock.pendingSleepers > 0) await w.clock.advance(stepMs);
+      }
+      return done;
+    },
+  };
+}
