@@ -117,14 +117,21 @@ export class DynamoRateLedger implements RateLedger {
   async acquire(request: PermitRequest): Promise<PermitDecision> {
     const { tokenId, plan, count, cls } = checkPermit(request);
     const caller = callerTag(request.caller ?? '');
+    // Only a consumer holding a reservation in this plan is named (in its receipt too).
+    const consumer =
+      request.consumer !== undefined &&
+      [...plan.reserved.values()].some((window) => window.reserved.has(request.consumer as string))
+        ? request.consumer
+        : undefined;
     const spreadMs = Math.min(
       MAX_HINT_SPREAD_MS,
       HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
     );
     const decision = await this.#enqueue<PermitDecision>(tokenId, plan, (state, g, now) => {
-      const outcome = acquire(state, plan, g, count, cls);
+      const outcome = acquire(state, plan, g, count, cls, consumer);
       if (outcome.granted) {
         const id = newReceiptId(g + receiptTtlMs(plan));
+        const { split, ...granted } = outcome;
         const receipt = issueReceipt(state.secret as string, {
           key: tokenId,
           cls,
@@ -132,8 +139,9 @@ export class DynamoRateLedger implements RateLedger {
           grantedAt: g,
           caller,
           id,
+          ...(split ? { consumer: consumer ?? '', split } : {}),
         });
-        const decision: PermitDecision = { ...outcome, receipt };
+        const decision: PermitDecision = { ...granted, receipt };
         return { change: 'grant', result: decision };
       }
       const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));

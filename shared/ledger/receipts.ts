@@ -87,24 +87,51 @@ export interface ReceiptClaims {
   caller: string;
   /** The receipt's id (newReceiptId): recorded among the item's spent ids when it is given back. */
   id: string;
+  /** Grants of a plan with reservations: the consumer whose reservation it drew on ('' for none)... */
+  consumer?: string;
+  /** ...and per reserved window (general ring key), how many came from that reservation (the rest: shared). */
+  split?: [generalKey: string, reserved: number][];
 }
 
 const VERSION = 'r1';
+/** Receipts of grants made under reservations: r1's fields, then the consumer and the split. */
+const VERSION_SPLIT = 'r2';
+const WINDOW_KEY = /^\*\/([0-9a-z]+)$/;
+const SPLIT_PART = /^([0-9a-z]+):([0-9a-z]+)$/;
+const CONSUMER = /^(|[a-z0-9][a-z0-9-]{0,62})$/;
 
 const sign = (secret: string, payload: string): string =>
   createHmac('sha256', Buffer.from(secret, 'base64url')).update(payload).digest('base64url').slice(0, 22);
 
 export function issueReceipt(secret: string, claims: ReceiptClaims): string {
-  const payload = [
-    VERSION,
+  const fields = [
+    claims.split ? VERSION_SPLIT : VERSION,
     claims.key,
     claims.cls ?? '',
     claims.count.toString(36),
     claims.grantedAt.toString(36),
     claims.caller,
     claims.id,
-  ].join('.');
+  ];
+  if (claims.split)
+    fields.push(
+      claims.consumer ?? '',
+      claims.split.map(([key, a]) => `${key.replace(WINDOW_KEY, '$1')}:${a.toString(36)}`).join(','),
+    );
+  const payload = fields.join('.');
   return `${payload}.${sign(secret, payload)}`;
+}
+
+function parseSplit(text: string): [string, number][] | undefined {
+  const split: [string, number][] = [];
+  for (const part of text === '' ? [] : text.split(',')) {
+    const match = SPLIT_PART.exec(part);
+    if (!match) return undefined;
+    const a = Number.parseInt(match[2] as string, 36);
+    if (!Number.isSafeInteger(a)) return undefined;
+    split.push([`*/${match[1]}`, a]);
+  }
+  return split;
 }
 
 /** The claims of a receipt as written, before its signature is checked; undefined when it is not one. */
@@ -112,8 +139,10 @@ export function parseReceipt(
   text: string,
 ): { claims: ReceiptClaims; payload: string; mac: string } | undefined {
   const parts = text.split('.');
-  if (parts.length !== 8 || parts[0] !== VERSION) return undefined;
-  const [, key, cls, count, grantedAt, caller, id, mac] = parts as [string, ...string[]] as string[];
+  const splitFields = parts[0] === VERSION_SPLIT ? 2 : 0;
+  if (parts.length !== 8 + splitFields || (parts[0] !== VERSION && splitFields === 0)) return undefined;
+  const [, key, cls, count, grantedAt, caller, id] = parts as [string, ...string[]] as string[];
+  const mac = parts[parts.length - 1];
   if (!key || cls === undefined || !count || !grantedAt || !caller || !id || !mac || !isReceiptId(id))
     return undefined;
   const claims: ReceiptClaims = {
@@ -126,7 +155,14 @@ export function parseReceipt(
   };
   if (!Number.isSafeInteger(claims.count) || claims.count < 1) return undefined;
   if (!Number.isSafeInteger(claims.grantedAt) || claims.grantedAt < 0) return undefined;
-  return { claims, payload: parts.slice(0, 7).join('.'), mac };
+  if (splitFields > 0) {
+    const consumer = parts[7] as string;
+    const split = parseSplit(parts[8] as string);
+    if (!CONSUMER.test(consumer) || !split || split.some(([, a]) => a > claims.count)) return undefined;
+    claims.consumer = consumer;
+    claims.split = split;
+  }
+  return { claims, payload: parts.slice(0, 7 + splitFields).join('.'), mac };
 }
 
 /** Whether the receipt's signature is the ledger's under `secret` (constant time). */

@@ -44,9 +44,15 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   const dimensions = { [DIMENSION_CREDENTIAL_SET]: set.id };
   const key = ledgerKeyFor(set, request.tokenId);
   services.quota.invalidate(key);
+  // The caller's consumer name that holds a reservation in this set, if any (the configuration refuses two
+  // reserved consumers of one set with one principal).
+  const consumer = set.rateLimits.reservations?.find((r) =>
+    context.caller.consumers.includes(r.consumer),
+  )?.consumer;
   const decision = await services.ledger.acquire({
     tokenId: key,
     caller: context.caller.principal,
+    ...(consumer === undefined ? {} : { consumer }),
     count: request.count,
     ...(request.class === undefined ? {} : { class: request.class }),
     limits: set.rateLimits,
