@@ -104,6 +104,29 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
     expect(parseBody(tooMany)).toMatchObject({ errorCode: 'INVALID_VALUE', details: { field: 'count' } });
   });
 
+  it("keeps a reservation for the caller's consumer (by its configured name) when another consumer takes the rest", async () => {
+    await start({
+      setOverrides: { rateLimits: { reservations: [{ consumer: 'portfolio', perWindow: { 60: 20 } }] } },
+    });
+    const asBatch = (body: unknown) =>
+      h.invoke(
+        withChanges(fixture('acquire-permits'), {
+          body,
+          callerArn: 'arn:aws:iam::123456789012:user/ops/batch-runner',
+        }),
+      );
+    // batch (no reservation) gets the shared 30, then is denied for quota.
+    expect((await asBatch({ tokenId, count: 30 })).statusCode).toBe(200);
+    const refused = await asBatch({ tokenId, count: 1 });
+    expect(refused.statusCode).toBe(429);
+    expect(parseBody(refused)).toMatchObject({ details: { reason: 'QUOTA' } });
+    // portfolio (the fixture's caller) still gets its 20; its receipt carries the split.
+    const grant = await acquire({ tokenId, count: 20 });
+    expect(grant.statusCode).toBe(200);
+    expect(parseBody<Grant>(grant).receipt).toMatch(/^r2\..*\.portfolio\.1aao:k\./);
+    expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(429);
+  });
+
   it('refuses bad bodies with 400 naming the field, and writes nothing', async () => {
     await start({
       setOverrides: { rateLimits: { classes: { reports: [{ limit: 5, windowSeconds: 60 }] } } },
