@@ -4,7 +4,7 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { parseBrokerConfig } from '../shared/config/broker-config.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
-import { DynamoRateLedger, type PermitDecision } from '../shared/ledger/index.js';
+import { DynamoRateLedger, InvalidPermitCountError, type PermitDecision } from '../shared/ledger/index.js';
 import { parseReceipt } from '../shared/ledger/receipts.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
@@ -195,6 +195,20 @@ describe.each(ENGINES)('rate ledger reservations on %s', (engine) => {
     }
     // 20 of the reservation granted in 4 s (5 a round), 30 shared: the minute's 50, never more.
     expect(denied(await ask(reserved, 1, 'order-service')).reason).toBe('QUOTA');
+  });
+
+  it('refuses a count no grant could ever give this consumer, and hints a finite wait beyond the shared part', async () => {
+    const l = ledger();
+    // The shared part is 30: more can never be granted at once to a consumer without a reservation.
+    await expect(ask(l, 31)).rejects.toThrow('count must be an integer from 1 to 30 for this consumer');
+    await expect(ask(l, 51, 'order-service')).rejects.toThrow(InvalidPermitCountError);
+    granted(await ask(l, 10, 'order-service'));
+    // 45 needs 15 of its reservation beside the whole shared part: only 10 are left until its grant ages out.
+    const wait = denied(await ask(l, 45, 'order-service'));
+    expect(wait.reason).toBe('QUOTA');
+    expect(Number.isFinite(wait.retryAfterMs)).toBe(true);
+    await clock.advance(wait.retryAfterMs);
+    granted(await ask(l, 45, 'order-service'));
   });
 
   it('leaves the item and receipts of a set without reservations as they were', async () => {

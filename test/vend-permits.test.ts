@@ -115,6 +115,10 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
           callerArn: 'arn:aws:iam::123456789012:user/ops/batch-runner',
         }),
       );
+    // batch (no reservation) can never have more than the shared 30 at once: 400 naming the field.
+    const tooMany = await asBatch({ tokenId, count: 31 });
+    expect(tooMany.statusCode).toBe(400);
+    expect(parseBody(tooMany)).toMatchObject({ errorCode: 'INVALID_VALUE', details: { field: 'count' } });
     // batch (no reservation) gets the shared 30, then is denied for quota.
     expect((await asBatch({ tokenId, count: 30 })).statusCode).toBe(200);
     const refused = await asBatch({ tokenId, count: 1 });

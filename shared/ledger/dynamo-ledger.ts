@@ -3,11 +3,11 @@ import { type Clock, systemClock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { MemoryTelemetry, type Telemetry } from '../observability.js';
 import { BatchQueue } from './batch-queue.js';
-import { LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
+import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
 import { ALL_CLASSES, acquire, giveBack, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type LimitPlan, planFor } from './limit-plan.js';
+import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   callerTag,
   issueReceipt,
@@ -123,6 +123,10 @@ export class DynamoRateLedger implements RateLedger {
       [...plan.reserved.values()].some((window) => window.reserved.has(request.consumer as string))
         ? request.consumer
         : undefined;
+    // Beyond the smallest limit checkPermit knows, a window with reservations holds less for most consumers.
+    const largest = largestGrant(plan, cls, consumer);
+    if (count > largest)
+      throw new InvalidPermitCountError(`count must be an integer from 1 to ${largest} for this consumer`);
     const spreadMs = Math.min(
       MAX_HINT_SPREAD_MS,
       HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),

@@ -150,10 +150,18 @@ function reservedShares(
     const a = Math.min(k, room);
     const b = k - a;
     let fitAt = g;
-    if (b > 0) {
-      fitAt = earliestFit(window.shared, ringOf(state, window.shared), g, b);
+    const shared = window.shared;
+    if (b > 0 && b <= shared.limit) {
+      fitAt = earliestFit(shared, ringOf(state, shared), g, b);
       if (own && k <= own.limit) fitAt = Math.min(fitAt, earliestFit(own, ringOf(state, own), g, k));
-    }
+    } else if (b > 0 && own && k - shared.limit <= own.limit) {
+      // More than the shared part can ever hold: when its own ring has room for the excess and the shared
+      // part is empty (a late hint, never an early one).
+      fitAt = Math.max(
+        earliestFit(own, ringOf(state, own), g, k - shared.limit),
+        earliestFit(shared, ringOf(state, shared), g, shared.limit),
+      );
+    } else if (b > 0) fitAt = Number.POSITIVE_INFINITY; // refused before (largestGrant)
     shares.push({ general, window, own, a, b, fitAt });
   }
   return shares;

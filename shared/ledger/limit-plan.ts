@@ -68,7 +68,10 @@ export interface RingSpec {
  * most sum(R_c) + S = L. The guarantee: a consumer that asks for k with room for k in its own ring gets a = k,
  * b = 0, so nothing the others did can refuse it for quota (a vendor cooldown, a vendor cap, or a class limit
  * still can: those are the vendor's word, or limits it holds no reservation in). No lending: an unused
- * reservation stays unused (figures in the README, "Reservations").
+ * reservation stays unused. Not only the simplest choice: a consumer with u < R used may ask for R - u the
+ * next millisecond, and a permit lent at t counts for the window plus margin after t, so a loan could only be
+ * repaid by breaking the bound or the guarantee; bounding loans in time needs a bound on the reserved
+ * consumer's demand, which the guarantee does not assume. What it costs, measured: README, "Reservations".
  */
 export interface ReservedWindow {
   shared: RingSpec;
@@ -122,6 +125,20 @@ export function allRings(plan: LimitPlan): RingSpec[] {
     ...[...plan.classes.values()].flat(),
     ...[...plan.reserved.values()].flatMap((w) => [w.shared, ...w.reserved.values()]),
   ];
+}
+
+/**
+ * The most one grant of `cls` can ever give `consumer` (its configured name, if any): the smallest limit, where
+ * a window with reservations gives the shared part plus the consumer's own reservation there.
+ */
+export function largestGrant(plan: LimitPlan, cls: string | undefined, consumer: string | undefined): number {
+  return Math.min(
+    ...ringsFor(plan, cls).map((spec) => {
+      const window = plan.reserved.get(spec.key);
+      if (!window) return spec.limit;
+      return window.shared.limit + ((consumer && window.reserved.get(consumer)?.limit) || 0);
+    }),
+  );
 }
 
 /** The rings a permit of `cls` counts against: the general ones, then the class's. */
