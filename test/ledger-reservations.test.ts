@@ -5,7 +5,7 @@ import { ManualClock } from '../shared/clock.js';
 import { parseBrokerConfig } from '../shared/config/broker-config.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger, InvalidPermitCountError, type PermitDecision } from '../shared/ledger/index.js';
-import { parseReceipt } from '../shared/ledger/receipts.js';
+import { consumerTag, parseReceipt } from '../shared/ledger/receipts.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { fillLedgerItem } from './support/ledger-harness.js';
@@ -135,9 +135,10 @@ describe.each(ENGINES)('rate ledger reservations on %s', (engine) => {
     expect(refused.reason).toBe('QUOTA');
     const own = granted(await ask(l, 20, 'order-service'));
     expect(parseReceipt(own.receipt)?.claims).toMatchObject({
-      consumer: 'order-service',
+      consumer: consumerTag('order-service'),
       split: [['*/1aao', 20]],
     });
+    expect(own.receipt).toMatch(/^[A-Za-z0-9._*-]{1,256}$/);
     // Beyond its reservation it shares what is left, which the others took.
     expect(denied(await ask(l, 1, 'order-service')).reason).toBe('QUOTA');
     // A consumer without a reservation is not helped by naming a consumer that has none.

@@ -127,8 +127,14 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
     // portfolio (the fixture's caller) still gets its 20; its receipt carries the split.
     const grant = await acquire({ tokenId, count: 20 });
     expect(grant.statusCode).toBe(200);
-    expect(parseBody<Grant>(grant).receipt).toMatch(/^r2\..*\.portfolio\.1aao:k\./);
+    const { receipt } = parseBody<Grant>(grant);
+    expect(receipt).toMatch(/^r2\.[A-Za-z0-9._*-]+\.1aao-k\.[A-Za-z0-9_-]{22}$/);
     expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(429);
+    // Given back through the route: to its reservation (none of it came from the shared part).
+    const back = await giveBack({ tokenId, receipt, count: 5 });
+    expect(back.statusCode).toBe(200);
+    expect((await asBatch({ tokenId, count: 1 })).statusCode).toBe(429);
+    expect((await acquire({ tokenId, count: 5 })).statusCode).toBe(200);
   });
 
   it('refuses bad bodies with 400 naming the field, and writes nothing', async () => {

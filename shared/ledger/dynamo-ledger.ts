@@ -10,6 +10,7 @@ import { LedgerTable, type Snapshot } from './ledger-table.js';
 import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   callerTag,
+  consumerTag,
   issueReceipt,
   newReceiptId,
   newSecret,
@@ -143,7 +144,7 @@ export class DynamoRateLedger implements RateLedger {
           grantedAt: g,
           caller,
           id,
-          ...(split ? { consumer: consumer ?? '', split } : {}),
+          ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
         });
         const decision: PermitDecision = { ...granted, receipt };
         return { change: 'grant', result: decision };

@@ -6,7 +6,7 @@ import {
   ringLength,
   ringsFor,
 } from './limit-plan.js';
-import { aliveReceiptIds, type ReceiptClaims, SPENT_LIMIT } from './receipts.js';
+import { aliveReceiptIds, consumerTag, type ReceiptClaims, SPENT_LIMIT } from './receipts.js';
 import {
   earliestFit,
   emptyRing,
@@ -257,7 +257,9 @@ export function giveBack(
     if (!window) continue;
     const fromShared = Math.min(count, claims.count - a);
     take(window.shared, fromShared);
-    const own = claims.consumer ? window.reserved.get(claims.consumer) : undefined;
+    const own = claims.consumer
+      ? [...window.reserved].find(([name]) => consumerTag(name) === claims.consumer)?.[1]
+      : undefined;
     if (own) take(own, Math.min(count - fromShared, a));
   }
   return { returned };

@@ -3,7 +3,9 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 /**
  * Grant receipts and write ids.
  *
- * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and a random id,
+ * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and a random id
+ * (and, for a set with reservations, `r2`: a tag of the reserved consumer and how much of each reserved window
+ * came from its reservation, so that a give-back returns permits to the rings they were counted in),
  * signed with HMAC-SHA256 under a random secret that only the ledger item holds (attribute `k`, created with
  * the item, readable only by the vend function: the table is the trust boundary). A give-back presents the
  * receipt: the signature proves the ledger issued it exactly so (count, slot, class cannot be changed), the
@@ -87,7 +89,7 @@ export interface ReceiptClaims {
   caller: string;
   /** The receipt's id (newReceiptId): recorded among the item's spent ids when it is given back. */
   id: string;
-  /** Grants of a plan with reservations: the consumer whose reservation it drew on ('' for none)... */
+  /** Grants of a plan with reservations: consumerTag of the consumer whose reservation it drew on ('' for none)... */
   consumer?: string;
   /** ...and per reserved window (general ring key), how many came from that reservation (the rest: shared). */
   split?: [generalKey: string, reserved: number][];
@@ -97,8 +99,13 @@ const VERSION = 'r1';
 /** Receipts of grants made under reservations: r1's fields, then the consumer and the split. */
 const VERSION_SPLIT = 'r2';
 const WINDOW_KEY = /^\*\/([0-9a-z]+)$/;
-const SPLIT_PART = /^([0-9a-z]+):([0-9a-z]+)$/;
-const CONSUMER = /^(|[a-z0-9][a-z0-9-]{0,62})$/;
+// Receipts keep to the vend API's characters (A-Z a-z 0-9 . _ * -), '.' separating fields.
+const SPLIT_PART = /^([0-9a-z]+)-([0-9a-z]+)$/;
+const CONSUMER = /^([A-Za-z0-9_-]{8})?$/;
+
+/** A reserved consumer in a receipt: a short hash of its name (names run to 63 characters; receipts to 256). */
+export const consumerTag = (name: string): string =>
+  createHash('sha256').update(name).digest('base64url').slice(0, 8);
 
 const sign = (secret: string, payload: string): string =>
   createHmac('sha256', Buffer.from(secret, 'base64url')).update(payload).digest('base64url').slice(0, 22);
@@ -116,7 +123,7 @@ export function issueReceipt(secret: string, claims: ReceiptClaims): string {
   if (claims.split)
     fields.push(
       claims.consumer ?? '',
-      claims.split.map(([key, a]) => `${key.replace(WINDOW_KEY, '$1')}:${a.toString(36)}`).join(','),
+      claims.split.map(([key, a]) => `${key.replace(WINDOW_KEY, '$1')}-${a.toString(36)}`).join('_'),
     );
   const payload = fields.join('.');
   return `${payload}.${sign(secret, payload)}`;
@@ -124,7 +131,7 @@ export function issueReceipt(secret: string, claims: ReceiptClaims): string {
 
 function parseSplit(text: string): [string, number][] | undefined {
   const split: [string, number][] = [];
-  for (const part of text === '' ? [] : text.split(',')) {
+  for (const part of text === '' ? [] : text.split('_')) {
     const match = SPLIT_PART.exec(part);
     if (!match) return undefined;
     const a = Number.parseInt(match[2] as string, 36);
