@@ -228,6 +228,18 @@ export const stageConfigSchema = z
       });
     };
     checkRules('consumers', stage.consumers);
+    // A reservation holds a share of a set's quota for one of the set's consumers.
+    stage.credentialSets.forEach((set, index) => {
+      set.rateLimits.reservations?.forEach((reservation, r) => {
+        if (
+          !stage.consumers.some((c) => c.name === reservation.consumer && c.credentialSets.includes(set.id))
+        )
+          issue(
+            ['credentialSets', index, 'rateLimits', 'reservations', r, 'consumer'],
+            `"${reservation.consumer}" is not a consumer of credential set "${set.id}"`,
+          );
+      });
+    });
     checkRules('operators', stage.operators);
     const accounts = callerAccounts(stage);
     if (stage.urlAccess.organizationId === undefined && accounts.length > MAX_URL_ACCOUNTS) {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import * as z from 'zod';
-import { consumerSchema } from '../shared/config/consumers.js';
+import { consumerSchema, requireReservedConsumers } from '../shared/config/consumers.js';
 import {
   type CredentialSetConfig,
   credentialSetSchema,
@@ -125,6 +125,7 @@ export function loadLocalConfig(
       }
     }
   });
+  requireReservedConsumers(config.credentialSets, config.consumers, `${configPath}.credentialSets`);
   config.operators.forEach((operator, index) => {
     for (const setId of operator.credentialSets ?? []) {
       if (!setIds.has(setId)) {

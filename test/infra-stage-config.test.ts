@@ -84,6 +84,24 @@ describe('stage configuration', () => {
       'prod.consumers[1].principalArn: duplicate principal',
     ],
     [
+      'a reservation for someone who is not a consumer of the set',
+      variant(uat, (s) =>
+        Object.assign(s.credentialSets[0] ?? {}, {
+          rateLimits: { reservations: [{ consumer: 'nobody', perWindow: { 60: 20 } }] },
+        }),
+      ),
+      'uat.credentialSets[0].rateLimits.reservations[0].consumer: "nobody" is not a consumer of credential set',
+    ],
+    [
+      'reservations leaving less than 10 % of a limit shared',
+      variant(uat, (s) =>
+        Object.assign(s.credentialSets[0] ?? {}, {
+          rateLimits: { reservations: [{ consumer: 'nobody', perWindow: { 60: 46 } }] },
+        }),
+      ),
+      'uat.credentialSets[0].rateLimits.reservations: rate limit settings: reservations in the 60 s window add up to 46, over 45',
+    ],
+    [
       'nobody to notify',
       variant(uat, (s) => Object.assign(s, { alarms: { emails: [] } })),
       'uat.alarms: needs at least one notification target',

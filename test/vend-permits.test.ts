@@ -104,6 +104,39 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
     expect(parseBody(tooMany)).toMatchObject({ errorCode: 'INVALID_VALUE', details: { field: 'count' } });
   });
 
+  it("keeps a reservation for the caller's consumer (by its configured name) when another consumer takes the rest", async () => {
+    await start({
+      setOverrides: { rateLimits: { reservations: [{ consumer: 'portfolio', perWindow: { 60: 20 } }] } },
+    });
+    const asBatch = (body: unknown) =>
+      h.invoke(
+        withChanges(fixture('acquire-permits'), {
+          body,
+          callerArn: 'arn:aws:iam::123456789012:user/ops/batch-runner',
+        }),
+      );
+    // batch (no reservation) can never have more than the shared 30 at once: 400 naming the field.
+    const tooMany = await asBatch({ tokenId, count: 31 });
+    expect(tooMany.statusCode).toBe(400);
+    expect(parseBody(tooMany)).toMatchObject({ errorCode: 'INVALID_VALUE', details: { field: 'count' } });
+    // batch (no reservation) gets the shared 30, then is denied for quota.
+    expect((await asBatch({ tokenId, count: 30 })).statusCode).toBe(200);
+    const refused = await asBatch({ tokenId, count: 1 });
+    expect(refused.statusCode).toBe(429);
+    expect(parseBody(refused)).toMatchObject({ details: { reason: 'QUOTA' } });
+    // portfolio (the fixture's caller) still gets its 20; its receipt carries the split.
+    const grant = await acquire({ tokenId, count: 20 });
+    expect(grant.statusCode).toBe(200);
+    const { receipt } = parseBody<Grant>(grant);
+    expect(receipt).toMatch(/^r2\.[A-Za-z0-9._*-]+\.1aao-k\.[A-Za-z0-9_-]{22}$/);
+    expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(429);
+    // Given back through the route: to its reservation (none of it came from the shared part).
+    const back = await giveBack({ tokenId, receipt, count: 5 });
+    expect(back.statusCode).toBe(200);
+    expect((await asBatch({ tokenId, count: 1 })).statusCode).toBe(429);
+    expect((await acquire({ tokenId, count: 5 })).statusCode).toBe(200);
+  });
+
   it('refuses bad bodies with 400 naming the field, and writes nothing', async () => {
     await start({
       setOverrides: { rateLimits: { classes: { reports: [{ limit: 5, windowSeconds: 60 }] } } },

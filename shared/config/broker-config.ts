@@ -4,7 +4,7 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
-import { type ConsumerConfig, parseConsumers } from './consumers.js';
+import { type ConsumerConfig, parseConsumers, requireReservedConsumers } from './consumers.js';
 import { type CredentialSetConfig, parseCredentialSets } from './credential-sets.js';
 import { type OperatorConfig, parseOperators } from './operators.js';
 
@@ -141,9 +141,11 @@ export interface BrokerConfigContentOf {
 export function parseBrokerConfig(document: BrokerConfigDocument, source: string): BrokerConfigContentOf {
   const sets = parseCredentialSets(document.credentialSets, `${source} credentialSets`);
   const setIds = sets.map((set) => set.id);
+  const consumers = parseConsumers(document.consumers ?? [], setIds, `${source} consumers`);
+  requireReservedConsumers(sets, consumers, `${source} credentialSets`);
   return {
     sets,
-    consumers: parseConsumers(document.consumers ?? [], setIds, `${source} consumers`),
+    consumers,
     operators: parseOperators(document.operators ?? [], setIds, `${source} operators`),
   };
 }

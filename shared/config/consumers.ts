@@ -55,3 +55,33 @@ export function requireKnownSets(
     });
   });
 }
+
+/**
+ * Each reservation (`rateLimits.reservations`) names a consumer of its set, and no two reserved consumers of a
+ * set share a principal (a caller is one consumer to the ledger): the first wrong one is named.
+ */
+export function requireReservedConsumers(
+  sets: readonly { id: string; rateLimits: { reservations?: readonly { consumer: string }[] | undefined } }[],
+  consumers: readonly ConsumerConfig[],
+  source: string,
+): void {
+  sets.forEach((set, index) => {
+    const principals = new Map<string, string>();
+    set.rateLimits.reservations?.forEach((reservation, r) => {
+      const field = `${source}[${index}].rateLimits.reservations[${r}].consumer`;
+      const consumer = consumers.find(
+        (c) => c.name === reservation.consumer && c.credentialSets.includes(set.id),
+      );
+      if (!consumer)
+        throw new ConfigurationError(
+          `invalid configuration: ${field}: "${reservation.consumer}" is not a consumer of credential set "${set.id}"`,
+        );
+      const other = principals.get(consumer.principalArn);
+      if (other !== undefined)
+        throw new ConfigurationError(
+          `invalid configuration: ${field}: "${reservation.consumer}" has the principal of "${other}", also reserved in "${set.id}": one reservation per principal`,
+        );
+      principals.set(consumer.principalArn, consumer.name);
+    });
+  });
+}

@@ -119,13 +119,37 @@ export const rateLimitSettingsSchema = z
     marginSeconds: z.number().nonnegative().default(5),
     /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
     permitValiditySeconds: z.number().positive().default(3),
+    /**
+     * Shares of the general limits held for named consumers (their `name` in `consumers`), per general window
+     * (its `windowSeconds`, as a JSON key): `[{ "consumer": "order-service", "perWindow": { "60": 20 } }]`. A
+     * reserved consumer always obtains up to its reservation in every window it holds one for; everyone shares
+     * the rest (it too, beyond its reservation). Unused reservations are not lent (README, "Reservations":
+     * why, and what it costs). At most 10 consumers; per window they leave at least 10 % of the limit shared.
+     */
+    reservations: z
+      .array(
+        z.object({
+          consumer: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'the name of a consumer of this set'),
+          perWindow: z.record(
+            z.string().regex(/^[0-9]+(\.[0-9]+)?$/, 'the windowSeconds of a general limit'),
+            z.number().int().positive(),
+          ),
+        }),
+      )
+      .optional(),
   })
   // The ledger's own checks (slack below the margin, classes, item size), with its message, at parse time.
   .superRefine((settings, ctx) => {
     try {
       planFor(settings);
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      const message = (error as Error).message;
+      // A reservation's own mistake is reported on the field, e.g. `rateLimits.reservations`.
+      ctx.addIssue({
+        code: 'custom',
+        message,
+        ...(message.includes('reservations') ? { path: ['reservations'] } : {}),
+      });
     }
   });
 export type RateLimitSettings = z.infer<typeof rateLimitSettingsSchema>;

@@ -3,13 +3,14 @@ import { type Clock, systemClock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { MemoryTelemetry, type Telemetry } from '../observability.js';
 import { BatchQueue } from './batch-queue.js';
-import { LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
+import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
 import { ALL_CLASSES, acquire, giveBack, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type LimitPlan, planFor } from './limit-plan.js';
+import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   callerTag,
+  consumerTag,
   issueReceipt,
   newReceiptId,
   newSecret,
@@ -117,14 +118,25 @@ export class DynamoRateLedger implements RateLedger {
   async acquire(request: PermitRequest): Promise<PermitDecision> {
     const { tokenId, plan, count, cls } = checkPermit(request);
     const caller = callerTag(request.caller ?? '');
+    // Only a consumer holding a reservation in this plan is named (in its receipt too).
+    const consumer =
+      request.consumer !== undefined &&
+      [...plan.reserved.values()].some((window) => window.reserved.has(request.consumer as string))
+        ? request.consumer
+        : undefined;
+    // Beyond the smallest limit checkPermit knows, a window with reservations holds less for most consumers.
+    const largest = largestGrant(plan, cls, consumer);
+    if (count > largest)
+      throw new InvalidPermitCountError(`count must be an integer from 1 to ${largest} for this consumer`);
     const spreadMs = Math.min(
       MAX_HINT_SPREAD_MS,
       HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
     );
     const decision = await this.#enqueue<PermitDecision>(tokenId, plan, (state, g, now) => {
-      const outcome = acquire(state, plan, g, count, cls);
+      const outcome = acquire(state, plan, g, count, cls, consumer);
       if (outcome.granted) {
         const id = newReceiptId(g + receiptTtlMs(plan));
+        const { split, ...granted } = outcome;
         const receipt = issueReceipt(state.secret as string, {
           key: tokenId,
           cls,
@@ -132,8 +144,9 @@ export class DynamoRateLedger implements RateLedger {
           grantedAt: g,
           caller,
           id,
+          ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
         });
-        const decision: PermitDecision = { ...outcome, receipt };
+        const decision: PermitDecision = { ...granted, receipt };
         return { change: 'grant', result: decision };
       }
       const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));

@@ -1,6 +1,6 @@
 import type { LedgerState } from './ledger-state.js';
 import { parseRingKey } from './ledger-state.js';
-import { type LimitPlan, slotMsFor } from './limit-plan.js';
+import { allRings, type LimitPlan, slotMsFor } from './limit-plan.js';
 import { type Ring, slotIndex, usedAt } from './ring.js';
 
 /**
@@ -54,10 +54,16 @@ export function headAdditions(
       counts: [0, ...(after?.counts ?? []).slice(1)],
       subs: [0, ...(after?.subs ?? []).slice(1)],
     };
+    // The general ring of a window with reservations is not a bound (its shared and reservation rings are,
+    // each with its own condition): only that it is known.
     const bounds = plans.flatMap((plan) =>
-      [...plan.general, ...[...plan.classes.values()].flat()]
+      allRings(plan)
         .filter((spec) => spec.key === key)
-        .map((spec) => spec.limit - usedAt(spec, olderOnly, g) - add),
+        .map((spec) =>
+          plan.reserved.has(spec.key)
+            ? Number.MAX_SAFE_INTEGER
+            : spec.limit - usedAt(spec, olderOnly, g) - add,
+        ),
     );
     const max = Math.min(...bounds);
     // A ring no plan of the batch knows cannot have grown; and a grant that fit leaves max ≥ head before.

@@ -1,5 +1,12 @@
-import { GENERAL_SCOPE, type LimitPlan, type RingSpec, ringLength, ringsFor } from './limit-plan.js';
-import { aliveReceiptIds, type ReceiptClaims, SPENT_LIMIT } from './receipts.js';
+import {
+  GENERAL_SCOPE,
+  type LimitPlan,
+  type ReservedWindow,
+  type RingSpec,
+  ringLength,
+  ringsFor,
+} from './limit-plan.js';
+import { aliveReceiptIds, consumerTag, type ReceiptClaims, SPENT_LIMIT } from './receipts.js';
 import {
   earliestFit,
   emptyRing,
@@ -91,21 +98,103 @@ const ringOf = (state: LedgerState, spec: RingSpec): Ring => state.rings.get(spe
 const capApplies = (cap: VendorCap, cls: string | undefined): boolean =>
   cap.scope === GENERAL_SCOPE || cap.scope === cls;
 
+/**
+ * Per general window with reservations (by its ring key): how much of a grant its consumer's reservation took
+ * (a of ReservedWindow); the rest came from the shared part. Carried by the receipt, so that a give-back
+ * returns permits to the rings they were counted in.
+ */
+export type ReservedSplit = [generalKey: string, reserved: number][];
+
 export type AcquireOutcome =
-  | { granted: true; count: number; grantedAt: number; validUntil: number; remaining: WindowRemaining[] }
+  | {
+      granted: true;
+      count: number;
+      grantedAt: number;
+      validUntil: number;
+      remaining: WindowRemaining[];
+      /** Present when the plan has reservations: one entry per reserved window. */
+      split?: ReservedSplit;
+    }
   | { granted: false; retryAt: number; reason: DenialReason; remaining: WindowRemaining[] };
 
-/** Grants `k` at time g (recording them) or says when enough room will exist, and why not now. */
+interface WindowShare {
+  general: RingSpec;
+  window: ReservedWindow;
+  own: RingSpec | undefined;
+  /** From the consumer's reservation. */
+  a: number;
+  /** From the shared part. */
+  b: number;
+  /** When this window has room for the grant (as split now, or all of it in the reservation). */
+  fitAt: number;
+}
+
+/**
+ * How a grant of k by `consumer` splits in each reserved window (ReservedWindow in limit-plan.ts): as much as
+ * its reservation ring has room for now, the rest shared. When the shared part has no room for the rest, the
+ * window fits again at the earlier of: the shared part has room for it, the reservation has room for all k.
+ */
+function reservedShares(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  k: number,
+  consumer: string | undefined,
+): WindowShare[] {
+  const shares: WindowShare[] = [];
+  for (const general of plan.general) {
+    const window = plan.reserved.get(general.key);
+    if (!window) continue;
+    const own = consumer === undefined ? undefined : window.reserved.get(consumer);
+    const room = own ? Math.max(0, own.limit - usedAt(own, ringOf(state, own), g)) : 0;
+    const a = Math.min(k, room);
+    const b = k - a;
+    let fitAt = g;
+    const shared = window.shared;
+    if (b > 0 && b <= shared.limit) {
+      fitAt = earliestFit(shared, ringOf(state, shared), g, b);
+      if (own && k <= own.limit) fitAt = Math.min(fitAt, earliestFit(own, ringOf(state, own), g, k));
+    } else if (b > 0 && own && k - shared.limit <= own.limit) {
+      // More than the shared part can ever hold: when its own ring has room for the excess and the shared
+      // part is empty (a late hint, never an early one).
+      fitAt = Math.max(
+        earliestFit(own, ringOf(state, own), g, k - shared.limit),
+        earliestFit(shared, ringOf(state, shared), g, shared.limit),
+      );
+    } else if (b > 0) fitAt = Number.POSITIVE_INFINITY; // refused before (largestGrant)
+    shares.push({ general, window, own, a, b, fitAt });
+  }
+  return shares;
+}
+
+const record = (state: LedgerState, spec: RingSpec, g: number, k: number): void => {
+  const ring = ringOf(state, spec);
+  recordGrant(ring, spec.slotMs, g, k);
+  state.rings.set(spec.key, ring);
+};
+
+/**
+ * Grants `k` at time g (recording them) or says when enough room will exist, and why not now. `consumer`: the
+ * asking consumer's configured name, which picks its reservations (if the plan has any for it).
+ */
 export function acquire(
   state: LedgerState,
   plan: LimitPlan,
   g: number,
   k: number,
   cls: string | undefined,
+  consumer?: string,
 ): AcquireOutcome {
-  const specs = ringsFor(plan, cls);
+  // The general rings of reserved windows are recorded, not checked: their shared and reservation rings carry
+  // the bound (ReservedWindow).
+  const shares = reservedShares(state, plan, g, k, consumer);
+  const specs = ringsFor(plan, cls).filter((spec) => !plan.reserved.has(spec.key));
   const cooldownAt = Math.max(state.cooldownUntil, g);
-  const quotaAt = Math.max(g, ...specs.map((spec) => earliestFit(spec, ringOf(state, spec), g, k)));
+  const quotaAt = Math.max(
+    g,
+    ...specs.map((spec) => earliestFit(spec, ringOf(state, spec), g, k)),
+    ...shares.map((share) => share.fitAt),
+  );
   const capAt = Math.max(
     g,
     ...state.caps.filter((cap) => capApplies(cap, cls) && k > cap.remaining).map((cap) => cap.until),
@@ -115,10 +204,11 @@ export function acquire(
     const reason: DenialReason = cooldownAt > g ? 'COOLDOWN' : quotaAt > g ? 'QUOTA' : 'VENDOR_CAP';
     return { granted: false, retryAt, reason, remaining: remainingAt(state, plan, g, cls) };
   }
-  for (const spec of specs) {
-    const ring = ringOf(state, spec);
-    recordGrant(ring, spec.slotMs, g, k);
-    state.rings.set(spec.key, ring);
+  for (const spec of specs) record(state, spec, g, k);
+  for (const share of shares) {
+    record(state, share.general, g, k);
+    if (share.a > 0 && share.own) record(state, share.own, g, share.a);
+    if (share.b > 0) record(state, share.window.shared, g, share.b);
   }
   for (const cap of state.caps) if (capApplies(cap, cls)) cap.remaining -= k;
   return {
@@ -127,6 +217,7 @@ export function acquire(
     grantedAt: g,
     validUntil: g + plan.validityMs,
     remaining: remainingAt(state, plan, g, cls),
+    ...(plan.reserved.size > 0 ? { split: shares.map((share) => [share.general.key, share.a]) } : {}),
   };
 }
 
@@ -147,14 +238,29 @@ export function giveBack(
   state.spent.add(claims.id);
   if (claims.grantedAt > state.time) return { returned: 0 };
   const count = Math.min(k, claims.count);
+  const take = (spec: RingSpec, n: number): number => {
+    const ring = state.rings.get(spec.key);
+    return ring && n > 0
+      ? returnGrant(ring, spec.slotMs, slotIndex(state.time, spec.slotMs), claims.grantedAt, n)
+      : 0;
+  };
   let returned = 0;
   for (const spec of ringsFor(plan, claims.cls)) {
-    const ring = state.rings.get(spec.key);
-    const taken = ring
-      ? returnGrant(ring, spec.slotMs, slotIndex(state.time, spec.slotMs), claims.grantedAt, count)
-      : 0;
     // Every ring of the grant gave back the same, unless a slot aged out in one (a longer window keeps it).
-    returned = Math.max(returned, taken);
+    returned = Math.max(returned, take(spec, count));
+  }
+  // A grant split between a reservation and the shared part (the receipt says how): the shared part first (it
+  // was borrowed from everyone), then the reservation. A receipt of a grant made without reservations changes
+  // only the rings above, whatever the configuration says now.
+  for (const [generalKey, a] of claims.split ?? []) {
+    const window = plan.reserved.get(generalKey);
+    if (!window) continue;
+    const fromShared = Math.min(count, claims.count - a);
+    take(window.shared, fromShared);
+    const own = claims.consumer
+      ? [...window.reserved].find(([name]) => consumerTag(name) === claims.consumer)?.[1]
+      : undefined;
+    if (own) take(own, Math.min(count - fromShared, a));
   }
   return { returned };
 }

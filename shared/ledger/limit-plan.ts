@@ -11,6 +11,15 @@ export const SLOTS_PER_WINDOW = 60;
 /** Each slot also keeps the 1/36th part of it that holds its latest grant, so a slot frees almost on time. */
 export const SUB_SLOTS = 36;
 export const GENERAL_SCOPE = '*';
+/** The ring of a general window's shared part, when the window has reservations (see ReservedWindow). */
+export const SHARED_SCOPE = '~';
+/** The ring of a consumer's reservation in a general window. */
+export const reservedScope = (consumer: string): string => `@${consumer}`;
+/** Reserved consumers per credential set: each adds a ring per window it holds a reservation in. */
+export const MAX_RESERVED_CONSUMERS = 10;
+/** Per window, reservations leave at least this share of the limit (rounded up) to be shared. */
+export const MIN_SHARED_FRACTION = 0.1;
+const CONSUMER_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const CLASS_NAME = /^[a-z][a-z0-9-]*$/;
 /**
  * A permit may be sent until the end of its validity; the margin the rings are widened by must also hold the
@@ -25,6 +34,11 @@ export const MAX_CLASSES = 4;
  * within one unit at its worst (every ring as full as its limits allow, every id and cap slot taken).
  */
 export const ITEM_BYTES_BUDGET = 1024;
+/**
+ * A set with reservations keeps a ring per reservation and a shared ring per reserved window beside the general
+ * ones: its item may take up to 4 write units (a few reservations at the default limits take 2).
+ */
+export const RESERVED_ITEM_BYTES_BUDGET = 4096;
 /** Vendor caps kept at most (see vendor-feedback.ts): this many, or one per scope if there are more scopes. */
 export const MAX_CAPS = 4;
 
@@ -43,8 +57,32 @@ export interface RingSpec {
   length: number;
 }
 
+/**
+ * Reservations in one general window of limit L: consumer c holds R_c, and S = L - sum(R_c) is shared.
+ * Every grant of k is split: a = what of k its consumer's reservation ring still has room for (0 without a
+ * reservation), b = k - a. `a` is recorded in the consumer's ring (limit R_c), `b` in the shared ring (limit S),
+ * k in the general ring (what the operator sees). A grant needs room for a in the first (true by choice of a)
+ * and b in the second, nothing else. Proof of the bound: every ring holds at most its limit in any span (each
+ * grant checked it, give-backs only lower it, the ring is conservative: ring.ts), and the general ring's
+ * grants of a span are exactly the sum of the reservation rings' and the shared ring's in that span, so at
+ * most sum(R_c) + S = L. The guarantee: a consumer that asks for k with room for k in its own ring gets a = k,
+ * b = 0, so nothing the others did can refuse it for quota (a vendor cooldown, a vendor cap, or a class limit
+ * still can: those are the vendor's word, or limits it holds no reservation in). No lending: an unused
+ * reservation stays unused. Not only the simplest choice: a consumer with u < R used may ask for R - u the
+ * next millisecond, and a permit lent at t counts for the window plus margin after t, so a loan could only be
+ * repaid by breaking the bound or the guarantee; bounding loans in time needs a bound on the reserved
+ * consumer's demand, which the guarantee does not assume. What it costs, measured: README, "Reservations".
+ */
+export interface ReservedWindow {
+  shared: RingSpec;
+  /** By consumer name. */
+  reserved: ReadonlyMap<string, RingSpec>;
+}
+
 export interface LimitPlan {
   general: RingSpec[];
+  /** By general ring key: the windows with reservations (none: empty, and the ledger is as it was without). */
+  reserved: ReadonlyMap<string, ReservedWindow>;
   classes: ReadonlyMap<string, RingSpec[]>;
   marginMs: number;
   validityMs: number;
@@ -78,6 +116,29 @@ export function planFor(settings: RateLimitSettings): LimitPlan {
   plansByValue.set(key, plan);
   plans.set(settings, plan);
   return plan;
+}
+
+/** Every ring of the plan: general, classes', shared and reservations'. */
+export function allRings(plan: LimitPlan): RingSpec[] {
+  return [
+    ...plan.general,
+    ...[...plan.classes.values()].flat(),
+    ...[...plan.reserved.values()].flatMap((w) => [w.shared, ...w.reserved.values()]),
+  ];
+}
+
+/**
+ * The most one grant of `cls` can ever give `consumer` (its configured name, if any): the smallest limit, where
+ * a window with reservations gives the shared part plus the consumer's own reservation there.
+ */
+export function largestGrant(plan: LimitPlan, cls: string | undefined, consumer: string | undefined): number {
+  return Math.min(
+    ...ringsFor(plan, cls).map((spec) => {
+      const window = plan.reserved.get(spec.key);
+      if (!window) return spec.limit;
+      return window.shared.limit + ((consumer && window.reserved.get(consumer)?.limit) || 0);
+    }),
+  );
 }
 
 /** The rings a permit of `cls` counts against: the general ones, then the class's. */
@@ -131,14 +192,23 @@ function compile(settings: RateLimitSettings): LimitPlan {
     if (!CLASS_NAME.test(name)) fail('class names must be lowercase letters, digits and dashes');
     classes.set(name, specs(name, limits, `classes.${name}`));
   }
-  const all = [...general, ...[...classes.values()].flat()];
+  const reserved = compileReservations(settings.reservations, general, marginMs, fail);
+  const all = [
+    ...general,
+    ...[...classes.values()].flat(),
+    ...[...reserved.values()].flatMap((w) => [w.shared, ...w.reserved.values()]),
+  ];
   const itemBytesBound = ledgerItemBound(all, classes.size);
-  if (itemBytesBound > ITEM_BYTES_BUDGET)
+  const budget = reserved.size > 0 ? RESERVED_ITEM_BYTES_BUDGET : ITEM_BYTES_BUDGET;
+  if (itemBytesBound > budget)
     fail(
-      `these limits could make the ledger item ${itemBytesBound} bytes, over one write unit (${ITEM_BYTES_BUDGET}): use fewer classes or windows`,
+      reserved.size > 0
+        ? `these limits and reservations could make the ledger item ${itemBytesBound} bytes, over ${budget}: use fewer reservations, classes or windows`
+        : `these limits could make the ledger item ${itemBytesBound} bytes, over one write unit (${ITEM_BYTES_BUDGET}): use fewer classes or windows`,
     );
   return {
     general,
+    reserved,
     classes,
     marginMs,
     validityMs: Math.round(permitValiditySeconds * 1000),
@@ -146,6 +216,71 @@ function compile(settings: RateLimitSettings): LimitPlan {
     retainMs: Math.max(...all.map((spec) => spec.spanMs + spec.slotMs)),
     itemBytesBound,
   };
+}
+
+/** Checks the reservations against the general limits and makes their rings (see ReservedWindow). */
+function compileReservations(
+  reservations: RateLimitSettings['reservations'],
+  general: readonly RingSpec[],
+  marginMs: number,
+  fail: (message: string) => never,
+): Map<string, ReservedWindow> {
+  const windows = new Map<string, ReservedWindow>();
+  if (reservations === undefined) return windows;
+  if (!Array.isArray(reservations)) fail('reservations must be a list');
+  if (reservations.length > MAX_RESERVED_CONSUMERS)
+    fail(`reservations: at most ${MAX_RESERVED_CONSUMERS} consumers, not ${reservations.length}`);
+  const byWindow = new Map<RingSpec, Map<string, number>>();
+  const seen = new Set<string>();
+  reservations.forEach((entry, index) => {
+    const path = `reservations[${index}]`;
+    const consumer = entry?.consumer;
+    if (typeof consumer !== 'string' || !CONSUMER_NAME.test(consumer))
+      fail(`${path}.consumer must be the name of a consumer`);
+    if (seen.has(consumer)) fail(`${path}.consumer: "${consumer}" has two reservations; give it one`);
+    seen.add(consumer);
+    const perWindow = Object.entries(entry.perWindow ?? {});
+    if (perWindow.length === 0) fail(`${path}.perWindow must reserve something in at least one window`);
+    for (const [seconds, amount] of perWindow) {
+      const spec = general.find((g) => String(g.windowSeconds) === seconds);
+      if (!spec)
+        fail(
+          `${path}.perWindow.${seconds}: no general limit has windowSeconds ${seconds} (the general windows are ${general
+            .map((g) => g.windowSeconds)
+            .join(', ')})`,
+        );
+      if (!Number.isSafeInteger(amount) || amount < 1)
+        fail(`${path}.perWindow.${seconds} must be an integer ≥ 1`);
+      const found = spec as RingSpec;
+      const entries = byWindow.get(found) ?? new Map<string, number>();
+      entries.set(consumer, amount);
+      byWindow.set(found, entries);
+    }
+  });
+  for (const [spec, entries] of byWindow) {
+    const total = [...entries.values()].reduce((sum, n) => sum + n, 0);
+    const most = spec.limit - Math.ceil(spec.limit * MIN_SHARED_FRACTION);
+    if (total > most)
+      fail(
+        `reservations in the ${spec.windowSeconds} s window add up to ${total}, over ${most} (the limit ${spec.limit} less the ${
+          MIN_SHARED_FRACTION * 100
+        } % kept shared)`,
+      );
+    const ring = (scope: string, limit: number): RingSpec => ({
+      ...spec,
+      key: ringKey(scope, spec.windowMs),
+      scope,
+      limit,
+      length: ringLength(spec.windowMs, marginMs),
+    });
+    windows.set(spec.key, {
+      shared: ring(SHARED_SCOPE, spec.limit - total),
+      reserved: new Map(
+        [...entries].map(([consumer, amount]) => [consumer, ring(reservedScope(consumer), amount)]),
+      ),
+    });
+  }
+  return windows;
 }
 
 const base36Digits = (n: number): number => Math.max(1, Math.ceil(Math.log(n + 1) / Math.log(36)));

@@ -3,7 +3,9 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 /**
  * Grant receipts and write ids.
  *
- * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and a random id,
+ * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and a random id
+ * (and, for a set with reservations, `r2`: a tag of the reserved consumer and how much of each reserved window
+ * came from its reservation, so that a give-back returns permits to the rings they were counted in),
  * signed with HMAC-SHA256 under a random secret that only the ledger item holds (attribute `k`, created with
  * the item, readable only by the vend function: the table is the trust boundary). A give-back presents the
  * receipt: the signature proves the ledger issued it exactly so (count, slot, class cannot be changed), the
@@ -87,24 +89,56 @@ export interface ReceiptClaims {
   caller: string;
   /** The receipt's id (newReceiptId): recorded among the item's spent ids when it is given back. */
   id: string;
+  /** Grants of a plan with reservations: consumerTag of the consumer whose reservation it drew on ('' for none)... */
+  consumer?: string;
+  /** ...and per reserved window (general ring key), how many came from that reservation (the rest: shared). */
+  split?: [generalKey: string, reserved: number][];
 }
 
 const VERSION = 'r1';
+/** Receipts of grants made under reservations: r1's fields, then the consumer and the split. */
+const VERSION_SPLIT = 'r2';
+const WINDOW_KEY = /^\*\/([0-9a-z]+)$/;
+// Receipts keep to the vend API's characters (A-Z a-z 0-9 . _ * -), '.' separating fields.
+const SPLIT_PART = /^([0-9a-z]+)-([0-9a-z]+)$/;
+const CONSUMER = /^([A-Za-z0-9_-]{8})?$/;
+
+/** A reserved consumer in a receipt: a short hash of its name (names run to 63 characters; receipts to 256). */
+export const consumerTag = (name: string): string =>
+  createHash('sha256').update(name).digest('base64url').slice(0, 8);
 
 const sign = (secret: string, payload: string): string =>
   createHmac('sha256', Buffer.from(secret, 'base64url')).update(payload).digest('base64url').slice(0, 22);
 
 export function issueReceipt(secret: string, claims: ReceiptClaims): string {
-  const payload = [
-    VERSION,
+  const fields = [
+    claims.split ? VERSION_SPLIT : VERSION,
     claims.key,
     claims.cls ?? '',
     claims.count.toString(36),
     claims.grantedAt.toString(36),
     claims.caller,
     claims.id,
-  ].join('.');
+  ];
+  if (claims.split)
+    fields.push(
+      claims.consumer ?? '',
+      claims.split.map(([key, a]) => `${key.replace(WINDOW_KEY, '$1')}-${a.toString(36)}`).join('_'),
+    );
+  const payload = fields.join('.');
   return `${payload}.${sign(secret, payload)}`;
+}
+
+function parseSplit(text: string): [string, number][] | undefined {
+  const split: [string, number][] = [];
+  for (const part of text === '' ? [] : text.split('_')) {
+    const match = SPLIT_PART.exec(part);
+    if (!match) return undefined;
+    const a = Number.parseInt(match[2] as string, 36);
+    if (!Number.isSafeInteger(a)) return undefined;
+    split.push([`*/${match[1]}`, a]);
+  }
+  return split;
 }
 
 /** The claims of a receipt as written, before its signature is checked; undefined when it is not one. */
@@ -112,8 +146,10 @@ export function parseReceipt(
   text: string,
 ): { claims: ReceiptClaims; payload: string; mac: string } | undefined {
   const parts = text.split('.');
-  if (parts.length !== 8 || parts[0] !== VERSION) return undefined;
-  const [, key, cls, count, grantedAt, caller, id, mac] = parts as [string, ...string[]] as string[];
+  const splitFields = parts[0] === VERSION_SPLIT ? 2 : 0;
+  if (parts.length !== 8 + splitFields || (parts[0] !== VERSION && splitFields === 0)) return undefined;
+  const [, key, cls, count, grantedAt, caller, id] = parts as [string, ...string[]] as string[];
+  const mac = parts[parts.length - 1];
   if (!key || cls === undefined || !count || !grantedAt || !caller || !id || !mac || !isReceiptId(id))
     return undefined;
   const claims: ReceiptClaims = {
@@ -126,7 +162,14 @@ export function parseReceipt(
   };
   if (!Number.isSafeInteger(claims.count) || claims.count < 1) return undefined;
   if (!Number.isSafeInteger(claims.grantedAt) || claims.grantedAt < 0) return undefined;
-  return { claims, payload: parts.slice(0, 7).join('.'), mac };
+  if (splitFields > 0) {
+    const consumer = parts[7] as string;
+    const split = parseSplit(parts[8] as string);
+    if (!CONSUMER.test(consumer) || !split || split.some(([, a]) => a > claims.count)) return undefined;
+    claims.consumer = consumer;
+    claims.split = split;
+  }
+  return { claims, payload: parts.slice(0, 7 + splitFields).join('.'), mac };
 }
 
 /** Whether the receipt's signature is the ledger's under `secret` (constant time). */

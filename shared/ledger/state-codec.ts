@@ -36,9 +36,10 @@ export interface StoredLedger {
 /** Kept this long after the state stops mattering, so that a quiet token does not lose its version at once. */
 export const PURGE_SLACK_SECONDS = 3600;
 
-const RING = /^([a-z*][a-z0-9-]*\/[0-9a-z]+)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
+// Scopes: `*` general, a class name, `~` the shared part of a reserved window, `@<consumer>` a reservation.
+const RING = /^([a-z*~@][a-z0-9-]*\/[0-9a-z]+)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
 const CAP = /^([a-z*][a-z0-9-]*):([0-9a-z]+):([0-9a-z]+)$/;
-const RING_KEY = /^[a-z*][a-z0-9-]*\/[0-9a-z]+$/;
+const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+$/;
 
 const encodeSlots = (ring: Ring, from: number): string =>
   ring.counts

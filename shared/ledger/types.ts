@@ -14,6 +14,11 @@ export interface PermitRequest {
   tokenId: string;
   /** Who asks (a stable id of the consumer, e.g. its principal): the receipt is bound to it. Default ''. */
   caller?: string;
+  /**
+   * The caller's consumer name in the configuration (never from the request body): picks its reservations
+   * (`rateLimits.reservations`), if it holds any. Absent: the caller shares what reservations leave.
+   */
+  consumer?: string;
   count: number;
   /** A named class of resource-intensive endpoints (reports, rebalancing): counts against it and the general limits. */
   class?: string;

@@ -131,6 +131,7 @@ export async function fillLedgerItem(options: {
   const table = new LedgerTable(options.client, options.tableName, clock);
   const tokenId = 'f111111111111111';
   const scopes = [undefined, ...plan.classes.keys()];
+  const reservedConsumers = new Set([...plan.reserved.values()].flatMap((w) => [...w.reserved.keys()]));
   let snapshot = await table.read(tokenId);
   let state = stateAt(snapshot.state, clock.now(), plan.marginMs);
   state.secret = newSecret();
@@ -141,6 +142,8 @@ export async function fillLedgerItem(options: {
     const g = clock.now();
     state = stateAt(state, g, plan.marginMs);
     for (const cls of scopes) acquire(state, plan, g, 1, cls);
+    // Each reserved consumer too: its reservation rings fill, then it borrows from the shared part.
+    for (const consumer of reservedConsumers) acquire(state, plan, g, 1, undefined, consumer);
     while (state.spent.size < SPENT_LIMIT) state.spent.add(newReceiptId(g + 10_000 + state.spent.size));
     while (state.writeIds.size < WRITE_IDS_LIMIT) state.writeIds.add(newWriteId());
     if (second % 60 === 59) {

@@ -1,5 +1,6 @@
 import type { CredentialSetConfig, RateLimit } from '../../config/credential-sets.js';
 import { ReceiptRejectedError } from '../../ledger/index.js';
+import { largestGrant, planFor } from '../../ledger/limit-plan.js';
 import { DIMENSION_CONSUMER, DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
 import { readJsonBody } from '../http-request.js';
@@ -33,8 +34,19 @@ function limitsFor(set: CredentialSetConfig, permitClass: string | undefined): R
 }
 
 /** A count above the smallest applicable limit could never be granted: refuse it instead of denying forever. */
-function checkCount(set: CredentialSetConfig, permitClass: string | undefined, count: number): void {
-  const smallest = Math.min(...limitsFor(set, permitClass).map((limit) => limit.limit));
+function checkCount(
+  set: CredentialSetConfig,
+  permitClass: string | undefined,
+  count: number,
+  consumer: string | undefined,
+): void {
+  const smallest = Math.min(
+    ...limitsFor(set, permitClass).map((limit) => limit.limit),
+    // With reservations, a window holds the shared part and the caller's own reservation for it.
+    ...(set.rateLimits.reservations?.length
+      ? [largestGrant(planFor(set.rateLimits), permitClass, consumer)]
+      : []),
+  );
   if (count > smallest) throw new BadRequestError('INVALID_VALUE', 'count', `must be at most ${smallest}`);
 }
 
@@ -51,7 +63,12 @@ async function requireLiveToken(context: SetRouteContext, tokenId: string): Prom
 export async function acquirePermits(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
   const request = parseBody(permitRequestBody(), readJsonBody(context.request, services.maxBodyBytes));
-  checkCount(set, request.class, request.count);
+  // The caller's consumer name that holds a reservation in this set, if any (the configuration refuses two
+  // reserved consumers of one set with one principal).
+  const consumer = set.rateLimits.reservations?.find((r) =>
+    context.caller.consumers.includes(r.consumer),
+  )?.consumer;
+  checkCount(set, request.class, request.count, consumer);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
   const [dimensions, perConsumer] = permitDimensions(context);
@@ -60,6 +77,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   const decision = await services.ledger.acquire({
     tokenId: key,
     caller: context.caller.principal,
+    ...(consumer === undefined ? {} : { consumer }),
     count: request.count,
     ...(request.class === undefined ? {} : { class: request.class }),
     limits: set.rateLimits,

@@ -1,0 +1,239 @@
+import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
+import { ManualClock } from '../shared/clock.js';
+import { parseBrokerConfig } from '../shared/config/broker-config.js';
+import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
+import { DynamoRateLedger, InvalidPermitCountError, type PermitDecision } from '../shared/ledger/index.js';
+import { consumerTag, parseReceipt } from '../shared/ledger/receipts.js';
+import type { LocalDynamo } from './support/dynalite.js';
+import { ENGINES, startEngine } from './support/engines.js';
+import { fillLedgerItem } from './support/ledger-harness.js';
+
+/** 50 a minute, 1000 an hour; order-service holds 20 of the minute's 50 (30 shared). */
+const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
+  reservations: [{ consumer: 'order-service', perWindow: { 60: 20 } }],
+});
+const TOKEN = '7e1d2c3b4a596877';
+
+const granted = (decision: PermitDecision) => {
+  if (!decision.granted) throw new Error(`expected a grant, got ${decision.reason}`);
+  return decision;
+};
+const denied = (decision: PermitDecision) => {
+  if (decision.granted) throw new Error('expected a denial');
+  return decision;
+};
+
+describe('rateLimits.reservations: validation', () => {
+  const issues = (input: unknown) => {
+    const result = rateLimitSettingsSchema.safeParse(input);
+    return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  };
+
+  it('accepts reservations that leave at least 10 % of each window shared', () => {
+    expect(
+      issues({ reservations: [{ consumer: 'order-service', perWindow: { 60: 45, 3600: 900 } }] }),
+    ).toEqual([]);
+  });
+
+  it.each([
+    [
+      'more than the limit less 10 %',
+      [
+        { consumer: 'a', perWindow: { 60: 30 } },
+        { consumer: 'b', perWindow: { 60: 16 } },
+      ],
+      'reservations in the 60 s window add up to 46, over 45 (the limit 50 less the 10 % kept shared)',
+    ],
+    [
+      'a window that is not a general one',
+      [{ consumer: 'a', perWindow: { 30: 5 } }],
+      'reservations[0].perWindow.30: no general limit has windowSeconds 30 (the general windows are 60, 3600)',
+    ],
+    [
+      'a consumer twice',
+      [
+        { consumer: 'a', perWindow: { 60: 5 } },
+        { consumer: 'a', perWindow: { 3600: 5 } },
+      ],
+      'reservations[1].consumer: "a" has two reservations',
+    ],
+    [
+      'more than 10 consumers',
+      Array.from({ length: 11 }, (_, i) => ({ consumer: `c${i}`, perWindow: { 60: 1 } })),
+      'reservations: at most 10 consumers, not 11',
+    ],
+    ['an empty reservation', [{ consumer: 'a', perWindow: {} }], 'reservations[0].perWindow must reserve'],
+  ])('refuses %s, naming the field', (_, reservations, message) => {
+    const found = issues({ reservations });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(/^reservations: rate limit settings: /);
+    expect(found[0]).toContain(message);
+  });
+
+  it('refuses a reservation for a consumer that is not a consumer of the set', () => {
+    const set = (id: string) => ({
+      id,
+      environment: 'uat',
+      companyRole: 'advisor',
+      vendorBaseUrl: 'https://vendor.example',
+      secretId: `s-${id}`,
+      rateLimits: { reservations: [{ consumer: 'order-service', perWindow: { 60: 20 } }] },
+    });
+    const consumer = {
+      name: 'order-service',
+      principalArn: 'arn:aws:iam::123456789012:role/order-service',
+      credentialSets: ['uat-a'],
+    };
+    expect(() =>
+      parseBrokerConfig({ credentialSets: [set('uat-a')], consumers: [consumer] } as never, 'stage'),
+    ).not.toThrow();
+    expect(() =>
+      parseBrokerConfig(
+        { credentialSets: [set('uat-a'), set('uat-b')], consumers: [consumer] } as never,
+        'stage',
+      ),
+    ).toThrow(
+      'stage credentialSets[1].rateLimits.reservations[0].consumer: "order-service" is not a consumer of credential set "uat-b"',
+    );
+  });
+});
+
+describe.each(ENGINES)('rate ledger reservations on %s', (engine) => {
+  let dynamo: LocalDynamo;
+  let client: DynamoDBClient;
+  let table: string;
+  let clock: ManualClock;
+  const ledger = () => new DynamoRateLedger({ client, tableName: table, clock, random: () => 0 });
+  const ask = (l: DynamoRateLedger, count: number, consumer?: string) =>
+    l.acquire({
+      tokenId: TOKEN,
+      caller: consumer ?? 'batch',
+      count,
+      limits,
+      ...(consumer === undefined ? {} : { consumer }),
+    });
+
+  beforeAll(async () => {
+    dynamo = await startEngine(engine);
+    client = createDynamoDbClient({ endpoint: dynamo.endpoint });
+  });
+  afterAll(async () => {
+    client.destroy();
+    await dynamo.close();
+  });
+  beforeEach(async () => {
+    table = await dynamo.createTable('ledger');
+    clock = new ManualClock();
+  });
+
+  it('keeps the reservation for its consumer when the others want everything', async () => {
+    const l = ledger();
+    granted(await ask(l, 30));
+    const refused = denied(await ask(l, 1));
+    expect(refused.reason).toBe('QUOTA');
+    const own = granted(await ask(l, 20, 'order-service'));
+    expect(parseReceipt(own.receipt)?.claims).toMatchObject({
+      consumer: consumerTag('order-service'),
+      split: [['*/1aao', 20]],
+    });
+    expect(own.receipt).toMatch(/^[A-Za-z0-9._*-]{1,256}$/);
+    // Beyond its reservation it shares what is left, which the others took.
+    expect(denied(await ask(l, 1, 'order-service')).reason).toBe('QUOTA');
+    // A consumer without a reservation is not helped by naming a consumer that has none.
+    expect(denied(await ask(l, 1, 'someone-else')).reason).toBe('QUOTA');
+  });
+
+  it('lets the reserved consumer borrow from the shared part, and the others keep the rest', async () => {
+    const l = ledger();
+    const big = granted(await ask(l, 45, 'order-service'));
+    expect(parseReceipt(big.receipt)?.claims.split).toEqual([['*/1aao', 20]]);
+    granted(await ask(l, 5));
+    expect(denied(await ask(l, 1)).reason).toBe('QUOTA');
+    expect(denied(await ask(l, 1, 'order-service')).reason).toBe('QUOTA');
+  });
+
+  it('returns given-back permits to the part they came from: the shared part first', async () => {
+    const l = ledger();
+    const mine = granted(await ask(l, 25, 'order-service')); // 20 reserved + 5 shared
+    granted(await ask(l, 25)); // the shared part is full (5 + 25 = 30)
+    expect(denied(await ask(l, 1)).reason).toBe('QUOTA');
+    await l.giveBack({ tokenId: TOKEN, caller: 'order-service', receipt: mine.receipt, count: 10, limits });
+    // 5 back to the shared part, 5 to the reservation.
+    granted(await ask(l, 5));
+    expect(denied(await ask(l, 1)).reason).toBe('QUOTA');
+    granted(await ask(l, 5, 'order-service'));
+    expect(denied(await ask(l, 1, 'order-service')).reason).toBe('QUOTA');
+  });
+
+  it('frees the reservation as its grants leave the window, whatever the others hold', async () => {
+    const l = ledger();
+    granted(await ask(l, 20, 'order-service'));
+    await clock.advance(10_000);
+    granted(await ask(l, 30));
+    const wait = denied(await ask(l, 20, 'order-service'));
+    // Its own grants leave the 65 s span at about 65 s: the hint says so (not the others' later grants).
+    expect(wait.retryAfterMs).toBeGreaterThan(50_000);
+    expect(wait.retryAfterMs).toBeLessThanOrEqual(57_000);
+    await clock.advance(wait.retryAfterMs);
+    granted(await ask(l, 20, 'order-service'));
+    expect(denied(await ask(l, 1)).reason).toBe('QUOTA');
+  });
+
+  it('grants the reservation to a consumer racing 10 processes that take everything else at once', async () => {
+    const processes = Array.from({ length: 10 }, () => ledger());
+    const reserved = ledger();
+    for (let round = 0; round < 4; round++) {
+      const batch = processes.flatMap((p) => [ask(p, 3), ask(p, 2)]);
+      const own = Promise.all([ask(reserved, 3, 'order-service'), ask(reserved, 2, 'order-service')]);
+      const [others, mine] = await Promise.all([Promise.all(batch), own]);
+      for (const decision of mine) granted(decision);
+      expect(others.filter((d) => d.granted).reduce((sum, d) => sum + (d.granted ? d.count : 0), 0)).toBe(
+        round === 0 ? 30 : 0,
+      );
+      await clock.advance(1000);
+    }
+    // 20 of the reservation granted in 4 s (5 a round), 30 shared: the minute's 50, never more.
+    expect(denied(await ask(reserved, 1, 'order-service')).reason).toBe('QUOTA');
+  });
+
+  it('refuses a count no grant could ever give this consumer, and hints a finite wait beyond the shared part', async () => {
+    const l = ledger();
+    // The shared part is 30: more can never be granted at once to a consumer without a reservation.
+    await expect(ask(l, 31)).rejects.toThrow('count must be an integer from 1 to 30 for this consumer');
+    await expect(ask(l, 51, 'order-service')).rejects.toThrow(InvalidPermitCountError);
+    granted(await ask(l, 10, 'order-service'));
+    // 45 needs 15 of its reservation beside the whole shared part: only 10 are left until its grant ages out.
+    const wait = denied(await ask(l, 45, 'order-service'));
+    expect(wait.reason).toBe('QUOTA');
+    expect(Number.isFinite(wait.retryAfterMs)).toBe(true);
+    await clock.advance(wait.retryAfterMs);
+    granted(await ask(l, 45, 'order-service'));
+  });
+
+  it('leaves the item and receipts of a set without reservations as they were', async () => {
+    const plain = rateLimitSettingsSchema.parse({});
+    const decision = granted(
+      await ledger().acquire({
+        tokenId: TOKEN,
+        caller: 'x',
+        consumer: 'order-service',
+        count: 2,
+        limits: plain,
+      }),
+    );
+    expect(decision.receipt.startsWith('r1.')).toBe(true);
+    const { Item } = await client.send(
+      new GetItemCommand({ TableName: table, Key: { pk: { S: `token#${TOKEN}` } } }),
+    );
+    expect(Object.keys(Item ?? {}).filter((name) => name.includes('~') || name.includes('@'))).toEqual([]);
+  });
+
+  it('keeps the item within its computed bound with a reservation, filled as full as it gets', async () => {
+    const { largest, bound } = await fillLedgerItem({ client, tableName: table, limits, hours: 1.1 });
+    console.info(`ledger item with one reservation, filled: ${largest} bytes (bound ${bound})`);
+    expect(largest).toBeLessThanOrEqual(bound);
+    expect(bound).toBeLessThanOrEqual(4096);
+  }, 180_000);
+});
