@@ -10,21 +10,18 @@ import { callerTag } from '../shared/ledger/receipts.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
-import { countDynamoCalls, dynamoItemSize, fillLedgerItem } from './support/ledger-harness.js';
+import {
+  countDynamoCalls,
+  denied,
+  dynamoItemSize,
+  fillLedgerItem,
+  granted,
+} from './support/ledger-harness.js';
 
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
   classes: { reports: [{ limit: 10, windowSeconds: 60 }] },
 });
 const TOKEN = '3f9a0c1d2b4e5f60';
-
-const granted = (decision: PermitDecision) => {
-  if (!decision.granted) throw new Error(`expected a grant, got ${decision.reason}`);
-  return decision;
-};
-const denied = (decision: PermitDecision) => {
-  if (decision.granted) throw new Error('expected a denial');
-  return decision;
-};
 
 describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
   let dynamo: LocalDynamo;

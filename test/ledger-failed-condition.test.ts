@@ -3,10 +3,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
-import { DynamoRateLedger, type PermitDecision } from '../shared/ledger/index.js';
+import { DynamoRateLedger } from '../shared/ledger/index.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
-import { countDynamoCalls } from './support/ledger-harness.js';
+import { countDynamoCalls, granted } from './support/ledger-harness.js';
 
 /**
  * The ledger's write conditions carry ReturnValuesOnConditionCheckFailure ALL_OLD: DynamoDB answers a lost
@@ -16,11 +16,6 @@ import { countDynamoCalls } from './support/ledger-harness.js';
  */
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({});
 const TOKEN = '5e6f708192a3b4c5';
-
-const granted = (decision: PermitDecision) => {
-  if (!decision.granted) throw new Error(`expected a grant, got ${decision.reason}`);
-  return decision;
-};
 
 describe.each(ENGINES)('rate ledger on %s: a write that lost its condition', (engine) => {
   const returnsItem = engine === 'DynamoDB Local';

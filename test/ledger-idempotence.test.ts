@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
-import { DynamoRateLedger, type PermitDecision } from '../shared/ledger/index.js';
+import { DynamoRateLedger } from '../shared/ledger/index.js';
 import { WRITE_IDS_LIMIT } from '../shared/ledger/receipts.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
+import { granted } from './support/ledger-harness.js';
 
 /**
  * Each write of the ledger under the fault that used to break it: DynamoDB applies the write, the answer is
@@ -14,11 +15,6 @@ import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/fault
  */
 const limits = rateLimitSettingsSchema.parse({});
 const TOKEN = '0a1b2c3d4e5f6071';
-
-const granted = (decision: PermitDecision) => {
-  if (!decision.granted) throw new Error(`expected a grant, got ${decision.reason}`);
-  return decision;
-};
 
 describe.each(ENGINES)(
   'rate ledger on %s: one effect per operation when answers are lost and the SDK retries',

@@ -4,7 +4,13 @@ import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/confi
 import { DynamoRateLedger, LedgerUnavailableError, ReceiptRejectedError } from '../shared/ledger/index.js';
 import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
-import { idealGrantTimes, maxInAnySpan, seededRandom, type TimedCount } from './support/ledger-harness.js';
+import {
+  advanceInRandomSteps,
+  idealGrantTimes,
+  maxInAnySpan,
+  seededRandom,
+  type TimedCount,
+} from './support/ledger-harness.js';
 
 /**
  * The ledger's promise, against dynalite: 20 consumers in 10 processes (10 ledger instances: separate caches,
@@ -135,16 +141,7 @@ async function run(options: {
   const consumers = ledgers.flatMap((ledger, p) =>
     Array.from({ length: CONSUMERS_PER_PROCESS }, (_, c) => consumer(ledger, `consumer-${p}-${c}`)),
   );
-  const everyoneWaiting = async () => {
-    while (clock.pendingSleepers < consumers.length) await new Promise((r) => setImmediate(r));
-  };
-  while (clock.now() < end) {
-    await everyoneWaiting();
-    // Mostly under a second, sometimes up to 10 s; the clock also moves while requests are in flight.
-    const step = random() < 0.98 ? random() * 1000 : 1000 + random() * 9000;
-    await clock.advance(Math.max(1, Math.floor(Math.min(step, end - clock.now()))));
-  }
-  await everyoneWaiting();
+  await advanceInRandomSteps(clock, consumers.length, end, random);
   stopped = true;
   await clock.advance(4 * 3600_000);
   await Promise.all(consumers);

@@ -9,7 +9,12 @@ import { parseReceipt } from '../shared/ledger/receipts.js';
 import { emptyRing, usedAt } from '../shared/ledger/ring.js';
 import { type LocalDynamo, startDynalite } from './support/dynalite.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
-import { maxInAnySpan, seededRandom, type TimedCount } from './support/ledger-harness.js';
+import {
+  advanceInRandomSteps,
+  maxInAnySpan,
+  seededRandom,
+  type TimedCount,
+} from './support/ledger-harness.js';
 
 /**
  * The reservations' promise, against dynalite, for random reservations and random demand: a few reserved
@@ -230,15 +235,7 @@ async function run(options: {
       consumer(ledgers[i % PROCESSES] as DynamoRateLedger, `greedy-${i}`, undefined),
     ),
   ];
-  const everyoneWaiting = async () => {
-    while (clock.pendingSleepers < loops.length) await new Promise((r) => setImmediate(r));
-  };
-  while (clock.now() < end) {
-    await everyoneWaiting();
-    const step = random() < 0.98 ? random() * 1000 : 1000 + random() * 9000;
-    await clock.advance(Math.max(1, Math.floor(Math.min(step, end - clock.now()))));
-  }
-  await everyoneWaiting();
+  await advanceInRandomSteps(clock, loops.length, end, random);
   stopped = true;
   await clock.advance(4 * 3600_000);
   await Promise.all(loops);

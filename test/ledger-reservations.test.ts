@@ -4,26 +4,17 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { parseBrokerConfig } from '../shared/config/broker-config.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
-import { DynamoRateLedger, InvalidPermitCountError, type PermitDecision } from '../shared/ledger/index.js';
+import { DynamoRateLedger, InvalidPermitCountError } from '../shared/ledger/index.js';
 import { consumerTag, parseReceipt } from '../shared/ledger/receipts.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
-import { fillLedgerItem } from './support/ledger-harness.js';
+import { denied, fillLedgerItem, granted } from './support/ledger-harness.js';
 
 /** 50 a minute, 1000 an hour; order-service holds 20 of the minute's 50 (30 shared). */
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
   reservations: [{ consumer: 'order-service', perWindow: { 60: 20 } }],
 });
 const TOKEN = '7e1d2c3b4a596877';
-
-const granted = (decision: PermitDecision) => {
-  if (!decision.granted) throw new Error(`expected a grant, got ${decision.reason}`);
-  return decision;
-};
-const denied = (decision: PermitDecision) => {
-  if (decision.granted) throw new Error('expected a denial');
-  return decision;
-};
 
 describe('rateLimits.reservations: validation', () => {
   const issues = (input: unknown) => {

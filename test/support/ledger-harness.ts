@@ -1,6 +1,7 @@
 import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { ManualClock } from '../../shared/clock.js';
 import type { RateLimitSettings } from '../../shared/config/credential-sets.js';
+import type { PermitDecision } from '../../shared/ledger/index.js';
 import { ledgerKey } from '../../shared/ledger/ledger-item.js';
 import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
 import { LedgerTable } from '../../shared/ledger/ledger-table.js';
@@ -14,6 +15,40 @@ import {
 } from '../../shared/ledger/receipts.js';
 
 /** Helpers of the rate-ledger tests and benchmark: span checks, the ideal schedule, DynamoDB item size. */
+
+/** The decision, which must be a grant (else the test fails saying why it was not). */
+export function granted(decision: PermitDecision): Extract<PermitDecision, { granted: true }> {
+  if (!decision.granted) throw new Error(`expected a grant, got ${decision.reason}`);
+  return decision;
+}
+
+/** The decision, which must be a denial. */
+export function denied(decision: PermitDecision): Extract<PermitDecision, { granted: false }> {
+  if (decision.granted) throw new Error('expected a denial');
+  return decision;
+}
+
+/**
+ * The property tests' clock: once each of `actors` sleeps on it, moves it by a random step (mostly under a
+ * second, sometimes up to 10 s; the clock also moves while requests are in flight), never past `end`; returns at
+ * `end` with every actor waiting again.
+ */
+export async function advanceInRandomSteps(
+  clock: ManualClock,
+  actors: number,
+  end: number,
+  random: () => number,
+): Promise<void> {
+  const everyoneWaiting = async () => {
+    while (clock.pendingSleepers < actors) await new Promise((r) => setImmediate(r));
+  };
+  while (clock.now() < end) {
+    await everyoneWaiting();
+    const step = random() < 0.98 ? random() * 1000 : 1000 + random() * 9000;
+    await clock.advance(Math.max(1, Math.floor(Math.min(step, end - clock.now()))));
+  }
+  await everyoneWaiting();
+}
 
 export interface TimedCount {
   time: number;
