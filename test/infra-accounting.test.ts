@@ -11,7 +11,8 @@ import {
   Metric,
   PERMIT_METRICS,
 } from '../shared/metric-names.js';
-import { createPowertoolsTelemetry, MetricUnit } from '../shared/observability.js';
+import { MetricUnit } from '../shared/observability.js';
+import { emittedDimensions } from './support/emitted-metrics.js';
 import type { Json } from './support/infra-template.js';
 import { type Monitoring, synthesizeMonitoring } from './support/monitoring-stack.js';
 
@@ -45,32 +46,6 @@ const parse = (expression = '') => {
     limit: Number(limit),
   };
 };
-
-/** The dimension names of the EMF records the real Powertools telemetry writes for one permit point. */
-function emittedDimensions(): string[][] {
-  const lines: string[] = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  });
-  createPowertoolsTelemetry().metric(
-    Metric.PermitsReturned,
-    MetricUnit.Count,
-    2,
-    { [DIMENSION_CREDENTIAL_SET]: 'uat-role-000' },
-    { [DIMENSION_CONSUMER]: 'service-0000' },
-  );
-  vi.restoreAllMocks();
-  return lines
-    .flatMap((line) => line.split('\n'))
-    .filter((line) => line.includes('"_aws"'))
-    .flatMap(
-      (line) =>
-        (JSON.parse(line) as { _aws: { CloudWatchMetrics: { Dimensions: string[][] }[] } })._aws
-          .CloudWatchMetrics,
-    )
-    .flatMap((m) => m.Dimensions.map((set) => [...set].sort()));
-}
 
 let small: Monitoring;
 let large: Monitoring;
@@ -108,7 +83,16 @@ describe('permits per consumer on the dashboard', () => {
   });
 
   it('queries exactly the dimensions the vend function emits the per-consumer series with', () => {
-    const emitted = emittedDimensions();
+    // One permit point, as the vend function writes it: per set, and per set and consumer.
+    const emitted = emittedDimensions((t) =>
+      t.metric(
+        Metric.PermitsReturned,
+        MetricUnit.Count,
+        2,
+        { [DIMENSION_CREDENTIAL_SET]: 'uat-role-000' },
+        { [DIMENSION_CONSUMER]: 'service-0000' },
+      ),
+    );
     expect(emitted).toContainEqual(['Consumer', 'CredentialSet', 'service']);
     for (const m of [small, large]) {
       for (const widget of perConsumerWidgets(m)) {

@@ -9,7 +9,8 @@ import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { DIMENSION_ERROR_CODE, Metric, VEND_SERVER_ERROR_CODES } from '../shared/metric-names.js';
-import { createPowertoolsTelemetry, MetricUnit } from '../shared/observability.js';
+import { MetricUnit } from '../shared/observability.js';
+import { emittedDimensions } from './support/emitted-metrics.js';
 import { type Deployed, SKIP_BUNDLING, stageOf, synthesizeStages } from './support/infra-template.js';
 import { variant } from './support/stage-variants.js';
 
@@ -31,28 +32,6 @@ function failureOf(run: () => unknown): string {
     throw error;
   }
   throw new Error('the stage was accepted');
-}
-
-/** The dimension names of every metric the real Powertools telemetry writes (EMF on stdout) for one call. */
-function emittedDimensions(
-  emit: (telemetry: ReturnType<typeof createPowertoolsTelemetry>) => void,
-): string[][] {
-  const lines: string[] = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  });
-  emit(createPowertoolsTelemetry());
-  vi.restoreAllMocks();
-  return lines
-    .flatMap((line) => line.split('\n'))
-    .filter((line) => line.includes('"_aws"'))
-    .flatMap(
-      (line) =>
-        (JSON.parse(line) as { _aws: { CloudWatchMetrics: { Dimensions: string[][] }[] } })._aws
-          .CloudWatchMetrics,
-    )
-    .flatMap((m) => m.Dimensions.map((set) => [...set].sort()));
 }
 
 interface AlarmProps {
