@@ -35,8 +35,11 @@ export function credentialsFromEnvironment(env: NodeJS.ProcessEnv): AwsCredentia
   return sessionToken ? { accessKeyId, secretAccessKey, sessionToken } : { accessKeyId, secretAccessKey };
 }
 
-/** The AWS SDK's default chain, an optional peer dependency of the client package. */
-const DEFAULT_CHAIN = '@aws-sdk/credential-provider-node';
+/**
+ * The AWS SDK's default chain, loaded by name (so a bundle does not see it): an optional peer dependency of the
+ * client package, a dependency of the CLI's (packaging/build.ts declares both from this name).
+ */
+export const DEFAULT_CHAIN = '@aws-sdk/credential-provider-node';
 
 /**
  * The credentials to sign with: the ones given; else the environment's (AWS_ACCESS_KEY_ID,

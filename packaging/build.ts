@@ -34,6 +34,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile, type Plugin } from 'esbuild';
+import { DEFAULT_CHAIN } from '../client/aws-auth.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -90,13 +91,12 @@ function dependenciesOf(metafile: Metafile): Record<string, string> {
 }
 
 /**
- * The AWS SDK's default credential chain: the client loads it by name when no credentials are given and none
- * are in the environment (client/aws-auth.ts), so the bundle's imports do not show it. An optional peer of the
- * client (a service on the AWS SDK, and Lambda's Node.js runtime, already have it: about 20 packages, 8 MB that
- * a consumer need not install twice); a dependency of the CLI, whose operators sign in with profiles and SSO.
+ * The range of the AWS SDK's default credential chain (DEFAULT_CHAIN, at the root package.json's version): the
+ * client loads it by name when no credentials are given and none are in the environment (client/aws-auth.ts),
+ * so the bundle's imports do not show it. An optional peer of the client (a service on the AWS SDK, and Lambda's
+ * Node.js runtime, already have it: about 20 packages, 8 MB that a consumer need not install twice); a
+ * dependency of the CLI, whose operators sign in with profiles and SSO.
  */
-const DEFAULT_CHAIN = '@aws-sdk/credential-provider-node';
-
 function defaultChainRange(): string {
   const version = rootManifest().dependencies[DEFAULT_CHAIN];
   if (!version) throw new Error(`package.json's dependencies lack ${DEFAULT_CHAIN}`);
