@@ -2,7 +2,7 @@
  * The rate ledger and rate-limiter-flexible on the real clock, where the minute limit binds: 20 consumers of
  * one token with demand far above 50/60 s + 1000/3600 s, for a little over two vendor minutes, both contenders
  * at the same time on one dynalite (127.0.0.1) through the real DynamoDB client. Unlike the simulated table of
- * ledger.bench.ts, DynamoDB takes real time here, and the ledger's minute margin (5 s by default) is what
+ * ledger.bench.ts, DynamoDB takes real time here, and the ledger's minute margin (3 s by default) is what
  * decides how much of the quota it uses. In-process calls (no HTTP, no SigV4). `npm run bench -- realtime`.
  */
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
@@ -27,7 +27,7 @@ import { runRealTime } from './ledger/realtime.js';
 import { slidingVendorAccepted } from './ledger/simulation.js';
 
 const CONSUMERS = 20;
-/** Long enough for the ledger's third minute to open (at about 2 × 65 s); BENCH_REALTIME_SECONDS changes it. */
+/** Long enough for the ledger's third minute to open (at about 2 × 63 s); BENCH_REALTIME_SECONDS changes it. */
 const DURATION_MS = Number(process.env.BENCH_REALTIME_SECONDS || 140) * 1000;
 /** The first permit of the third vendor minute: when the vendor accepts it measures two whole minute cycles. */
 const MARK = 2 * 50 + 1;
@@ -109,7 +109,7 @@ export async function run(): Promise<BenchTable[]> {
         ledger,
         () => ledgerCounters.reduce((sum, c) => sum + c.writes(), 0),
         201,
-        'default settings (5 s margin); one instance (own ledger, own DynamoDB client) per consumer',
+        'default settings (3 s margin); one instance (own ledger, own DynamoDB client) per consumer',
       ),
       row(
         union,
@@ -122,7 +122,7 @@ export async function run(): Promise<BenchTable[]> {
       {
         title: `Rate limits 50/60 s + 1000/3600 s on one token, REAL time: ${CONSUMERS} consumers asking 1..5 permits, ${DURATION_MS / 1000} s, the minute limit binds; in-process (no HTTP), both contenders at once on one dynalite; a grant counts when its answer reaches the consumer; vendor = exact sliding windows`,
         rows,
-        footnote: `pace: how soon the vendor accepts the first permit of the third minute (the ${MARK}st), against an exact scheduler's 120 s (50 at once, 50 more each 60 s): the share of the quota used over two whole minute cycles, whatever the run's length. It counts accepted permits only: the refused ones are vendor 429s on top (calls that fail and must be retried). The ledger counts a minute as 60 s + its 5 s margin, so it grants 50 per 65 s or a little more (at most 92 %); rate-limiter-flexible's fixed windows grant up to 100 within a sliding 60 s across a window edge and the vendor refuses the excess. "in the run" depends on where the run ends (a short run holds whole vendor minutes and part of the ledger's).`,
+        footnote: `pace: how soon the vendor accepts the first permit of the third minute (the ${MARK}st), against an exact scheduler's 120 s (50 at once, 50 more each 60 s): the share of the quota used over two whole minute cycles, whatever the run's length. It counts accepted permits only: the refused ones are vendor 429s on top (calls that fail and must be retried). The ledger counts a minute as 60 s + its 3 s margin, so it grants 50 per 63 s or a little more (at most 95 %); rate-limiter-flexible's fixed windows grant up to 100 within a sliding 60 s across a window edge and the vendor refuses the excess. "in the run" depends on where the run ends (a short run holds whole vendor minutes and part of the ledger's).`,
       },
     ];
   } finally {

@@ -39,7 +39,7 @@ export const SOAK_DEFAULTS: Omit<SoakSettings, 'windowKind'> = {
   lifetimes: 5,
   // 50 a "minute" and 300 an "hour": both limits bind within one token's life. The windows are compressed
   // less than the lifetime because latency does not compress: the ledger's send margin (0.25 s, for loopback)
-  // must stay a small part of the shortest window, as 5 s is of the vendor's real 60 s.
+  // must stay a small part of the shortest window, as 3 s is of the vendor's real 60 s.
   limits: [
     { limit: 50, windowSeconds: 10 },
     { limit: 300, windowSeconds: 60 },

@@ -22,6 +22,9 @@ const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
   classes: { reports: [{ limit: 10, windowSeconds: 60 }] },
 });
 const TOKEN = '3f9a0c1d2b4e5f60';
+/** The default margin and validity: a minute's grants are counted over 60 s plus the margin. */
+const MARGIN_MS = limits.marginSeconds * 1000;
+const VALIDITY_MS = limits.permitValiditySeconds * 1000;
 
 describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
   let dynamo: LocalDynamo;
@@ -53,7 +56,7 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
   it('grants with one conditional write, and denies without writing', async () => {
     const one = ledger();
     const grant = granted(await one.acquire({ tokenId: TOKEN, count: 50, limits }));
-    expect(grant).toMatchObject({ count: 50, grantedAt: clock.now(), validUntil: clock.now() + 3000 });
+    expect(grant).toMatchObject({ count: 50, grantedAt: clock.now(), validUntil: clock.now() + VALIDITY_MS });
     expect(grant.remaining).toEqual([
       { limit: 50, windowSeconds: 60, remaining: 0 },
       { limit: 1000, windowSeconds: 3600, remaining: 950 },
@@ -61,8 +64,10 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
     expect(counter.writes()).toBe(1);
     const no = denied(await one.acquire({ tokenId: TOKEN, count: 1, limits }));
     expect(no.reason).toBe('QUOTA');
-    expect(no.retryAfterSeconds).toBe(66);
-    expect(no.retryAfterMs).toBeGreaterThan(65_000);
+    // Freed when the grants' slot is 60 s + margin old (within a sub-slot of it): the hint rounds up.
+    expect(no.retryAfterMs).toBeGreaterThan(60_000 + MARGIN_MS);
+    expect(no.retryAfterMs).toBeLessThanOrEqual(60_000 + MARGIN_MS + 28);
+    expect(no.retryAfterSeconds).toBe(61 + MARGIN_MS / 1000);
     expect(counter.writes()).toBe(1);
     await clock.advance(no.retryAfterMs);
     granted(await one.acquire({ tokenId: TOKEN, count: 50, limits }));
@@ -189,11 +194,12 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
 
   it('a receipt expires with its own id, even if the configuration lengthens the give-back window later', async () => {
     const a = ledger();
-    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 5, limits }));
-    await a.giveBack({ tokenId: TOKEN, count: 1, receipt: grant.receipt, limits });
+    const three = rateLimitSettingsSchema.parse({ ...limits, marginSeconds: 5, permitValiditySeconds: 3 });
+    const grant = granted(await a.acquire({ tokenId: TOKEN, count: 5, limits: three }));
+    await a.giveBack({ tokenId: TOKEN, count: 1, receipt: grant.receipt, limits: three });
     // Validity 3 s: the receipt (and its spent id) lived 7 s. A deploy with 4 s permits would allow 9 s.
     await clock.advance(8000);
-    const longer = rateLimitSettingsSchema.parse({ ...limits, permitValiditySeconds: 4 });
+    const longer = rateLimitSettingsSchema.parse({ ...limits, marginSeconds: 5, permitValiditySeconds: 4 });
     await expect(
       a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits: longer }),
     ).rejects.toMatchObject({ problem: 'EXPIRED' });
@@ -251,8 +257,10 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
     const a = ledger();
     const grant = granted(await a.acquire({ tokenId: TOKEN, count: 50, limits }));
     const stored = await item();
-    // Last grant + the longest span (3600 s + 5 s margin) + one of its slots (60 s) + an hour of slack.
-    expect(Number(stored?.purgeAt?.N)).toBe(Math.ceil((grant.grantedAt + 3_665_000) / 1000) + 3600);
+    // Last grant + the longest span (3600 s + margin) + one of its slots (60 s) + an hour of slack.
+    expect(Number(stored?.purgeAt?.N)).toBe(
+      Math.ceil((grant.grantedAt + 3_660_000 + MARGIN_MS) / 1000) + 3600,
+    );
     clock.set(Number(stored?.purgeAt?.N) * 1000);
     const b = ledger();
     expect((await b.remaining(TOKEN, limits))[0]?.remaining).toBe(50);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { Metric } from '../shared/metric-names.js';
 import {
   errorBodyProblems,
@@ -49,7 +50,7 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
       tokenId,
       granted: 2,
       grantedAt: h.clock.now(),
-      validUntil: h.clock.now() + 3000,
+      validUntil: h.clock.now() + rateLimitSettingsSchema.parse({}).permitValiditySeconds * 1000,
       receipt: expect.stringMatching(/^r1\.[A-Za-z0-9._-]{20,200}$/),
       remaining: [
         { limit: 50, windowSeconds: 60, remaining: 48 },

@@ -1,5 +1,6 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import type { VendEvent } from '../shared/vend/vend-handler.js';
 import {
   advisorLogins,
@@ -14,6 +15,8 @@ import {
 } from './support/vend-harness.js';
 import { vendHarnessPerTest } from './support/vend-suite.js';
 
+/** The default margin: a cooldown is capped at the longest window plus it. */
+const MARGIN_SECONDS = rateLimitSettingsSchema.parse({}).marginSeconds;
 const startHarness = vendHarnessPerTest();
 let h: VendHarness;
 
@@ -64,11 +67,11 @@ describe('rate-limit reports: Retry-After and reset are capped per set', () => {
       const denied = await acquire(tokenId, caller);
       expect(denied.statusCode).toBe(429);
       expect(parseBody(denied)).toMatchObject({ details: { reason: 'COOLDOWN' } });
-      expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(3605);
-      expect(Number(denied.headers['retry-after'])).toBeLessThanOrEqual(3606);
+      expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(3600 + MARGIN_SECONDS);
+      expect(Number(denied.headers['retry-after'])).toBeLessThanOrEqual(3601 + MARGIN_SECONDS);
     }
     // A real vendor Retry-After past the hour (3700 s) still holds everyone for the whole hour and margin.
-    await h.clock.advance(3604_000);
+    await h.clock.advance((3599 + MARGIN_SECONDS) * 1000);
     expect((await acquire(tokenId, BATCH)).statusCode).toBe(429);
     await h.clock.advance(1_000);
     expect((await acquire(tokenId, PORTFOLIO)).statusCode).toBe(200);

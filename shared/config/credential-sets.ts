@@ -116,9 +116,9 @@ export const rateLimitSettingsSchema = z
      */
     classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
     /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
-    marginSeconds: z.number().nonnegative().default(5),
+    marginSeconds: z.number().nonnegative().default(3),
     /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
-    permitValiditySeconds: z.number().positive().default(3),
+    permitValiditySeconds: z.number().positive().default(2),
     /**
      * Shares of the general limits held for named consumers (their `name` in `consumers`), per general window
      * (its `windowSeconds`, as a JSON key): `[{ "consumer": "order-service", "perWindow": { "60": 20 } }]`. A
