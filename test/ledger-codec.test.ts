@@ -37,6 +37,7 @@ const stateArb = fc
       { maxLength: 10 },
     ),
     writeIds: fc.uniqueArray(fc.stringMatching(/^[A-Za-z0-9_-]{5}$/), { maxLength: 12 }),
+    carriedWriteIds: fc.uniqueArray(fc.stringMatching(/^[A-Za-z0-9_-]{5}$/), { maxLength: 12 }),
     secret: fc.option(fc.stringMatching(/^[A-Za-z0-9_-]{22}$/), { nil: undefined }),
   })
   .map(
@@ -46,6 +47,7 @@ const stateArb = fc
       rings: new Map(Object.entries(s.rings)),
       // Alive at the state's time (a decoded item keeps every id; stateAt prunes the dead ones).
       writeIds: new Set(s.writeIds),
+      carriedWriteIds: s.carriedWriteIds,
       spent: new Set(
         s.spent.map(
           ([after, random]) =>
@@ -81,7 +83,7 @@ describe('ledger item codec', () => {
     const state = { ...emptyState(3), time: T0, cooldownUntil: T0 + 7200_000 };
     expect(encodeState(state, plan.maxSpanMs).purgeAt).toBe((T0 + 7200_000) / 1000 + PURGE_SLACK_SECONDS);
     expect(encodeState({ ...state, cooldownUntil: 0 }, plan.maxSpanMs).purgeAt).toBe(
-      (T0 + 3_605_000) / 1000 + PURGE_SLACK_SECONDS,
+      (T0 + 3600_000 + plan.marginMs) / 1000 + PURGE_SLACK_SECONDS,
     );
   });
 

@@ -37,9 +37,17 @@ const SEED = Number(process.env.LEDGER_PROPERTY_SEED ?? 20261124);
 const TOKEN = 'b0c1d2e3f4a59687';
 const PROCESSES = 6;
 const GREEDY = 8;
+/** The ledger's default margin: each window's grants are counted over the window plus it. */
+const MARGIN_MS = rateLimitSettingsSchema.parse({}).marginSeconds * 1000;
 const WINDOWS = [
-  { seconds: 60, limit: 50, spanMs: 65_000, slotMs: 1000, key: `*/${(60_000).toString(36)}` },
-  { seconds: 3600, limit: 1000, spanMs: 3605_000, slotMs: 60_000, key: `*/${(3600_000).toString(36)}` },
+  { seconds: 60, limit: 50, spanMs: 60_000 + MARGIN_MS, slotMs: 1000, key: `*/${(60_000).toString(36)}` },
+  {
+    seconds: 3600,
+    limit: 1000,
+    spanMs: 3600_000 + MARGIN_MS,
+    slotMs: 60_000,
+    key: `*/${(3600_000).toString(36)}`,
+  },
 ];
 type FaultMode = 'none' | 'retried' | 'lost answers';
 
@@ -263,7 +271,7 @@ const summarise = (
   countedTwice: result.figures.countedTwice,
   unavailable: result.figures.unavailable,
   returned: result.figures.returned,
-  maxKept65s: maxInAnySpan(result.figures.kept, 65_000),
+  maxKeptInSpan: maxInAnySpan(result.figures.kept, 60_000 + MARGIN_MS),
   maxSent60s: maxInAnySpan(result.figures.sends, 60_000),
 });
 
@@ -271,13 +279,13 @@ const summarise = (
 function expectBound(figures: Figures, summary: object): void {
   expect(maxInAnySpan(figures.sends, 60_000), JSON.stringify(summary)).toBeLessThanOrEqual(50);
   expect(maxInAnySpan(figures.sends, 3600_000)).toBeLessThanOrEqual(1000);
-  expect(maxInAnySpan(figures.kept, 65_000)).toBeLessThanOrEqual(50);
-  expect(maxInAnySpan(figures.kept, 3605_000)).toBeLessThanOrEqual(1000);
+  expect(maxInAnySpan(figures.kept, 60_000 + MARGIN_MS)).toBeLessThanOrEqual(50);
+  expect(maxInAnySpan(figures.kept, 3600_000 + MARGIN_MS)).toBeLessThanOrEqual(1000);
   // The property was exercised: the reserved consumers asked within their reservation, and got it (their hour
   // reservations, a few hundred, bound how often in 40 minutes)...
   expect(figures.withinGranted).toBeGreaterThan(30);
   // ...while the greedy consumers kept the limits busy.
-  expect(maxInAnySpan(figures.kept, 65_000)).toBeGreaterThanOrEqual(45);
+  expect(maxInAnySpan(figures.kept, 60_000 + MARGIN_MS)).toBeGreaterThanOrEqual(45);
 }
 
 // Timeouts of 600 s bound a hang: each case is 40 simulated minutes, 10-40 s of real time.
@@ -309,17 +317,18 @@ describe('rate ledger reservations property: random reservations and demand', ()
     600_000,
   );
 
-  it('never exceeds any limit in any span while DynamoDB also loses answers of applied writes; a reservation is denied for quota only after a grant counted twice', async () => {
-    for (let c = 0; c < 2; c++) {
+  it('never exceeds any limit in any span and never denies a reservation for quota, while DynamoDB also loses answers of applied writes', async () => {
+    for (let c = 0; c < 3; c++) {
       const seed = SEED + c * 1000 + 700;
       const result = await run({ dynamo, faults: 'lost answers', seed, durationMs: 40 * 60_000 });
       const summary = summarise(seed, result);
       console.info(JSON.stringify(summary));
       expectBound(result.figures, summary);
       expect(result.lostAnswers).toBeGreaterThan(50);
-      // Only where its reservation ring holds more than its books: a grant of its own counted twice (a lost
-      // answer the ledger could not tell), taking its reservation until it leaves the span.
-      expect(result.figures.withinDeniedQuota, JSON.stringify(summary)).toBe(result.figures.countedTwice);
+      // A write whose answer was lost is told by its id, in the item's write ids or carried by the full writes
+      // after it (receipts.ts, CARRIED_WRITE_IDS): never decided again, so never counted twice.
+      expect(result.figures.countedTwice, JSON.stringify(summary)).toBe(0);
+      expect(result.figures.withinDeniedQuota, JSON.stringify(summary)).toBe(0);
     }
   }, 600_000);
 });

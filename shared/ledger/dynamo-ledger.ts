@@ -5,7 +5,15 @@ import { MemoryTelemetry, type Telemetry } from '../observability.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
-import { ALL_CLASSES, acquire, giveBack, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
+import {
+  ALL_CLASSES,
+  acquire,
+  giveBack,
+  type LedgerState,
+  remainingAt,
+  stateAt,
+  wroteWithId,
+} from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
 import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
@@ -89,9 +97,12 @@ const MAX_HINT_SPREAD_MS = 1000;
  * attempt) and its results stand; absent, someone else wrote and the batch is decided again on fresh state.
  * Why ids in the item, rather than turning SDK retries off: a lost answer is ambiguous whoever retries, and
  * only the item can say what happened to it; the version alone cannot, once others have written after us.
- * Where no id can tell (a full write replaced the ids since, or a head addition in a second too busy to carry
- * one, which is then never re-sent after an ambiguous failure), every operation errs on the safe side: a
- * grant is failed closed or counted twice (either only wastes quota), a give-back finds its receipt spent,
+ * A full write replaces the ids with its own; in a set with reservations it carries the ones before it (the
+ * newest CARRIED_WRITE_IDS), so a grant applied just before someone's full write is still told, and never takes
+ * a reservation twice. Where no id can tell (a full write replaced the ids since, in a set without
+ * reservations, or a head addition in a second too busy to carry one, which is then never re-sent after an
+ * ambiguous failure), every operation errs on the safe side: a grant is failed closed or counted twice (either
+ * only wastes quota), a give-back finds its receipt spent,
  * and vendor feedback carries absolute times, so applying it again changes nothing.
  */
 export class DynamoRateLedger implements RateLedger {
@@ -284,6 +295,7 @@ export class DynamoRateLedger implements RateLedger {
     const plans = [...new Set(ops.map((op) => op.plan))];
     const marginMs = Math.max(...plans.map((plan) => plan.marginMs));
     const retainMs = Math.max(...plans.map((plan) => plan.retainMs));
+    const carried = Math.max(...plans.map((plan) => plan.carriedWriteIds));
     const cached = this.#cache.get(tokenId);
     const usable = cached && this.#clock.now() - cached.at <= this.#cacheFreshMs ? cached : undefined;
     let fresh = usable === undefined;
@@ -307,9 +319,11 @@ export class DynamoRateLedger implements RateLedger {
         fresh = true;
         continue;
       }
-      // Each attempt is a new write with its own id: a full write leaves only its own in the item.
+      // Each attempt is a new write with its own id: a full write leaves its own in `w` and, in a set with
+      // reservations, carries the ids before it (newest first) in `wp`: an earlier write can still be told.
       const writeId = newWriteId();
       work.writeIds = new Set([writeId]);
+      work.carriedWriteIds = [...read.writeIds, ...read.carriedWriteIds].slice(0, carried);
       const additions =
         outcomes.every((outcome) => outcome.change !== 'other') && read.secret !== undefined
           ? headAdditions(read, work, plans, g)
@@ -327,13 +341,13 @@ export class DynamoRateLedger implements RateLedger {
         // a write without an id cannot be told, and is failed closed (if it applied, it over-counts: safe).
         if (!recognisable) throw error;
         const current = await this.#table.read(tokenId);
-        if (!current.state.writeIds.has(writeId)) throw error;
+        if (!wroteWithId(current.state, writeId)) throw error;
         written = { ok: true, snapshot: current };
       }
       if (!written.ok) {
         const current = written.current ?? (await this.#table.read(tokenId));
         // The condition failed because an earlier attempt of this very write (re-sent by the SDK) applied.
-        if (current.state.writeIds.has(writeId)) written = { ok: true, snapshot: current };
+        if (wroteWithId(current.state, writeId)) written = { ok: true, snapshot: current };
         else snapshot = current;
       }
       if (written.ok) {

@@ -9,7 +9,7 @@ import type { StoredLedger } from './state-codec.js';
  * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cap` vendor caps, `purgeAt` TTL (Unix
  * seconds), and per ring with grants in its head slot `h:<ring key>` (count) and `s:<ring key>` (the set of the
  * sub-slots its grants fell in; the largest counts), `g` the spent receipt ids and `w` the write ids since the
- * last full write (string sets, see receipts.ts), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
+ * last full write (string sets, see receipts.ts), `wp` the write ids carried from before it (newest first, comma-separated), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
  * attributes can be ADDed to, and ADD is what lets concurrent grants in one slot commute.
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
@@ -37,6 +37,7 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
     headSubs,
     spent: item.g?.SS ?? [],
     writeIds: item.w?.SS ?? [],
+    carriedWriteIds: item.wp?.S ? item.wp.S.split(',') : [],
     purgeAt: number(TTL_ATTRIBUTE),
   };
   if (item.r?.S !== undefined) stored.rings = item.r.S;
@@ -78,6 +79,7 @@ export function fullWrite(
   attribute('cap', stored.caps ? { S: stored.caps } : undefined);
   attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
   attribute('w', stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
+  attribute('wp', stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined);
   // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
   for (const key of new Set([...Object.keys(stored.heads), ...read.headKeys])) {

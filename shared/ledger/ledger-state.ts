@@ -46,6 +46,8 @@ export interface LedgerState {
   spent: Set<string>;
   /** Ids of the writes since the last full write, that one's included (see receipts.ts). */
   writeIds: Set<string>;
+  /** Ids of the writes before the last full write, newest first, at most CARRIED_WRITE_IDS (see receipts.ts). */
+  carriedWriteIds: string[];
   /** The item's receipt secret; undefined until the item is first written. */
   secret: string | undefined;
 }
@@ -61,8 +63,13 @@ export const emptyState = (version = 0): LedgerState => ({
   caps: [],
   spent: new Set(),
   writeIds: new Set(),
+  carriedWriteIds: [],
   secret: undefined,
 });
+
+/** Whether the write with this id is in the item: since the last full write, or carried from before it. */
+export const wroteWithId = (state: LedgerState, writeId: string): boolean =>
+  state.writeIds.has(writeId) || state.carriedWriteIds.includes(writeId);
 
 /** Parses `<scope>/<window ms base 36>`. */
 export function parseRingKey(key: string): { scope: string; windowMs: number } {
@@ -89,6 +96,7 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     caps: state.caps.filter((cap) => cap.until > g).map((cap) => ({ ...cap })),
     spent: aliveReceiptIds(state.spent, g),
     writeIds: new Set(state.writeIds),
+    carriedWriteIds: [...state.carriedWriteIds],
     secret: state.secret,
   };
 }

@@ -1,6 +1,12 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
-import { RECEIPT_ID_LENGTH, SPENT_LIMIT, WRITE_ID_LENGTH, WRITE_IDS_LIMIT } from './receipts.js';
+import {
+  CARRIED_WRITE_IDS,
+  RECEIPT_ID_LENGTH,
+  SPENT_LIMIT,
+  WRITE_ID_LENGTH,
+  WRITE_IDS_LIMIT,
+} from './receipts.js';
 
 /**
  * How the rate-limit settings of a credential set become rings of slot counters.
@@ -24,7 +30,7 @@ const CLASS_NAME = /^[a-z][a-z0-9-]*$/;
 /**
  * A permit may be sent until the end of its validity; the margin the rings are widened by must also hold the
  * request's trip from the consumer to the vendor after that moment and the clocks' disagreement. So the
- * validity must leave at least this share of the margin free (3 s of 5 s by default leaves 2 s).
+ * validity must leave at least this share of the margin free (2 s of 3 s by default leaves 1 s).
  */
 export const MIN_SLACK_FRACTION = 0.2;
 /** Request classes per credential set (each adds rings to the one ledger item; see ITEM_BYTES_BUDGET). */
@@ -90,6 +96,12 @@ export interface LimitPlan {
   maxSpanMs: number;
   /** The most bytes the ledger item of this plan can take (ledgerItemBound). */
   itemBytesBound: number;
+  /**
+   * Write ids a full write carries from before it (receipts.ts): CARRIED_WRITE_IDS where the set has reservations
+   * (a grant counted twice would take a reservation from its consumer), none elsewhere (it only wastes quota, and
+   * one write unit has no room for them).
+   */
+  carriedWriteIds: number;
   /** How long after its last full write the state still matters: grants go up to a slot later, then span. */
   retainMs: number;
 }
@@ -198,7 +210,8 @@ function compile(settings: RateLimitSettings): LimitPlan {
     ...[...classes.values()].flat(),
     ...[...reserved.values()].flatMap((w) => [w.shared, ...w.reserved.values()]),
   ];
-  const itemBytesBound = ledgerItemBound(all, classes.size);
+  const carriedWriteIds = reserved.size > 0 ? CARRIED_WRITE_IDS : 0;
+  const itemBytesBound = ledgerItemBound(all, classes.size, carriedWriteIds);
   const budget = reserved.size > 0 ? RESERVED_ITEM_BYTES_BUDGET : ITEM_BYTES_BUDGET;
   if (itemBytesBound > budget)
     fail(
@@ -215,6 +228,7 @@ function compile(settings: RateLimitSettings): LimitPlan {
     maxSpanMs: Math.max(...all.map((spec) => spec.spanMs)),
     retainMs: Math.max(...all.map((spec) => spec.spanMs + spec.slotMs)),
     itemBytesBound,
+    carriedWriteIds,
   };
 }
 
@@ -297,8 +311,12 @@ const FIXED_BYTES = 2 + 70 + (1 + 8) + (1 + 8) + (1 + 8) + (7 + 7) + (2 + 8) + (
  * limit in all, so few of them can need more than one count digit.
  * Checked against items filled as full as they get in the ledger's tests.
  */
-export function ledgerItemBound(specs: readonly RingSpec[], classCount: number): number {
-  let bytes = FIXED_BYTES + (1 + SPENT_LIMIT * RECEIPT_ID_LENGTH) + (1 + WRITE_IDS_LIMIT * WRITE_ID_LENGTH);
+export function ledgerItemBound(specs: readonly RingSpec[], classCount: number, carriedWriteIds = 0): number {
+  let bytes =
+    FIXED_BYTES +
+    (1 + SPENT_LIMIT * RECEIPT_ID_LENGTH) +
+    (1 + WRITE_IDS_LIMIT * WRITE_ID_LENGTH) +
+    (carriedWriteIds > 0 ? 2 + carriedWriteIds * (WRITE_ID_LENGTH + 1) : 0);
   let rings = 1; // the attribute name `r`
   let longestScope = 1;
   for (const spec of specs) {

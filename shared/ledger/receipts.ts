@@ -25,14 +25,23 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * ambiguous failure (ledger-table.ts, sentOnce): they apply at most once and fail closed.
  */
 
+/**
+ * Write ids of earlier generations carried by a full write (`wp`, newest first): a full write replaces `w` with its
+ * own id, so without them a write applied just before another process's full write could no longer be told
+ * after a lost answer, and its grant would be decided again (counted twice). A write's id survives until this
+ * many later writes have been carried past it: far longer than the SDK's retries of it take (a few hundred
+ * milliseconds), at the vendor's 50 a minute. `wp` is an attribute older code ignores and leaves alone. Carried
+ * only in sets with reservations (LimitPlan.carriedWriteIds): elsewhere a grant counted twice only wastes quota.
+ */
+export const CARRIED_WRITE_IDS = 12;
 /** Spent receipt ids kept at most; a give-back beyond finds the ledger busy (503: try again in a second). */
 export const SPENT_LIMIT = 10;
 /** Write ids at most; head additions beyond go without one (see above) until a full write resets the set. */
 export const WRITE_IDS_LIMIT = 12;
 /**
  * What a permit's validity leaves for a give-back to arrive: a late timer and the trip to the broker. Spent
- * receipt ids are kept as long as the receipt can be used: at the vendor's 50 a minute and 3 s permits, a
- * give-back a second keeps about 7 at a time.
+ * receipt ids are kept as long as the receipt can be used: at the vendor's 50 a minute and 2 s permits, a
+ * give-back a second keeps about 5 at a time.
  */
 export const GIVE_BACK_SLACK_MS = 1000;
 

@@ -1,6 +1,6 @@
 import { LedgerUnavailableError } from './errors.js';
 import { emptyState, type LedgerState, parseRingKey, type VendorCap } from './ledger-state.js';
-import { isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
+import { CARRIED_WRITE_IDS, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
 import type { Ring } from './ring.js';
 
 /**
@@ -27,6 +27,8 @@ export interface StoredLedger {
   spent: string[];
   /** Write ids since the last full write (receipts.ts); a string set in the item. */
   writeIds: string[];
+  /** Write ids of earlier writes, newest first (receipts.ts, CARRIED_WRITE_IDS); a comma-separated string. */
+  carriedWriteIds: string[];
   /** The receipt secret (base64url), set once when the item is created. */
   secret?: string;
   /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
@@ -77,6 +79,7 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
     headSubs,
     spent: [...state.spent].sort(),
     writeIds: [...state.writeIds].sort(),
+    carriedWriteIds: state.carriedWriteIds.slice(0, CARRIED_WRITE_IDS),
     purgeAt:
       Math.ceil(Math.max(lastRelevant, ...[...state.spent].map(receiptIdExpiry)) / 1000) +
       PURGE_SLACK_SECONDS,
@@ -116,6 +119,10 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
   for (const id of stored.writeIds) {
     if (!isWriteId(id)) unreadable('write ids');
     state.writeIds.add(id);
+  }
+  for (const id of stored.carriedWriteIds) {
+    if (!isWriteId(id)) unreadable('carried write ids');
+    state.carriedWriteIds.push(id);
   }
   if (stored.purgeAt * 1000 <= now) return state;
   for (const id of stored.spent) {

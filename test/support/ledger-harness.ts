@@ -181,6 +181,7 @@ export async function fillLedgerItem(options: {
     for (const consumer of reservedConsumers) acquire(state, plan, g, 1, undefined, consumer);
     while (state.spent.size < SPENT_LIMIT) state.spent.add(newReceiptId(g + 10_000 + state.spent.size));
     while (state.writeIds.size < WRITE_IDS_LIMIT) state.writeIds.add(newWriteId());
+    while (state.carriedWriteIds.length < plan.carriedWriteIds) state.carriedWriteIds.push(newWriteId());
     if (second % 60 === 59) {
       // As many vendor caps as the item keeps, each as long as a cap can be (the longest scope's name, the
       // largest count, the furthest end).
