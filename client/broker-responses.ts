@@ -46,10 +46,17 @@ export type PermitGrant = z.infer<typeof permitAnswer>;
 
 export const returnAnswer = z.object({ returned: z.number().int().min(0) }).loose();
 
+/** A part of a window with reservations: a consumer's reservation, or the shared part. */
+const partUsage = z.object({ limit: z.number(), used: z.number(), remaining: z.number() }).loose();
+
 /** What the broker reports of a quota window in the set list: also what was used of it, where it says so. */
 const windowUsage = quotaWindow.extend({
   /** Permits granted in the window (plus the ledger's margin); absent from brokers before it was added. */
   used: z.number().optional(),
+  /** Only on a general window with reservations, from brokers that say so: the shared part. */
+  shared: partUsage.optional(),
+  /** The same: each reserved consumer's part. */
+  reservations: z.array(partUsage.extend({ consumer: z.string() })).optional(),
 });
 
 /**

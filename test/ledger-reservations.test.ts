@@ -5,6 +5,7 @@ import { ManualClock } from '../shared/clock.js';
 import { parseBrokerConfig } from '../shared/config/broker-config.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger, InvalidPermitCountError } from '../shared/ledger/index.js';
+import { planFor } from '../shared/ledger/limit-plan.js';
 import { consumerTag, parseReceipt } from '../shared/ledger/receipts.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
@@ -201,6 +202,66 @@ describe.each(ENGINES)('rate ledger reservations on %s', (engine) => {
     expect(Number.isFinite(wait.retryAfterMs)).toBe(true);
     await clock.advance(wait.retryAfterMs);
     granted(await ask(l, 45, 'order-service'));
+  });
+
+  it('says in usage() how much of each reservation and of the shared part was granted and is left', async () => {
+    const l = ledger();
+    const minute = planFor(limits).general[0];
+    if (!minute) throw new Error('no minute window');
+    granted(await ask(l, 25, 'order-service')); // 20 of its reservation, 5 shared
+    granted(await ask(l, 4)); // shared
+    await clock.advance(10_000);
+    granted(await ask(l, 3)); // shared
+    const hour = { limit: 1000, windowSeconds: 3600, used: 32, remaining: 968 };
+    expect((await l.usage(TOKEN, limits)).windows).toEqual([
+      {
+        limit: 50,
+        windowSeconds: 60,
+        used: 32,
+        remaining: 18,
+        shared: { limit: 30, used: 12, remaining: 18 },
+        reservations: [{ consumer: 'order-service', limit: 20, used: 20, remaining: 0 }],
+      },
+      // No reservation in the hour: the window is as it always was.
+      hour,
+    ]);
+    // Past the span (window plus margin) of the first grants, only the later one counts in the minute.
+    await clock.advance(minute.spanMs - 10_000 + minute.slotMs);
+    granted(await ask(l, 2, 'order-service'));
+    expect((await l.usage(TOKEN, limits)).windows).toEqual([
+      {
+        limit: 50,
+        windowSeconds: 60,
+        used: 5,
+        remaining: 45,
+        shared: { limit: 30, used: 3, remaining: 27 },
+        reservations: [{ consumer: 'order-service', limit: 20, used: 2, remaining: 18 }],
+      },
+      { ...hour, used: 34, remaining: 966 },
+    ]);
+    // A vendor cooldown leaves nothing to grant in any part; what was granted stays.
+    await l.reportVendorFeedback({ tokenId: TOKEN, limits, retryAfterSeconds: 30 });
+    const cooling = await l.usage(TOKEN, limits);
+    expect(cooling.windows[0]).toMatchObject({
+      remaining: 0,
+      shared: { used: 3, remaining: 0 },
+      reservations: [{ used: 2, remaining: 0 }],
+    });
+    expect(cooling.cooldownUntil).toBe(clock.now() + 30_000);
+  });
+
+  it('answers usage() of a set without reservations as before: limit, window, used and remaining only', async () => {
+    const plain = rateLimitSettingsSchema.parse({});
+    const l = ledger();
+    granted(
+      await l.acquire({ tokenId: TOKEN, caller: 'x', consumer: 'order-service', count: 2, limits: plain }),
+    );
+    expect(await l.usage(TOKEN, plain)).toEqual({
+      windows: [
+        { limit: 50, windowSeconds: 60, used: 2, remaining: 48 },
+        { limit: 1000, windowSeconds: 3600, used: 2, remaining: 998 },
+      ],
+    });
   });
 
   it('leaves the item and receipts of a set without reservations as they were', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { parseConsumers } from '../shared/config/consumers.js';
+import { type ConsumerConfig, parseConsumers } from '../shared/config/consumers.js';
+import { parseCredentialSets } from '../shared/config/credential-sets.js';
 import {
   DIMENSION_CONSUMER,
   DIMENSION_CREDENTIAL_SET,
@@ -8,7 +9,15 @@ import {
 } from '../shared/metric-names.js';
 import { createPowertoolsTelemetry, MetricUnit } from '../shared/observability.js';
 import { AccessPolicy } from '../shared/vend/access-policy.js';
-import { fixture, parseBody, type VendHarness, withChanges } from './support/vend-harness.js';
+import { ledgerKeyFor } from '../shared/vend/ledger-key.js';
+import { fixtureConsumers } from './support/fixture-consumers.js';
+import {
+  fixture,
+  HARNESS_CONSUMERS,
+  parseBody,
+  type VendHarness,
+  withChanges,
+} from './support/vend-harness.js';
 import { vendHarnessPerTest } from './support/vend-suite.js';
 
 /**
@@ -26,6 +35,14 @@ const BATCH = {
   callerAccountId: '123456789012',
 };
 const asPortfolio = {};
+const PORTFOLIO_SESSION = 'arn:aws:sts::123456789012:assumed-role/portfolio-service/any-session-name';
+/** A credential set as configured (for the access policy alone: nothing logs in). */
+const SET_INPUT = {
+  environment: 'uat',
+  companyRole: 'advisor',
+  vendorBaseUrl: 'https://vendor.example',
+  secretId: 'broker/uat-advisor',
+} as const;
 
 const acquire = (caller: object, body: object) =>
   h.invoke(withChanges(fixture('acquire-permits'), { ...caller, body: { tokenId, ...body } }));
@@ -101,10 +118,82 @@ describe('permit accounting per consumer', () => {
   });
 });
 
+describe('permit accounting of a principal with two consumer rules for a set, the second reserved', () => {
+  /** The portfolio principal twice on uat-advisor: `portfolio` first, then `portfolio-orders`, which holds 20/min. */
+  const twoRules = [
+    ...HARNESS_CONSUMERS,
+    { ...fixtureConsumers.portfolio, name: 'portfolio-orders' },
+  ] satisfies ConsumerConfig[];
+  const reservations = [{ consumer: 'portfolio-orders', perWindow: { 60: 20 } }];
+
+  it('counts its permits in the reservation and names the reserved rule in every permit metric', async () => {
+    h = await startHarness({ consumers: twoRules, setOverrides: { rateLimits: { reservations } } });
+    tokenId = parseBody<{ tokenId: string }>(await h.invoke(fixture('get-token'))).tokenId;
+    const set = h.sets.find((s) => s.id === 'uat-advisor');
+    if (!set) throw new Error('no uat-advisor');
+    const usage = async () => (await h.ledger.usage(ledgerKeyFor(set, tokenId), set.rateLimits)).windows[0];
+
+    // batch takes the whole shared part (50 - 20): what portfolio gets now can only come from the reservation.
+    expect((await acquire(BATCH, { count: 30 })).statusCode).toBe(200);
+    const grant = await acquire(asPortfolio, { count: 5 });
+    expect(grant.statusCode).toBe(200);
+    expect(await usage()).toMatchObject({
+      used: 35,
+      shared: { limit: 30, used: 30, remaining: 0 },
+      reservations: [{ consumer: 'portfolio-orders', limit: 20, used: 5, remaining: 15 }],
+    });
+    // 16 > the 15 left of the reservation, and nothing is shared: denied, under the same name.
+    expect((await acquire(asPortfolio, { count: 16 })).statusCode).toBe(429);
+    const back = await giveBack(asPortfolio, {
+      receipt: parseBody<{ receipt: string }>(grant).receipt,
+      count: 2,
+    });
+    expect(parseBody(back)).toMatchObject({ returned: 2 });
+    expect(await usage()).toMatchObject({ reservations: [{ consumer: 'portfolio-orders', used: 3 }] });
+
+    expect(
+      [Metric.PermitsGranted, Metric.PermitsDenied, Metric.PermitsReturned].map((name) =>
+        perConsumer(name, 'portfolio-orders'),
+      ),
+    ).toEqual([5, 16, 2]);
+    expect(perConsumer(Metric.PermitsGranted, 'batch')).toBe(30);
+    const named = h.telemetry.metrics
+      .filter((m) => (PERMIT_METRICS as readonly string[]).includes(m.name))
+      .map((m) => m.alsoBy?.[DIMENSION_CONSUMER]);
+    expect(named).not.toContain('portfolio');
+  });
+
+  it('is one consumer per set in the access policy: the reserved rule, whatever the order', () => {
+    const sets = parseCredentialSets([
+      { ...SET_INPUT, id: 'uat-advisor', rateLimits: { reservations } },
+      { ...SET_INPUT, id: 'uat-execution' },
+    ]);
+    const role = fixtureConsumers.portfolio.principalArn;
+    const rules = (names: string[]) =>
+      parseConsumers(
+        names.map((name) => ({ name, principalArn: role, credentialSets: ['uat-advisor', 'uat-execution'] })),
+        ['uat-advisor', 'uat-execution'],
+      );
+    for (const names of [
+      ['portfolio', 'portfolio-orders'],
+      ['portfolio-orders', 'portfolio'],
+    ]) {
+      const caller = new AccessPolicy(sets, rules(names)).identify(PORTFOLIO_SESSION, '123456789012');
+      // The reservation picks uat-advisor's; uat-execution has none, so the first rule stays its consumer.
+      expect(Object.fromEntries(caller.consumerBySet), names.join(' then ')).toEqual({
+        'uat-advisor': 'portfolio-orders',
+        'uat-execution': names[0],
+      });
+    }
+  });
+});
+
 describe('the Consumer of a caller', () => {
   it('is, per set, the first consumer rule in the configuration that lets the principal use it', () => {
     const role = 'arn:aws:iam::123456789012:role/portfolio-service';
-    const sets = ['uat-advisor', 'uat-execution', 'uat-spare'].map((id) => ({ id })) as never[];
+    const sets = parseCredentialSets(
+      ['uat-advisor', 'uat-execution', 'uat-spare'].map((id) => ({ ...SET_INPUT, id })),
+    );
     const consumers = parseConsumers(
       [
         { name: 'portfolio', principalArn: role, credentialSets: ['uat-advisor'] },
@@ -112,10 +201,7 @@ describe('the Consumer of a caller', () => {
       ],
       ['uat-advisor', 'uat-execution', 'uat-spare'],
     );
-    const caller = new AccessPolicy(sets, consumers).identify(
-      'arn:aws:sts::123456789012:assumed-role/portfolio-service/any-session-name',
-      '123456789012',
-    );
+    const caller = new AccessPolicy(sets, consumers).identify(PORTFOLIO_SESSION, '123456789012');
     expect(Object.fromEntries(caller.consumerBySet)).toEqual({
       'uat-advisor': 'portfolio',
       'uat-execution': 'portfolio-batch',

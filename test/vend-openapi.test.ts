@@ -618,6 +618,32 @@ describe('docs/vend-api.openapi.yaml', () => {
     }
   });
 
+  it('matches the list of a set with reservations: each reservation and the shared part per window', async () => {
+    const h = await startHarness({
+      operators: [ONCALL],
+      setOverrides: { rateLimits: { reservations: [{ consumer: 'portfolio', perWindow: { 60: 20 } }] } },
+    });
+    const { tokenId } = parseBody<{ tokenId: string }>(
+      await check(h.invoke, 'token', fixture('get-token'), 200),
+    );
+    await check(h.invoke, 'permits', withBody('acquire-permits', { tokenId, count: 3 }), 200);
+    const list = as(fixture('list-credential-sets'), ONCALL_SESSION);
+    const result = await check(h.invoke, 'list, reservations', list, 200);
+    const [minute, hour] = parseBody<SetList>(result).credentialSets[0]?.quota ?? [];
+    expect(minute).toMatchObject({
+      used: 3,
+      shared: { limit: 30, used: 0, remaining: 30 },
+      reservations: [{ consumer: 'portfolio', limit: 20, used: 3, remaining: 17 }],
+    });
+    expect(Object.keys(hour ?? {}).sort()).toEqual(['limit', 'remaining', 'used', 'windowSeconds']);
+    // The document holds the parts to their fields: an unknown one is a problem.
+    const body = JSON.parse(result.body ?? '{}');
+    body.credentialSets[0].quota[0].reservations[0].principal = 'arn:aws:iam::123456789012:role/x';
+    expect(
+      api.answerProblems(requestOf(list), { ...result, body: JSON.stringify(body) }).join('; '),
+    ).toContain('must NOT have additional properties');
+  });
+
   it('matches the list of a set whose credentials the vendor rejects', async () => {
     const h = await startHarness();
     h.credentials.set(

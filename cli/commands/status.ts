@@ -18,6 +18,9 @@ export const STATUS_HELP = `Usage: token-broker status [<set>...] [--json] [--ur
 Shows every credential set you may see (or only the ones named): its state, the time to its token's
 expiry, the last refresh, the last login error with the vendor's requestId, the quota used in each
 window (50 a minute and 1000 an hour by default), and the cause in words with its runbook section.
+A window with reservations (rateLimits.reservations) also shows each reserved consumer's part and the
+shared part: granted in the window (plus the ledger's margin)/its limit, and what is left, e.g.
+"25/50 per 1m (order-service 20/23, 3 left; shared 5/27, 22 left)".
 
 States: HEALTHY, REFRESHING (re-login due), DEGRADED (last login failed; the token is still served),
 NO_USABLE_TOKEN (consumers get 503), CREDENTIALS_REJECTED (wrong username/password),

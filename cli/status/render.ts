@@ -3,6 +3,13 @@ import type { ConsumerPermits } from './consumer-permits.js';
 import { type Cause, diagnose } from './diagnose.js';
 import type { SetHealthView } from './list-health.js';
 
+/** A part of a window with reservations: granted from it in the window (plus the margin), and what is left. */
+export interface QuotaPartView {
+  limit: number;
+  used: number;
+  remaining: number;
+}
+
 export interface QuotaWindowView {
   limit: number;
   windowSeconds: number;
@@ -10,7 +17,17 @@ export interface QuotaWindowView {
   used: number | null;
   remaining: number;
   class?: string;
+  /** Only on a general window with reservations: the part they leave shared. */
+  shared?: QuotaPartView;
+  /** The same: each reserved consumer's part, by its configured name. */
+  reservations?: (QuotaPartView & { consumer: string })[];
 }
+
+const partView = (part: QuotaPartView): QuotaPartView => ({
+  limit: part.limit,
+  used: part.used,
+  remaining: part.remaining,
+});
 
 export interface StatusEntry {
   id: string;
@@ -61,10 +78,28 @@ export function statusEntries(sets: SetHealthView[], nowMs: number): StatusEntry
           used: w.used ?? null,
           remaining: w.remaining,
           ...(w.class === undefined ? {} : { class: w.class }),
+          ...(w.shared === undefined ? {} : { shared: partView(w.shared) }),
+          ...(w.reservations === undefined
+            ? {}
+            : { reservations: w.reservations.map((r) => ({ consumer: r.consumer, ...partView(r) })) }),
         })) ?? null,
       causes: diagnose(set, nowMs),
     };
   });
+}
+
+/**
+ * ` (order-service 20/23, 3 left; shared 5/27, 22 left)` after a window with reservations: each reserved
+ * consumer's part and the shared part, granted/limit and what is left; nothing after any other window.
+ */
+function reservedCell(w: QuotaWindowView): string {
+  if (!w.shared && !w.reservations?.length) return '';
+  const part = (name: string, p: QuotaPartView) => `${name} ${p.used}/${p.limit}, ${p.remaining} left`;
+  const parts = [
+    ...(w.reservations ?? []).map((r) => part(r.consumer, r)),
+    ...(w.shared ? [part('shared', w.shared)] : []),
+  ];
+  return ` (${parts.join('; ')})`;
 }
 
 function quotaCell(entry: StatusEntry): string {
@@ -73,7 +108,7 @@ function quotaCell(entry: StatusEntry): string {
     .map((w) => {
       // An older broker sends only what is left: what was used is then at most limit - remaining.
       const used = w.used === null ? `≤${w.limit - w.remaining}` : String(w.used);
-      return `${w.class ? `${w.class} ` : ''}${used}/${w.limit} per ${formatWindow(w.windowSeconds)}`;
+      return `${w.class ? `${w.class} ` : ''}${used}/${w.limit} per ${formatWindow(w.windowSeconds)}${reservedCell(w)}`;
     })
     .join(', ');
 }

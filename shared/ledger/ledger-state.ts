@@ -287,13 +287,20 @@ export function remainingAt(
     cls === ALL_CLASSES ? [...plan.general, ...[...plan.classes.values()].flat()] : ringsFor(plan, cls);
   return specs.map((spec) => {
     const scope = spec.scope === GENERAL_SCOPE ? undefined : spec.scope;
-    let remaining = Math.max(0, spec.limit - usedAt(spec, ringOf(state, spec), g));
-    for (const cap of state.caps)
-      if (cap.until > g && capApplies(cap, scope))
-        remaining = Math.min(remaining, Math.max(0, cap.remaining));
-    if (state.cooldownUntil > g) remaining = 0;
+    const remaining = leftAt(state, spec, g, scope);
     const entry: WindowRemaining = { limit: spec.limit, windowSeconds: spec.windowSeconds, remaining };
     if (scope !== undefined) entry.class = scope;
     return entry;
   });
+}
+
+/**
+ * What is left of one ring at g: its limit less what it holds, lowered by the vendor caps of `cls` (undefined:
+ * the general ones), 0 during a cooldown. For a reservation's or the shared part's ring, pass undefined.
+ */
+export function leftAt(state: LedgerState, spec: RingSpec, g: number, cls: string | undefined): number {
+  let remaining = Math.max(0, spec.limit - usedAt(spec, ringOf(state, spec), g));
+  for (const cap of state.caps)
+    if (cap.until > g && capApplies(cap, cls)) remaining = Math.min(remaining, Math.max(0, cap.remaining));
+  return state.cooldownUntil > g ? 0 : remaining;
 }

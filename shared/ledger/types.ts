@@ -89,9 +89,29 @@ export interface RateLedger {
   usage?(tokenId: string, limits: RateLimitSettings): Promise<LedgerUsage>;
 }
 
+/**
+ * One part of a general window with reservations (ReservedWindow in limit-plan.ts): a consumer's reservation,
+ * or the shared part the reservations leave. `used`: granted from this part in the window (plus the margin);
+ * `remaining`: what it could still give now (0 during a cooldown, lowered by the vendor's general caps).
+ */
+export interface PartUsage {
+  limit: number;
+  used: number;
+  remaining: number;
+}
+
+/** A reserved consumer's part of a window: its `name` in the configuration, and its use of its reservation. */
+export interface ReservationUsage extends PartUsage {
+  consumer: string;
+}
+
 /** One limit as the operator sees it: what was granted in the window (plus the margin), and what is left. */
 export interface WindowUsage extends WindowRemaining {
   used: number;
+  /** Only on a general window with reservations: what they leave shared (limit = limit − Σ reservations). */
+  shared?: PartUsage;
+  /** Only on a general window with reservations: each reserved consumer's part, in configuration order. */
+  reservations?: ReservationUsage[];
 }
 
 /** What a token's ledger says, for the operator: usage per limit and the vendor's cooldown, if one is on. */

@@ -17,8 +17,10 @@ export interface Caller {
   /** The sets whose status it may read (the list route): its consumer sets and its operator sets. */
   statusSetIds: ReadonlySet<string>;
   /**
-   * Per set it may use, the consumer rule that allows it (the first in configuration order when several of
-   * this principal's rules name the set): the `Consumer` of its permit metrics.
+   * Per set it may use, the one consumer rule it is for that set: the rule holding a reservation on the set
+   * (`rateLimits.reservations`; the configuration allows one per principal and set) if one of this principal's
+   * rules does, else the first in configuration order. The ledger's consumer (its reservation) and the
+   * `Consumer` of the permit metrics (granted, returned, denied) alike.
    */
   consumerBySet: ReadonlyMap<string, string>;
 }
@@ -55,7 +57,13 @@ export class AccessPolicy {
       if (!rule) continue; // consumerSchema already refuses such ARNs
       rule.consumers.push(consumer.name);
       for (const setId of consumer.credentialSets) {
-        if (!rule.consumerBySet.has(setId)) rule.consumerBySet.set(setId, consumer.name);
+        const current = rule.consumerBySet.get(setId);
+        // A later rule replaces the first only when it holds a reservation on the set and the first does not.
+        if (
+          current === undefined ||
+          (this.#holdsReservation(setId, consumer.name) && !this.#holdsReservation(setId, current))
+        )
+          rule.consumerBySet.set(setId, consumer.name);
         rule.setIds.add(setId);
         rule.statusSetIds.add(setId);
       }
@@ -66,6 +74,10 @@ export class AccessPolicy {
       rule.operators.push(operator.name);
       for (const setId of operator.credentialSets ?? this.#sets.keys()) rule.statusSetIds.add(setId);
     }
+  }
+
+  #holdsReservation(setId: string, consumer: string): boolean {
+    return this.#sets.get(setId)?.rateLimits.reservations?.some((r) => r.consumer === consumer) === true;
   }
 
   #ruleFor(arn: string): Rule | undefined {

@@ -3,7 +3,11 @@ import { type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import { type Sandbox, type SandboxSettings, startSandbox } from '../../sandbox/index.js';
 import { ManualClock } from '../../shared/clock.js';
-import { type ConsumerConfig, parseConsumers } from '../../shared/config/consumers.js';
+import {
+  type ConsumerConfig,
+  parseConsumers,
+  requireReservedConsumers,
+} from '../../shared/config/consumers.js';
 import {
   type CredentialSetConfig,
   type CredentialSetInput,
@@ -81,23 +85,30 @@ export function harnessSets(
   ]);
 }
 
-/** The consumers the fixtures' callers are (or are not). */
-export function harnessConsumers(sets: CredentialSetConfig[]): ConsumerConfig[] {
-  const { portfolio, reporting, batch, gateway } = fixtureConsumers;
-  return parseConsumers(
-    [
-      portfolio,
-      reporting,
-      batch,
-      gateway,
-      {
-        name: 'spare-owner',
-        principalArn: 'arn:aws:iam::123456789012:role/spare-owner',
-        credentialSets: ['uat-spare'],
-      },
-    ],
+/** The consumer rules of the fixtures' callers (raw input), and the spare set's owner. */
+export const HARNESS_CONSUMERS: readonly ConsumerConfig[] = [
+  fixtureConsumers.portfolio,
+  fixtureConsumers.reporting,
+  fixtureConsumers.batch,
+  fixtureConsumers.gateway,
+  {
+    name: 'spare-owner',
+    principalArn: 'arn:aws:iam::123456789012:role/spare-owner',
+    credentialSets: ['uat-spare'],
+  },
+];
+
+/** The consumers the fixtures' callers are (or are not); `input` instead of HARNESS_CONSUMERS when given. */
+export function harnessConsumers(
+  sets: CredentialSetConfig[],
+  input: readonly ConsumerConfig[] = HARNESS_CONSUMERS,
+): ConsumerConfig[] {
+  const consumers = parseConsumers(
+    input,
     sets.map((set) => set.id),
   );
+  requireReservedConsumers(sets, consumers, 'harness credentialSets');
+  return consumers;
 }
 
 /** Secrets in memory (Secrets Manager has no local part; the refresher reads them through this port). */
@@ -175,6 +186,8 @@ export async function startVendHarness(
     clock?: ManualClock;
     /** Status-only principals (default: none). */
     operators?: OperatorConfig[];
+    /** The consumer rules (raw input; default HARNESS_CONSUMERS). */
+    consumers?: readonly ConsumerConfig[];
     /**
      * The in-process refresher's DynamoDB client (by default `dynamo.client`, as the vend side's): in AWS
      * the refresher is another function with its own role, so a test of what each sends gives it its own.
@@ -199,7 +212,7 @@ export async function startVendHarness(
     ? new DynamoTokenStore({ client: options.refresherClient, tableName: tokensTable })
     : tokenStore;
   const telemetry = new MemoryTelemetry();
-  const consumers = harnessConsumers(sets);
+  const consumers = harnessConsumers(sets, options.consumers);
   const operators = parseOperators(
     options.operators ?? [],
     sets.map((set) => set.id),

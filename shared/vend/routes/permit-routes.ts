@@ -12,12 +12,27 @@ import { BadRequestError, PermitsDeniedError } from '../vend-errors.js';
 import { admitReport, capFeedback } from './report-guards.js';
 
 /**
- * The dimensions of a permit metric: the set, and as a second series the set and the consumer rule that lets
- * this caller use it (a config name, so the series are bounded by the config; authorize() has already
- * refused any caller without one). Counted in permits, not requests.
+ * The consumer rule this caller is for this set (Caller.consumerBySet: the one holding a reservation on it,
+ * if any of the caller's rules does), looked up once per request for the ledger and the metrics alike.
  */
-function permitDimensions(context: SetRouteContext): [Record<string, string>, Record<string, string>] {
-  const consumer = context.caller.consumerBySet.get(context.set.id);
+const consumerOf = (context: SetRouteContext): string | undefined =>
+  context.caller.consumerBySet.get(context.set.id);
+
+/** The consumer's name if it holds a reservation on the set: what picks its reservation in the ledger. */
+const reservedConsumer = (set: CredentialSetConfig, consumer: string | undefined): string | undefined =>
+  consumer !== undefined && set.rateLimits.reservations?.some((r) => r.consumer === consumer)
+    ? consumer
+    : undefined;
+
+/**
+ * The dimensions of a permit metric: the set, and as a second series the set and the consumer rule this
+ * caller is for it (consumerOf: a config name, so the series are bounded by the config; authorize() has
+ * already refused any caller without one). Counted in permits, not requests.
+ */
+function permitDimensions(
+  context: SetRouteContext,
+  consumer: string | undefined,
+): [Record<string, string>, Record<string, string>] {
   return [
     { [DIMENSION_CREDENTIAL_SET]: context.set.id },
     consumer === undefined ? {} : { [DIMENSION_CONSUMER]: consumer },
@@ -63,15 +78,14 @@ async function requireLiveToken(context: SetRouteContext, tokenId: string): Prom
 export async function acquirePermits(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
   const request = parseBody(permitRequestBody(), readJsonBody(context.request, services.maxBodyBytes));
-  // The caller's consumer name that holds a reservation in this set, if any (the configuration refuses two
-  // reserved consumers of one set with one principal).
-  const consumer = set.rateLimits.reservations?.find((r) =>
-    context.caller.consumers.includes(r.consumer),
-  )?.consumer;
+  // One lookup for the ledger and the metrics: the caller's consumer rule for this set, which is the one
+  // holding a reservation in it when the caller has one (the configuration allows one per principal and set).
+  const named = consumerOf(context);
+  const consumer = reservedConsumer(set, named);
   checkCount(set, request.class, request.count, consumer);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
-  const [dimensions, perConsumer] = permitDimensions(context);
+  const [dimensions, perConsumer] = permitDimensions(context, named);
   const key = ledgerKeyFor(set, request.tokenId);
   services.quota.invalidate(key);
   const decision = await services.ledger.acquire({
@@ -134,7 +148,7 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
     audit.decision = 'RETURNED';
     audit.returned = returned;
     if (returned > 0) {
-      const [dimensions, perConsumer] = permitDimensions(context);
+      const [dimensions, perConsumer] = permitDimensions(context, consumerOf(context));
       services.telemetry.metric(Metric.PermitsReturned, MetricUnit.Count, returned, dimensions, perConsumer);
     }
     return jsonResult(200, { credentialSet: set.id, tokenId: request.tokenId, returned });
