@@ -636,6 +636,18 @@ describe('docs/vend-api.openapi.yaml', () => {
       reservations: [{ consumer: 'portfolio', limit: 20, used: 3, remaining: 17 }],
     });
     expect(Object.keys(hour ?? {}).sort()).toEqual(['limit', 'remaining', 'used', 'windowSeconds']);
+    // A consumer sees its own reservation and the shared part, not another consumer's use of its reservation.
+    const minuteAs = async (caller: string) =>
+      parseBody<SetList>(
+        await check(h.invoke, `list as ${caller}`, as(fixture('list-credential-sets'), caller), 200),
+      ).credentialSets[0]?.quota?.[0];
+    expect(await minuteAs('arn:aws:sts::123456789012:assumed-role/portfolio-service/s1')).toMatchObject({
+      shared: { limit: 30, used: 0, remaining: 30 },
+      reservations: [{ consumer: 'portfolio', limit: 20, used: 3, remaining: 17 }],
+    });
+    const batchSees = await minuteAs(BATCH);
+    expect(batchSees).toMatchObject({ used: 3, shared: { limit: 30, used: 0 } });
+    expect(batchSees).not.toHaveProperty('reservations');
     // The document holds the parts to their fields: an unknown one is a problem.
     const body = JSON.parse(result.body ?? '{}');
     body.credentialSets[0].quota[0].reservations[0].principal = 'arn:aws:iam::123456789012:role/x';

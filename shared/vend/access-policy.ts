@@ -16,6 +16,8 @@ export interface Caller {
   setIds: ReadonlySet<string>;
   /** The sets whose status it may read (the list route): its consumer sets and its operator sets. */
   statusSetIds: ReadonlySet<string>;
+  /** The sets an operator rule of it names: their status shows every consumer's reservation. */
+  operatorSetIds: ReadonlySet<string>;
   /**
    * Per set it may use, the one consumer rule it is for that set: the rule holding a reservation on the set
    * (`rateLimits.reservations`; the configuration allows one per principal and set) if one of this principal's
@@ -30,6 +32,7 @@ interface Rule {
   operators: string[];
   setIds: Set<string>;
   statusSetIds: Set<string>;
+  operatorSetIds: Set<string>;
   consumerBySet: Map<string, string>;
 }
 
@@ -72,7 +75,10 @@ export class AccessPolicy {
       const rule = this.#ruleFor(operator.principalArn);
       if (!rule) continue; // operatorSchema already refuses such ARNs
       rule.operators.push(operator.name);
-      for (const setId of operator.credentialSets ?? this.#sets.keys()) rule.statusSetIds.add(setId);
+      for (const setId of operator.credentialSets ?? this.#sets.keys()) {
+        rule.statusSetIds.add(setId);
+        rule.operatorSetIds.add(setId);
+      }
     }
   }
 
@@ -90,6 +96,7 @@ export class AccessPolicy {
         operators: [],
         setIds: new Set(),
         statusSetIds: new Set(),
+        operatorSetIds: new Set(),
         consumerBySet: new Map(),
       };
       this.#rules.set(principal.key, rule);
@@ -114,6 +121,7 @@ export class AccessPolicy {
       operators: rule.operators,
       setIds: rule.setIds,
       statusSetIds: rule.statusSetIds,
+      operatorSetIds: rule.operatorSetIds,
       consumerBySet: rule.consumerBySet,
     };
   }

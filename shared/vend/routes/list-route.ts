@@ -10,6 +10,23 @@ import type { Audit, VendServices } from '../route-context.js';
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /**
+ * A consumer sees its own reservations and the shared part, not how much of theirs the other consumers used
+ * (it needs none of that to pace itself); an operator of the set sees every reservation. No reservation of its
+ * own: no `reservations` field.
+ */
+function visibleWindows(
+  windows: LedgerUsage['windows'],
+  caller: Caller,
+  setId: string,
+): LedgerUsage['windows'] {
+  if (caller.operatorSetIds.has(setId)) return windows;
+  return windows.map(({ reservations, ...window }) => {
+    const own = reservations?.filter((r) => caller.consumers.includes(r.consumer)) ?? [];
+    return own.length > 0 ? { ...window, reservations: own } : window;
+  });
+}
+
+/**
  * What the ledger says of the current token: per window what is left and what was granted, and the end of a
  * vendor 429's cooldown reported by a consumer. Undefined without a token, or when the ledger cannot say (the
  * list is still worth having).
@@ -83,7 +100,7 @@ export async function listCredentialSets(context: {
         /** `token`: each token has its own budget; `user`: the set's tokens share one. */
         quotaScope: set.quotaScope,
         /** Per limit of the current token: what is left now and what was granted in the window. */
-        quota: usage?.windows ?? null,
+        quota: usage ? visibleWindows(usage.windows, context.caller, set.id) : null,
       };
     }),
   );
