@@ -38,6 +38,8 @@ const stateArb = fc
     ),
     writeIds: fc.uniqueArray(fc.stringMatching(/^[A-Za-z0-9_-]{5}$/), { maxLength: 12 }),
     carriedWriteIds: fc.uniqueArray(fc.stringMatching(/^[A-Za-z0-9_-]{5}$/), { maxLength: 12 }),
+    reservationsKey: fc.option(fc.stringMatching(/^[A-Za-z0-9_-]{8}$/), { nil: undefined }),
+    reservationsChangedBefore: fc.option(fc.integer({ min: 0, max: 3_000_000 }), { nil: undefined }),
     secret: fc.option(fc.stringMatching(/^[A-Za-z0-9_-]{22}$/), { nil: undefined }),
   })
   .map(
@@ -48,6 +50,10 @@ const stateArb = fc
       // Alive at the state's time (a decoded item keeps every id; stateAt prunes the dead ones).
       writeIds: new Set(s.writeIds),
       carriedWriteIds: s.carriedWriteIds,
+      reservationsKey: s.reservationsKey ?? '',
+      // Within the plan's span before the state's time (older ones are not written: they no longer matter).
+      reservationsChangedAt:
+        s.reservationsChangedBefore === undefined ? 0 : s.time - s.reservationsChangedBefore,
       spent: new Set(
         s.spent.map(
           ([after, random]) =>

@@ -137,6 +137,42 @@ describe.each(ENGINES)('rate ledger reservations on %s', (engine) => {
     expect(denied(await ask(l, 1, 'someone-else')).reason).toBe('QUOTA');
   });
 
+  it('keeps the bound when reservations change on a busy set, and keeps the reservation again a span later', async () => {
+    const plain = rateLimitSettingsSchema.parse({});
+    const bigger = rateLimitSettingsSchema.parse({
+      reservations: [{ consumer: 'order-service', perWindow: { 60: 30 } }],
+    });
+    const askWith = (settings: RateLimitSettings, count: number, consumer?: string) =>
+      ledger().acquire({
+        tokenId: TOKEN,
+        caller: consumer ?? 'batch',
+        count,
+        limits: settings,
+        ...(consumer === undefined ? {} : { consumer }),
+      });
+    const span = planFor(limits).general[0] as { spanMs: number; slotMs: number };
+    // Without reservations, the others take the minute.
+    granted(await askWith(plain, 50));
+    // A reservation is added (a deploy): its rings are empty, but the minute's 50 are still in the span.
+    await clock.advance(1000);
+    expect(denied(await ask(ledger(), 20, 'order-service')).reason).toBe('QUOTA');
+    expect(denied(await ask(ledger(), 1)).reason).toBe('QUOTA');
+    // Once they have left it, the reservation is the consumer's again, whatever the others ask.
+    await clock.advance(span.spanMs + span.slotMs);
+    granted(await ask(ledger(), 30));
+    granted(await ask(ledger(), 20, 'order-service'));
+    expect(denied(await ask(ledger(), 1)).reason).toBe('QUOTA');
+    // The reservation grows from 20 to 30 with the 20 and the shared 30 in the span: nobody gets more now...
+    await clock.advance(1000);
+    expect(denied(await askWith(bigger, 10, 'order-service')).reason).toBe('QUOTA');
+    expect(denied(await askWith(bigger, 1)).reason).toBe('QUOTA');
+    // ...and a span after the change, the 30 are the consumer's (the others hold the shared 20 by then).
+    await clock.advance(span.spanMs + span.slotMs);
+    granted(await askWith(bigger, 20));
+    expect(denied(await askWith(bigger, 1)).reason).toBe('QUOTA');
+    granted(await askWith(bigger, 30, 'order-service'));
+  });
+
   it('lets the reserved consumer borrow from the shared part, and the others keep the rest', async () => {
     const l = ledger();
     const big = granted(await ask(l, 45, 'order-service'));

@@ -17,7 +17,7 @@ import {
   remainingAt,
   stateAt,
 } from '../shared/ledger/ledger-state.js';
-import { planFor } from '../shared/ledger/limit-plan.js';
+import { largestGrant, planFor } from '../shared/ledger/limit-plan.js';
 import { newReceiptId } from '../shared/ledger/receipts.js';
 import { checkFeedback, checkGiveBack, checkPermit } from '../shared/ledger/validation.js';
 import { applyVendorFeedback } from '../shared/ledger/vendor-feedback.js';
@@ -228,6 +228,56 @@ describe('rate ledger core: properties', () => {
           expect(maxInAnySpan(heavy, spec.spanMs)).toBeLessThanOrEqual(spec.limit);
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('never exceeds the limit in any span while the reservations change under busy consumers', () => {
+    const reservationsArb = fc.array(
+      fc.record({ consumer: fc.constantFrom('a', 'b', 'c'), reserved: fc.integer({ min: 1, max: 9 }) }),
+      { maxLength: 2 },
+    );
+    const configsArb = fc.array(reservationsArb, { minLength: 2, maxLength: 4 }).map((configs) =>
+      configs.map((reservations) =>
+        settings({
+          general: [{ limit: 20, windowSeconds: 10 }],
+          marginSeconds: 1,
+          permitValiditySeconds: 0.5,
+          reservations: [...new Map(reservations.map((r) => [r.consumer, r])).values()].map((r) => ({
+            consumer: r.consumer,
+            perWindow: { 10: r.reserved },
+          })),
+        }),
+      ),
+    );
+    const changingArb = fc.array(
+      fc.record({
+        dt: fc.integer({ min: 0, max: 1500 }),
+        k: fc.integer({ min: 1, max: 4 }),
+        consumer: fc.constantFrom('a', 'b', 'c', undefined),
+        config: fc.nat(),
+      }),
+      { minLength: 50, maxLength: 400 },
+    );
+    fc.assert(
+      fc.property(configsArb, changingArb, (configs, steps) => {
+        let state = emptyState();
+        const grants: TimedCount[] = [];
+        let g = T0;
+        let config = 0;
+        for (const [i, step] of steps.entries()) {
+          // Every 40 steps another configuration (a deploy), used by everyone from then on.
+          if (i % 40 === 39) config = step.config % configs.length;
+          const plan = planFor(configs[config] as RateLimitSettings);
+          g += step.dt;
+          state = stateAt(state, Math.max(g, state.time), plan.marginMs);
+          const k = Math.min(step.k, largestGrant(plan, undefined, step.consumer));
+          const outcome = acquire(state, plan, state.time, k, undefined, step.consumer);
+          if (outcome.granted) grants.push({ time: outcome.grantedAt, count: k });
+        }
+        // 20 per 10 s, counted over 11 s (the margin).
+        expect(maxInAnySpan(grants, 11_000)).toBeLessThanOrEqual(20);
+      }),
+      { numRuns: 200 },
     );
   });
 

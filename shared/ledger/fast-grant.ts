@@ -32,6 +32,14 @@ export function headAdditions(
 ): HeadAddition[] | undefined {
   if (read.version === 0 || work.caps.length > 0 || work.cooldownUntil !== read.cooldownUntil)
     return undefined;
+  // A change of reservations is written in full, and so is every grant while it still guards the general rings.
+  const guardMs = Math.max(...plans.map((plan) => plan.retainMs));
+  if (
+    work.reservationsKey !== read.reservationsKey ||
+    work.reservationsChangedAt !== read.reservationsChangedAt ||
+    g < read.reservationsChangedAt + guardMs
+  )
+    return undefined;
   const keys = new Set([...read.rings.keys(), ...work.rings.keys()]);
   for (const key of keys) {
     const slotMs = slotMsFor(parseRingKey(key).windowMs);

@@ -9,7 +9,8 @@ import type { StoredLedger } from './state-codec.js';
  * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cap` vendor caps, `purgeAt` TTL (Unix
  * seconds), and per ring with grants in its head slot `h:<ring key>` (count) and `s:<ring key>` (the set of the
  * sub-slots its grants fell in; the largest counts), `g` the spent receipt ids and `w` the write ids since the
- * last full write (string sets, see receipts.ts), `wp` the write ids carried from before it (newest first, comma-separated), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
+ * last full write (string sets, see receipts.ts), `wp` the write ids carried from before it (newest first, comma-separated), `rk` the reservations' key and
+ * `rc` when they last changed (LimitPlan.reservationsKey), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
  * attributes can be ADDed to, and ADD is what lets concurrent grants in one slot commute.
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
@@ -44,6 +45,8 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.cd?.N !== undefined) stored.cooldownUntil = Number(item.cd.N);
   if (item.cap?.S !== undefined) stored.caps = item.cap.S;
   if (item.k?.S !== undefined) stored.secret = item.k.S;
+  if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
+  if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
   return stored;
 }
 
@@ -80,6 +83,11 @@ export function fullWrite(
   attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
   attribute('w', stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
   attribute('wp', stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined);
+  attribute('rk', stored.reservationsKey === undefined ? undefined : { S: stored.reservationsKey });
+  attribute(
+    'rc',
+    stored.reservationsChangedAt === undefined ? undefined : { N: String(stored.reservationsChangedAt) },
+  );
   // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
   for (const key of new Set([...Object.keys(stored.heads), ...read.headKeys])) {

@@ -48,6 +48,10 @@ export interface LedgerState {
   writeIds: Set<string>;
   /** Ids of the writes before the last full write, newest first, at most CARRIED_WRITE_IDS (see receipts.ts). */
   carriedWriteIds: string[];
+  /** LimitPlan.reservationsKey of the last grant's plan ('' none). */
+  reservationsKey: string;
+  /** When a grant found the reservations changed while rings held grants (0: never): see LimitPlan. */
+  reservationsChangedAt: number;
   /** The item's receipt secret; undefined until the item is first written. */
   secret: string | undefined;
 }
@@ -64,6 +68,8 @@ export const emptyState = (version = 0): LedgerState => ({
   spent: new Set(),
   writeIds: new Set(),
   carriedWriteIds: [],
+  reservationsKey: '',
+  reservationsChangedAt: 0,
   secret: undefined,
 });
 
@@ -97,6 +103,8 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     spent: aliveReceiptIds(state.spent, g),
     writeIds: new Set(state.writeIds),
     carriedWriteIds: [...state.carriedWriteIds],
+    reservationsKey: state.reservationsKey,
+    reservationsChangedAt: state.reservationsChangedAt,
     secret: state.secret,
   };
 }
@@ -193,14 +201,22 @@ export function acquire(
   cls: string | undefined,
   consumer?: string,
 ): AcquireOutcome {
+  // Reservations other than those the rings were kept by, while rings hold grants: see LimitPlan.reservationsKey.
+  if (state.reservationsKey !== plan.reservationsKey) {
+    if (state.rings.size > 0) state.reservationsChangedAt = g;
+    state.reservationsKey = plan.reservationsKey;
+  }
   // The general rings of reserved windows are recorded, not checked: their shared and reservation rings carry
-  // the bound (ReservedWindow).
+  // the bound (ReservedWindow); except for a span after the reservations changed, when those know too little.
   const shares = reservedShares(state, plan, g, k, consumer);
   const specs = ringsFor(plan, cls).filter((spec) => !plan.reserved.has(spec.key));
+  const guarded = ringsFor(plan, cls).filter(
+    (spec) => plan.reserved.has(spec.key) && g < state.reservationsChangedAt + spec.spanMs + spec.slotMs,
+  );
   const cooldownAt = Math.max(state.cooldownUntil, g);
   const quotaAt = Math.max(
     g,
-    ...specs.map((spec) => earliestFit(spec, ringOf(state, spec), g, k)),
+    ...[...specs, ...guarded].map((spec) => earliestFit(spec, ringOf(state, spec), g, k)),
     ...shares.map((share) => share.fitAt),
   );
   const capAt = Math.max(

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
 import {
@@ -104,6 +105,14 @@ export interface LimitPlan {
   carriedWriteIds: number;
   /** How long after its last full write the state still matters: grants go up to a slot later, then span. */
   retainMs: number;
+  /**
+   * What the reservations are ('' without any; else 8 characters of a hash of every reserved window's shared
+   * and reserved limits), kept in the ledger item. Reservations changed on a set whose rings hold grants: the
+   * new shared and reservation rings know nothing of the grants before, so for one span after the change the
+   * general rings of reserved windows are checked too (LedgerState.reservationsChangedAt). The bound holds
+   * across the change; the guarantee resumes once the grants from before have left the span.
+   */
+  reservationsKey: string;
 }
 
 export const slotMsFor = (windowMs: number): number => Math.max(1, Math.floor(windowMs / SLOTS_PER_WINDOW));
@@ -211,7 +220,8 @@ function compile(settings: RateLimitSettings): LimitPlan {
     ...[...reserved.values()].flatMap((w) => [w.shared, ...w.reserved.values()]),
   ];
   const carriedWriteIds = reserved.size > 0 ? CARRIED_WRITE_IDS : 0;
-  const itemBytesBound = ledgerItemBound(all, classes.size, carriedWriteIds);
+  const reservationsKey = keyOfReservations(reserved);
+  const itemBytesBound = ledgerItemBound(all, classes.size, carriedWriteIds, reservationsKey.length);
   const budget = reserved.size > 0 ? RESERVED_ITEM_BYTES_BUDGET : ITEM_BYTES_BUDGET;
   if (itemBytesBound > budget)
     fail(
@@ -229,7 +239,25 @@ function compile(settings: RateLimitSettings): LimitPlan {
     retainMs: Math.max(...all.map((spec) => spec.spanMs + spec.slotMs)),
     itemBytesBound,
     carriedWriteIds,
+    reservationsKey,
   };
+}
+
+/** LimitPlan.reservationsKey: '' without reservations. */
+export const RESERVATIONS_KEY_LENGTH = 8;
+function keyOfReservations(reserved: ReadonlyMap<string, ReservedWindow>): string {
+  if (reserved.size === 0) return '';
+  const canonical = [...reserved]
+    .map(([key, window]) => [
+      key,
+      window.shared.limit,
+      [...window.reserved].map(([consumer, spec]) => [consumer, spec.limit]).sort(),
+    ])
+    .sort();
+  return createHash('sha256')
+    .update(JSON.stringify(canonical))
+    .digest('base64url')
+    .slice(0, RESERVATIONS_KEY_LENGTH);
 }
 
 /** Checks the reservations against the general limits and makes their rings (see ReservedWindow). */
@@ -311,12 +339,20 @@ const FIXED_BYTES = 2 + 70 + (1 + 8) + (1 + 8) + (1 + 8) + (7 + 7) + (2 + 8) + (
  * limit in all, so few of them can need more than one count digit.
  * Checked against items filled as full as they get in the ledger's tests.
  */
-export function ledgerItemBound(specs: readonly RingSpec[], classCount: number, carriedWriteIds = 0): number {
+export function ledgerItemBound(
+  specs: readonly RingSpec[],
+  classCount: number,
+  carriedWriteIds = 0,
+  reservationsKeyLength = 0,
+): number {
   let bytes =
     FIXED_BYTES +
     (1 + SPENT_LIMIT * RECEIPT_ID_LENGTH) +
     (1 + WRITE_IDS_LIMIT * WRITE_ID_LENGTH) +
-    (carriedWriteIds > 0 ? 2 + carriedWriteIds * (WRITE_ID_LENGTH + 1) : 0);
+    (carriedWriteIds > 0 ? 2 + carriedWriteIds * (WRITE_ID_LENGTH + 1) : 0) +
+    // rk (the reservations' key) and rc (when they last changed: any item may hold it for a span after one).
+    (reservationsKeyLength > 0 ? 2 + reservationsKeyLength : 0) +
+    (2 + 8);
   let rings = 1; // the attribute name `r`
   let longestScope = 1;
   for (const spec of specs) {

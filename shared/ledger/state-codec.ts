@@ -29,6 +29,10 @@ export interface StoredLedger {
   writeIds: string[];
   /** Write ids of earlier writes, newest first (receipts.ts, CARRIED_WRITE_IDS); a comma-separated string. */
   carriedWriteIds: string[];
+  /** LedgerState.reservationsKey, when not ''. */
+  reservationsKey?: string;
+  /** LedgerState.reservationsChangedAt, while it still matters. */
+  reservationsChangedAt?: number;
   /** The receipt secret (base64url), set once when the item is created. */
   secret?: string;
   /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
@@ -42,6 +46,7 @@ export const PURGE_SLACK_SECONDS = 3600;
 const RING = /^([a-z*~@][a-z0-9-]*\/[0-9a-z]+)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
 const CAP = /^([a-z*][a-z0-9-]*):([0-9a-z]+):([0-9a-z]+)$/;
 const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+$/;
+const RESERVATIONS_KEY = /^[A-Za-z0-9_-]{8}$/;
 
 const encodeSlots = (ring: Ring, from: number): string =>
   ring.counts
@@ -85,6 +90,9 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
       PURGE_SLACK_SECONDS,
   };
   if (state.secret !== undefined) stored.secret = state.secret;
+  if (state.reservationsKey !== '') stored.reservationsKey = state.reservationsKey;
+  if (state.reservationsChangedAt > 0 && state.reservationsChangedAt + retainMs > state.time)
+    stored.reservationsChangedAt = state.reservationsChangedAt;
   if (rings.length > 0) stored.rings = rings.join(';');
   if (state.cooldownUntil > 0) stored.cooldownUntil = state.cooldownUntil;
   if (caps) stored.caps = caps;
@@ -125,6 +133,14 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     state.carriedWriteIds.push(id);
   }
   if (stored.purgeAt * 1000 <= now) return state;
+  if (stored.reservationsKey !== undefined) {
+    if (!RESERVATIONS_KEY.test(stored.reservationsKey)) unreadable('reservations key');
+    state.reservationsKey = stored.reservationsKey;
+  }
+  if (stored.reservationsChangedAt !== undefined) {
+    if (!isCount(stored.reservationsChangedAt)) unreadable('reservations change');
+    state.reservationsChangedAt = stored.reservationsChangedAt;
+  }
   for (const id of stored.spent) {
     if (!isReceiptId(id)) unreadable('spent receipts');
     state.spent.add(id);

@@ -182,6 +182,8 @@ export async function fillLedgerItem(options: {
     while (state.spent.size < SPENT_LIMIT) state.spent.add(newReceiptId(g + 10_000 + state.spent.size));
     while (state.writeIds.size < WRITE_IDS_LIMIT) state.writeIds.add(newWriteId());
     while (state.carriedWriteIds.length < plan.carriedWriteIds) state.carriedWriteIds.push(newWriteId());
+    // As if the reservations had just changed: the item keeps when (every item may, for a span after one).
+    state.reservationsChangedAt = g;
     if (second % 60 === 59) {
       // As many vendor caps as the item keeps, each as long as a cap can be (the longest scope's name, the
       // largest count, the furthest end).
