@@ -5,7 +5,8 @@ What a service does around each vendor call (docs/vend-api.md is the reference):
 
   1. GET  /v1/credential-sets/{set}/token             -> accessToken, tokenId, vendorBaseUrl, tenant
   2. POST /v1/credential-sets/{set}/permits           {tokenId, count}; 429 -> wait Retry-After, ask again
-  3. one permit per vendor request, sent before the grant's validUntil
+  3. one permit per vendor request, sent within the grant's validity (validUntil - grantedAt) counted on this
+     machine's monotonic clock from the permit request (not validUntil against this machine's wall clock)
   4. POST /v1/credential-sets/{set}/permits/returns   {tokenId, receipt, count}: the permits not used
   5. vendor 429 -> POST .../rate-limit-reports         {tokenId, retryAfterSeconds}: every consumer waits
      vendor 401 TOKEN_EXPIRED/TOKEN_INVALID -> POST .../token/rejections {tokenId, errorCode}: a new token
@@ -47,6 +48,8 @@ except ImportError:  # pragma: no cover - said plainly instead of a traceback
 
 FUNCTION_URL_HOST = re.compile(r"^[a-z0-9]+\.lambda-url\.([a-z0-9-]+)\.on\.aws$")
 EX_TEMPFAIL = 75
+# Kept of a permit's validity for sending the request after the last look at the clock (as the TypeScript client).
+PERMIT_SAFETY_S = 0.5
 
 
 def log(message):
@@ -154,11 +157,15 @@ def take_permits(broker, token, count, max_wait_seconds):
     """POST .../permits; a 429 (no room, a cooldown after a vendor 429) says when to ask again."""
     waited = 0.0
     while True:
+        asked_at = time.monotonic()
         status, headers, answer = broker.call(
             "POST", broker.set_path("/permits"), {"tokenId": token["tokenId"], "count": count}
         )
         if status == 200:
             log(f"permits: granted {answer['granted']} of {count}, remaining {quota_text(answer.get('remaining'))}")
+            # The grant came after asked_at: its validity counted from there ends no later than on the broker's
+            # clock, whatever this machine's clock says. Half a second is kept for sending.
+            answer["usable_until"] = asked_at + (answer["validUntil"] - answer["grantedAt"]) / 1000 - PERMIT_SAFETY_S
             return answer
         if status == 429:
             details = (answer or {}).get("details") or {}
@@ -270,7 +277,7 @@ def run(args):
         used = 0
         outcome = None
         while used < grant["granted"] and done < args.calls:
-            if time.time() * 1000 >= grant["validUntil"]:
+            if time.monotonic() >= grant["usable_until"]:
                 log("permits: the grant's validity ran out; asking for new ones")
                 break
             used += 1
