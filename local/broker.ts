@@ -7,7 +7,9 @@ import { createDynamoDbClient, createTable } from '../shared/aws/dynamodb.js';
 import { type Clock, systemClock } from '../shared/clock.js';
 import { type CredentialSetConfig, credentialSetSchema } from '../shared/config/credential-sets.js';
 import { FileCredentialsSource } from '../shared/credentials/index.js';
+import { ConfigurationError } from '../shared/errors.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { planFor } from '../shared/ledger/limit-plan.js';
 import type { Telemetry } from '../shared/observability.js';
 import { DynamoTokenStore, Refresher, type RunSummary } from '../shared/tokens/index.js';
 import { createVendHandler, InProcessRefreshInvoker } from '../shared/vend/index.js';
@@ -111,15 +113,35 @@ export async function startLocalBroker(
       closers.push(() => sandbox.close());
     }
 
-    const sets = config.credentialSets.map((set) =>
-      scaleCredentialSet(
+    const sets = config.credentialSets.map((set) => {
+      const scaled = scaleCredentialSet(
         credentialSetSchema.parse({
           ...set,
           vendorBaseUrl: set.vendorBaseUrl ?? sandboxes[set.environment]?.url,
         }),
         scale,
-      ),
-    );
+      );
+      if (set.rateLimits?.reservations && !scaled.rateLimits.reservations)
+        telemetry.warn(
+          'reservations not kept at this time scale: the compressed ledger item would be too large',
+          {
+            credentialSet: set.id,
+            timeScale: scale,
+          },
+        );
+      try {
+        planFor(scaled.rateLimits);
+      } catch (error) {
+        if (!(error instanceof ConfigurationError)) throw error;
+        // Tokens are still served; every permit of the set is refused with this reason.
+        telemetry.error('permits unavailable at this time scale (TIME_SCALE 120 or less keeps them)', {
+          credentialSet: set.id,
+          timeScale: scale,
+          reason: error.message,
+        });
+      }
+      return scaled;
+    });
     const store = new DynamoTokenStore({ client, tableName: LOCAL_TOKENS_TABLE });
     const vendors = new Map(
       sets.map((set) => [set.id, new VendorClient({ baseUrl: set.vendorBaseUrl, clock, telemetry })]),

@@ -11,7 +11,7 @@ import {
 } from '../shared/config/credential-sets.js';
 import { operatorSchema } from '../shared/config/operators.js';
 import { ConfigurationError } from '../shared/errors.js';
-import { MIN_SLACK_FRACTION } from '../shared/ledger/limit-plan.js';
+import { MIN_SLACK_FRACTION, planFor } from '../shared/ledger/limit-plan.js';
 
 /**
  * The local broker's configuration file (default `local/broker.config.json`), with environment overrides:
@@ -148,9 +148,26 @@ export function loadLocalConfig(
 const MIN_MARGIN_SECONDS = 1;
 const MIN_PERMIT_VALIDITY_SECONDS = 0.5;
 
-/** A credential set with every broker threshold and window divided by the time scale. */
+/**
+ * A credential set with every broker threshold and window divided by the time scale. Reservations are scaled
+ * with their windows, and dropped when the compressed rings (a margin of at least a second over windows of
+ * milliseconds) would make the ledger item too large for them.
+ */
 export function scaleCredentialSet(set: CredentialSetConfig, scale: number): CredentialSetConfig {
   if (scale === 1) return set;
+  const scaled = scaleAll(set, scale);
+  if (!scaled.rateLimits.reservations) return scaled;
+  try {
+    planFor(scaled.rateLimits);
+    return scaled;
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    const { reservations: _dropped, ...rateLimits } = scaled.rateLimits;
+    return { ...scaled, rateLimits: rateLimits as CredentialSetConfig['rateLimits'] };
+  }
+}
+
+function scaleAll(set: CredentialSetConfig, scale: number): CredentialSetConfig {
   const scaleLimit = (limit: { limit: number; windowSeconds: number }) => ({
     limit: limit.limit,
     windowSeconds: limit.windowSeconds / scale,
@@ -178,6 +195,20 @@ export function scaleCredentialSet(set: CredentialSetConfig, scale: number): Cre
       classes: Object.fromEntries(
         Object.entries(set.rateLimits.classes).map(([name, limits]) => [name, limits.map(scaleLimit)]),
       ),
+      // A reservation names its window by windowSeconds: the scaled window's (the same division, the same text).
+      ...(set.rateLimits.reservations
+        ? {
+            reservations: set.rateLimits.reservations.map((reservation) => ({
+              ...reservation,
+              perWindow: Object.fromEntries(
+                Object.entries(reservation.perWindow).map(([seconds, amount]) => [
+                  String(Number(seconds) / scale),
+                  amount,
+                ]),
+              ),
+            })),
+          }
+        : {}),
       marginSeconds,
       permitValiditySeconds: Math.min(
         marginSeconds * (1 - MIN_SLACK_FRACTION),
