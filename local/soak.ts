@@ -128,11 +128,11 @@ export type SoakSetResult = {
   quotaUsedPct: number;
   /** Per limit: the busiest span of the limit's length seen for any token, e.g. "50/6s". */
   busiest: string;
-  /** Per limit: the busiest span of the limit's length for any token, as numbers (the sandbox's accepted requests). */
+  /** The same as numbers (requests the vendor accepted, at their answers' arrival in the client). */
   busiestCounts: number[];
   /** 429s the vendor sandbox itself counted (its RATE_LIMIT_EXCEEDED answers), for the set's environment. */
   sandbox429: number;
-  /** Permits the broker granted on the set (every consumer), as its answers said. */
+  /** Permits the broker granted on the set (every consumer), as its answers said (the reserved scenario only). */
   permitsGranted: number;
   /** The reserved-consumer scenario's figures (SoakSettings.reserved). */
   reserved?: ReservedFigures;
@@ -143,7 +143,7 @@ export interface ReservedFigures {
   consumer: string;
   /** Its reservation per window (by windowSeconds); undefined: first come, first served. */
   reservation: Record<string, number> | undefined;
-  /** Moments it wanted a permit within the run. */
+  /** Moments it wanted a permit within the run (its schedule's, whether it reached them or still waited). */
   wanted: number;
   /** Of those, how many had their permit (the vendor request on its way) before the run's end. */
   served: number;
@@ -284,7 +284,12 @@ export async function runSoak(
       .clone()
       .json()
       .catch(() => ({}))) as { granted?: unknown; grantedAt?: unknown; details?: { reason?: unknown } };
-    const asked = JSON.parse(typeof init?.body === 'string' ? init.body : '{}') as { count?: unknown };
+    let asked: { count?: unknown } = {};
+    try {
+      asked = JSON.parse(typeof init?.body === 'string' ? init.body : '{}') as { count?: unknown };
+    } catch {
+      // Not the client's JSON ask: counted as an ask of 0.
+    }
     const ask: PermitAsk = {
       sentAt,
       at,
@@ -304,7 +309,9 @@ export async function runSoak(
       const response = await fetch(input, init);
       const at = Date.now();
       const url = String(input instanceof Request ? input.url : input);
+      // Permit asks are recorded in the reserved scenario only: the windows soak's clients do as they did.
       if (
+        settings.reserved !== undefined &&
         url.startsWith(broker.vendUrl) &&
         init?.method === 'POST' &&
         new URL(url).pathname.endsWith('/permits')
@@ -359,14 +366,14 @@ export async function runSoak(
   const deadline = started + settings.lifetimes * settings.tokenLifetimeSeconds * 1000;
   // The reserved consumer's wants (one every `every` ms) and, per want, the moment its request left with a permit.
   const wants: { dueAt: number; sentAt: number | undefined }[] = [];
+  const every = reserved
+    ? (Math.min(...settings.limits.map((l) => l.windowSeconds)) * 1000) / reserved.perShortestWindow
+    : 0;
   const consumer = async (client: BrokerClient, index: number) => {
     const isReserved = reserved !== undefined && index === 0;
     const setId = settings.setIds[index % settings.setIds.length] ?? '';
     const key = `soak-${index}`;
     let created = false;
-    const every = reserved
-      ? (Math.min(...settings.limits.map((l) => l.windowSeconds)) * 1000) / reserved.perShortestWindow
-      : 0;
     // Its schedule starts with the run (the first request also creates its key and fetches the token).
     let due = started;
     while (Date.now() < deadline) {
@@ -476,7 +483,9 @@ export async function runSoak(
       return {
         consumer: reserved.consumer,
         reservation: reserved.reservation,
-        wanted: wants.length,
+        // Every moment of its schedule in the run, reached or not (one still waiting for a permit has not
+        // reached the next ones): what it wanted, as the reservations bench counts it.
+        wanted: Math.max(wants.length, Math.ceil((deadline - started) / every)),
         served: served.length,
         waitsMs: served.map((want) => (want.sentAt ?? 0) - want.dueAt),
         permitsGranted: own.reduce((sum, ask) => sum + ask.granted, 0),
