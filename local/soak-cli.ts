@@ -1,35 +1,128 @@
-/** `npm run soak`: the end-to-end soak in fixed- and sliding-window mode (in parallel); prints a table. */
+/**
+ * `npm run soak`: the end-to-end soak in fixed- and sliding-window mode (in parallel), then the reserved-consumer
+ * scenario (with its reservation and first come, first served, in parallel); prints a table each.
+ * `npm run soak -- windows` runs only the first, `npm run soak -- reserved` only the second.
+ */
 
 import { formatTable } from '../bench/format-table.js';
-import { runSoak, SOAK_DEFAULTS, soakFailures } from './soak.js';
+import {
+  RESERVED_SOAK_CONSUMER,
+  RESERVED_SOAK_RATE,
+  reservedSoakSettings,
+  reservedTableRow,
+  runSoak,
+  SOAK_DEFAULTS,
+  type SoakResult,
+  soakFailures,
+  soakTableRow,
+} from './soak.js';
+import { percentile } from './soak-report.js';
 
 const MIN_QUOTA_USED_PCT = 95;
+/** The issue's goal for the reserved consumer (p99 wait under 1 s of a 60 s window), scaled: see the footnote. */
+const GOAL_P99_WINDOW_FRACTION = 0.1;
 
-async function main(): Promise<void> {
-  const lifetimes = Number(process.env.SOAK_LIFETIMES ?? SOAK_DEFAULTS.lifetimes);
+const progress = (line: string) => process.stderr.write(`  ${line}\n`);
+
+function printClientLines(results: SoakResult[]): void {
+  for (const result of results) {
+    process.stdout.write(
+      `${result.rows[0]?.mode ?? result.settings.windowKind}: ${result.logLines} log lines, secrets in logs: ` +
+        `${result.secretsInLogs}, client errors: ${JSON.stringify(result.clientErrors)}\n`,
+    );
+  }
+}
+
+async function windowsSoak(lifetimes: number): Promise<string[]> {
   const settings = { ...SOAK_DEFAULTS, lifetimes };
   process.stderr.write(
     `soak: ${settings.consumers} consumers per mode on ${settings.setIds.join(', ')}, tokens living ` +
       `${settings.tokenLifetimeSeconds} s, ${settings.lifetimes} lifetimes, limits ` +
       `${settings.limits.map((l) => `${l.limit}/${l.windowSeconds}s`).join(' + ')}\n`,
   );
-  const progress = (line: string) => process.stderr.write(`  ${line}\n`);
   const results = await Promise.all(
     (['fixed', 'sliding'] as const).map((windowKind) => runSoak({ ...settings, windowKind }, progress)),
   );
-  process.stdout.write(`${formatTable({ title: 'soak', rows: results.flatMap((r) => r.rows) })}\n\n`);
-  for (const result of results) {
-    process.stdout.write(
-      `${result.settings.windowKind}: ${result.logLines} log lines, secrets in logs: ${result.secretsInLogs}, ` +
-        `client errors: ${JSON.stringify(result.clientErrors)}\n`,
-    );
+  process.stdout.write(
+    `${formatTable({ title: 'soak', rows: results.flatMap((r) => r.rows.map(soakTableRow)) })}\n\n`,
+  );
+  printClientLines(results);
+  process.stdout.write('\n');
+  return results.flatMap((result) => soakFailures(result, MIN_QUOTA_USED_PCT));
+}
+
+async function reservedSoak(lifetimes: number): Promise<string[]> {
+  const base = { ...SOAK_DEFAULTS, lifetimes };
+  const cases = [reservedSoakSettings(base, false), reservedSoakSettings(base, true)];
+  const seconds = base.lifetimes * base.tokenLifetimeSeconds;
+  const shortest = Math.min(...base.limits.map((l) => l.windowSeconds));
+  process.stderr.write(
+    `soak (reserved consumer): ${base.consumers} consumers on ${cases[0]?.setIds.join(', ')}, ` +
+      `${RESERVED_SOAK_CONSUMER} at ${RESERVED_SOAK_RATE} per ${shortest} s, the others greedy, ${seconds} s, ` +
+      'first come, first served and reserved side by side\n',
+  );
+  const results = await Promise.all(cases.map((settings) => runSoak(settings, progress)));
+  const limits = base.limits.map((l) => `${l.limit}/${l.windowSeconds} s`).join(' + ');
+  process.stdout.write(
+    `${formatTable({
+      title:
+        `soak, reserved consumer: 1 of ${base.consumers} consumers (${RESERVED_SOAK_CONSUMER}, steady at ` +
+        `${RESERVED_SOAK_RATE} per ${shortest} s = ${(100 * RESERVED_SOAK_RATE) / (base.limits[0]?.limit ?? 1)} % ` +
+        `of the short limit) among ${base.consumers - 1} greedy ones, one token at a time of prod-execution; ` +
+        `REAL time over HTTP + SigV4 through the local Function URL (dynalite, sliding-window vendor sandbox ` +
+        `${limits}, ledger margin ${base.marginSeconds} s, permit validity ${base.permitValiditySeconds} s), ` +
+        `${seconds} s per case, both cases at once`,
+      rows: results.map(reservedTableRow),
+      footnote:
+        `Wait: from the moment ${RESERVED_SOAK_CONSUMER} wanted its permit (every ${shortest / RESERVED_SOAK_RATE} s; it ` +
+        'asks for the next one only once the last was sent) to the moment its vendor request left with the permit ' +
+        '(the client sends it with nothing awaited in between), in real seconds and as a fraction of the 10 s window. ' +
+        'Served: had its permit before the end. Permits granted: by the broker on the set, all consumers (its own). ' +
+        'Vendor 429/401: as the vendor sandbox answered them. Quota used: accepted requests over the most the ' +
+        "vendor's limits allow in each token's span of use (sliding reading); the ledger counts each window over " +
+        `window + ${base.marginSeconds} s, so at most ${((100 * shortest) / (shortest + base.marginSeconds)).toFixed(1)} % ` +
+        'when the short limit binds, and a reservation is not lent, so its unused part (the +1 of the sizing, and ' +
+        'the rate over the margin) is lost. Within reservation: QUOTA denials of asks its own grants left room for ' +
+        '(the ledger promises none). Goal scaling: the issue asks for a p99 wait under 1 s with 60 s windows; ' +
+        `latency does not compress, so here under ${GOAL_P99_WINDOW_FRACTION} of the 10 s window (1 s real; ` +
+        'strictly proportional would be 1/60 of it, 0.17 s).',
+    })}\n\n`,
+  );
+  printClientLines(results);
+  const reservedRow = results[1]?.rows.find((row) => row.reserved);
+  const figures = reservedRow?.reserved;
+  if (reservedRow && figures) {
+    const p99 = percentile(figures.waitsMs, 99) / 1000;
+    const servedPct = (100 * figures.served) / Math.max(1, figures.wanted);
+    const goals = [
+      `served 100 %: ${servedPct === 100 ? 'met' : `not met (${servedPct.toFixed(1)} %)`}`,
+      `p99 wait under ${GOAL_P99_WINDOW_FRACTION * shortest} s: ${p99 < GOAL_P99_WINDOW_FRACTION * shortest ? 'met' : 'not met'} (${p99.toFixed(3)} s)`,
+      `total use >= 95 %: ${reservedRow.quotaUsedPct >= 95 ? 'met' : 'not met'} (${reservedRow.quotaUsedPct} %)`,
+      `0 vendor 429: ${reservedRow.vendor429 === 0 && reservedRow.sandbox429 === 0 ? 'met' : 'not met'}`,
+    ];
+    process.stdout.write(`issue 17's goal, reported (not gated): ${goals.join('; ')}\n`);
   }
-  const failures = results.flatMap((result) => soakFailures(result, MIN_QUOTA_USED_PCT));
+  process.stdout.write('\n');
+  // Gated: what load cannot excuse (429s, 401s the broker could have avoided, logins, secrets, and a QUOTA
+  // denial of the reserved consumer within its reservation); served %, waits and quota use are reported only.
+  return results.flatMap((result) => soakFailures(result));
+}
+
+async function main(): Promise<void> {
+  const which = process.argv[2] ?? 'all';
+  if (!['all', 'windows', 'reserved'].includes(which))
+    throw new Error(`unknown soak "${which}" (windows, reserved)`);
+  const lifetimes = Number(process.env.SOAK_LIFETIMES ?? SOAK_DEFAULTS.lifetimes);
+  const reservedLifetimes = Number(process.env.SOAK_RESERVED_LIFETIMES ?? 2);
+  const failures = [
+    ...(which === 'reserved' ? [] : await windowsSoak(lifetimes)),
+    ...(which === 'windows' ? [] : await reservedSoak(reservedLifetimes)),
+  ];
   if (failures.length > 0) {
-    process.stdout.write(`\nFAILED:\n${failures.map((f) => `  ${f}`).join('\n')}\n`);
+    process.stdout.write(`FAILED:\n${failures.map((f) => `  ${f}`).join('\n')}\n`);
     process.exit(1);
   }
-  process.stdout.write('\nall soak promises kept\n');
+  process.stdout.write('all soak promises kept\n');
 }
 
 main().catch((error: unknown) => {

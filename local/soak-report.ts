@@ -39,3 +39,52 @@ export function busiestSpan(sortedTimes: readonly number[], spanMs: number): num
   }
   return best;
 }
+
+/** One answer of the broker to a consumer's permit ask, on the soak's clock (ledger and clients share it). */
+export interface AskRecord {
+  /** When the ask left and when its answer came. */
+  sentAt: number;
+  at: number;
+  count: number;
+  granted: number;
+  /** Ledger time of a grant. */
+  grantedAt?: number;
+  /** The ledger's reason of a denial. */
+  reason?: string;
+}
+
+/**
+ * The denials for QUOTA of one reserved consumer's asks that its reservation covered: for every window it holds
+ * a reservation in, its own grants that the ledger can still count at the ask (granted in the window plus the
+ * margin plus one slot before the ask was sent, up to its answer; the ledger's ring counts a slot that is partly
+ * in the span in full) plus the ask are at most the reservation. The ledger promises no such denial (README,
+ * "Reservations"). Conservative towards the ledger: grants given back or made on another token are counted too.
+ */
+export function quotaDenialsWithinReservation(
+  asks: readonly AskRecord[],
+  reservation: Readonly<Record<string, number>>,
+  marginMs: number,
+  slotMsOf: (windowMs: number) => number,
+): number {
+  const grants = asks.filter((ask) => ask.granted > 0 && ask.grantedAt !== undefined);
+  return asks.filter(
+    (ask) =>
+      ask.granted === 0 &&
+      ask.reason === 'QUOTA' &&
+      Object.entries(reservation).every(([windowSeconds, reserved]) => {
+        const windowMs = Number(windowSeconds) * 1000;
+        const from = ask.sentAt - windowMs - marginMs - slotMsOf(windowMs);
+        const held = grants
+          .filter((g) => (g.grantedAt ?? 0) >= from && (g.grantedAt ?? 0) <= ask.at)
+          .reduce((sum, g) => sum + g.granted, 0);
+        return held + ask.count <= reserved;
+      }),
+  ).length;
+}
+
+/** The p-th percentile (nearest rank) of a list; 0 for none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? 0;
+}
