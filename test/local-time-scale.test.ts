@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FunctionUrlSigner } from '../client/sigv4.js';
 import { type LocalBroker, startLocalBroker } from '../local/broker.js';
 import { type LoadedLocalConfig, loadLocalConfig, scaleCredentialSet } from '../local/config.js';
-import { credentialSetSchema, type RateLimitSettings } from '../shared/config/credential-sets.js';
+import { credentialSetSchema } from '../shared/config/credential-sets.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 

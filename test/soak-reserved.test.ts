@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { reservationFor, reservedSoakSettings, runSoak, SOAK_DEFAULTS, soakFailures } from '../local/soak.js';
 import { percentile, quotaDenialsWithinReservation } from '../local/soak-report.js';
-import { SOAK_TIMEOUT_MS } from './support/soak-case.js';
+import { SHORT_SOAK, SOAK_TIMEOUT_MS } from './support/soak-case.js';
 
 /**
  * The reserved-consumer soak (`npm run soak -- reserved`), shortened: one 60 s token lifetime of the local broker
@@ -34,18 +34,7 @@ describe('end-to-end soak (a reserved consumer among 20 greedy ones)', () => {
   it(
     'never lets the vendor answer 429 and never denies the reserved consumer for QUOTA within its reservation',
     async () => {
-      const base = {
-        ...SOAK_DEFAULTS,
-        tokenLifetimeSeconds: 60,
-        lifetimes: 1,
-        softThresholdSeconds: 12,
-        softThresholdJitterSeconds: 2,
-        hardFloorSeconds: 3,
-        refreshIntervalSeconds: 0.5,
-        marginSeconds: 1,
-        permitValiditySeconds: 0.25,
-      };
-      const settings = reservedSoakSettings(base, true);
+      const settings = reservedSoakSettings({ ...SHORT_SOAK, lifetimes: 1 }, true);
       expect(settings.reserved?.reservation).toEqual({ 10: 23, 60: 123 });
       expect(reservationFor(20, SOAK_DEFAULTS.limits, SOAK_DEFAULTS.marginSeconds)).toEqual({
         10: 22,
