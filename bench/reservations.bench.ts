@@ -8,6 +8,9 @@
  * itself: no reservation can promise that, and the validation refuses reserving more than 90 % of an hour).
  * The reserved consumer's permit wait is from its scheduled moment to its grant.
  */
+
+import { reservationFor } from '../local/soak.js';
+import { percentile } from '../local/soak-report.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
@@ -45,9 +48,10 @@ const MARGIN_S = rateLimitSettingsSchema.parse({}).marginSeconds;
 /**
  * A reservation is counted like the limit it is a share of: over the window plus the margin (63 s for a
  * minute), so a steady 20 a minute needs 20 * 63 / 60 = 21, rounded up, plus one for the slot a grant is
- * counted in: 22. The 20 row shows what reserving just the rate does.
+ * counted in: 22 (the soak sizes its reservation by the same rule, reservationFor). The 20 row shows what
+ * reserving just the rate does.
  */
-const SIZED = Math.ceil((20 * (60 + MARGIN_S)) / 60) + 1;
+const SIZED = reservationFor(20, [{ limit: 50, windowSeconds: 60 }], MARGIN_S)['60'] as number;
 const CASES: Case[] = [
   { name: 'first come, first served (no reservation)', reservation: undefined, rate: 20 },
   { name: 'reservation 20/min (= the rate)', reservation: 20, rate: 20 },
@@ -68,12 +72,6 @@ function meanWindowUse(grants: TimedCount[], start: number, end: number): number
     sum += g.count * Math.max(0, Math.min(g.time, last) - Math.max(g.time - 60_000, start));
   return sum / (50 * (last - start));
 }
-
-const percentile = (values: number[], p: number): number => {
-  if (values.length === 0) return 0;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
-};
 
 async function caseRow(dynamo: Dynamo, spec: Case, seed: number): Promise<BenchRow> {
   const clock = new ManualClock(Math.floor(Date.now() / 60_000) * 60_000);

@@ -209,8 +209,9 @@ export function acquire(
   // The general rings of reserved windows are recorded, not checked: their shared and reservation rings carry
   // the bound (ReservedWindow); except for a span after the reservations changed, when those know too little.
   const shares = reservedShares(state, plan, g, k, consumer);
-  const specs = ringsFor(plan, cls).filter((spec) => !plan.reserved.has(spec.key));
-  const guarded = ringsFor(plan, cls).filter(
+  const rings = ringsFor(plan, cls);
+  const specs = rings.filter((spec) => !plan.reserved.has(spec.key));
+  const guarded = rings.filter(
     (spec) => plan.reserved.has(spec.key) && g < state.reservationsChangedAt + spec.spanMs + spec.slotMs,
   );
   const cooldownAt = Math.max(state.cooldownUntil, g);
