@@ -1,15 +1,15 @@
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BrokerClient } from '../client/broker-client.js';
 import type { ManualClock } from '../shared/clock.js';
 import { tokenId } from '../shared/vendor-client/token-id.js';
 import {
   type CliBroker,
+  cliBrokerPerFile,
   PORTFOLIO,
   REPORTING,
   runIn,
   SANDBOX_PASSWORDS,
-  startCliBroker,
 } from './support/cli-harness.js';
 
 /** The CLI in process against the local broker (SigV4, dynalite, sandboxes), on the broker's ManualClock. */
@@ -17,13 +17,9 @@ let b: CliBroker;
 let clock: ManualClock;
 const cli = (argv: string[], env: NodeJS.ProcessEnv = b.env) => runIn(argv, { env, clock });
 
-beforeAll(async () => {
-  b = await startCliBroker();
-  clock = b.clock as ManualClock;
-  await b.broker.refreshNow();
-});
-afterAll(async () => {
-  await b?.close();
+cliBrokerPerFile((started) => {
+  b = started;
+  clock = started.clock as ManualClock;
 });
 
 function expectNoSecrets(text: string): void {

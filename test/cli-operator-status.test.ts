@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BrokerApi } from '../client/broker-api.js';
 import { FunctionUrlSigner } from '../client/sigv4.js';
 import type { ManualClock } from '../shared/clock.js';
@@ -6,11 +6,11 @@ import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
 import {
   type CliBroker,
+  cliBrokerPerFile,
   ONCALL,
   PORTFOLIO,
   runIn,
   SANDBOX_PASSWORDS,
-  startCliBroker,
 } from './support/cli-harness.js';
 
 /**
@@ -21,13 +21,9 @@ let b: CliBroker;
 let clock: ManualClock;
 const asOncall = (argv: string[]) => runIn(argv, { env: { ...b.env, ...ONCALL }, clock });
 
-beforeAll(async () => {
-  b = await startCliBroker();
-  clock = b.clock as ManualClock;
-  await b.broker.refreshNow();
-});
-afterAll(async () => {
-  await b?.close();
+cliBrokerPerFile((started) => {
+  b = started;
+  clock = started.clock as ManualClock;
 });
 
 describe('token-broker status as an operator', () => {

@@ -5,9 +5,9 @@ import {
   type GetMetricDataCommandInput,
 } from '@aws-sdk/client-cloudwatch';
 import { mockClient } from 'aws-sdk-client-mock';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../shared/clock.js';
-import { type CliBroker, ONCALL, runIn, SANDBOX_PASSWORDS, startCliBroker } from './support/cli-harness.js';
+import { type CliBroker, cliBrokerPerFile, ONCALL, runIn, SANDBOX_PASSWORDS } from './support/cli-harness.js';
 
 /**
  * `token-broker status --consumers`: the broker's health from the local broker (real, over SigV4), each
@@ -55,13 +55,9 @@ function answer(input: GetMetricDataCommandInput) {
   };
 }
 
-beforeAll(async () => {
-  b = await startCliBroker();
-  clock = b.clock as ManualClock;
-  await b.broker.refreshNow();
-});
-afterAll(async () => {
-  await b?.close();
+cliBrokerPerFile((started) => {
+  b = started;
+  clock = started.clock as ManualClock;
 });
 beforeEach(() => {
   cloudWatch.reset();

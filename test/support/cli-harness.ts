@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { afterAll, beforeAll } from 'vitest';
 import type { CliInput, CliIo } from '../../cli/io.js';
 import { runCli } from '../../cli/main.js';
 import { type LocalBroker, type LocalBrokerOptions, startLocalBroker } from '../../local/broker.js';
@@ -144,4 +145,20 @@ export async function startCliBroker(
     },
     close: () => broker.close(),
   };
+}
+
+/**
+ * One local broker for all the tests of a file (startCliBroker with the committed configuration), its tokens
+ * obtained once before them: `use` receives it, and it is closed after them.
+ */
+export function cliBrokerPerFile(use: (started: CliBroker) => void): void {
+  let started: CliBroker | undefined;
+  beforeAll(async () => {
+    started = await startCliBroker();
+    await started.broker.refreshNow();
+    use(started);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
 }
