@@ -9,9 +9,10 @@ import type { StoredLedger } from './state-codec.js';
  * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cap` vendor caps, `purgeAt` TTL (Unix
  * seconds), and per ring with grants in its head slot `h:<ring key>` (count) and `s:<ring key>` (the set of the
  * sub-slots its grants fell in; the largest counts), `g` the spent receipt ids and `w` the write ids since the
- * last full write (string sets, see receipts.ts), `wp` the write ids carried from before it (newest first, comma-separated), `rk` the reservations' key and
- * `rc` when they last changed (LimitPlan.reservationsKey), `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only top-level
- * attributes can be ADDed to, and ADD is what lets concurrent grants in one slot commute.
+ * last full write (string sets, see receipts.ts), `wp` the write ids carried from before it (newest first,
+ * comma-separated), `rk` the reservations' key and `rc` when they last changed (LimitPlan.reservationsKey),
+ * `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only
+ * top-level attributes can be ADDed to, and ADD is what lets concurrent grants in one slot commute.
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
   [PARTITION_KEY]: { S: `token#${tokenId}` },

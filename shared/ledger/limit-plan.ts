@@ -243,8 +243,9 @@ function compile(settings: RateLimitSettings): LimitPlan {
   };
 }
 
-/** LimitPlan.reservationsKey: '' without reservations. */
+/** Characters of LimitPlan.reservationsKey (when there are reservations). */
 export const RESERVATIONS_KEY_LENGTH = 8;
+/** LimitPlan.reservationsKey: '' without reservations. */
 function keyOfReservations(reserved: ReadonlyMap<string, ReservedWindow>): string {
   if (reserved.size === 0) return '';
   const canonical = [...reserved]

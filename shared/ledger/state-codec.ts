@@ -1,6 +1,7 @@
 import { LedgerUnavailableError } from './errors.js';
 import { emptyState, type LedgerState, parseRingKey, type VendorCap } from './ledger-state.js';
-import { CARRIED_WRITE_IDS, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
+import { RESERVATIONS_KEY_LENGTH } from './limit-plan.js';
+import { isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
 import type { Ring } from './ring.js';
 
 /**
@@ -46,7 +47,7 @@ export const PURGE_SLACK_SECONDS = 3600;
 const RING = /^([a-z*~@][a-z0-9-]*\/[0-9a-z]+)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
 const CAP = /^([a-z*][a-z0-9-]*):([0-9a-z]+):([0-9a-z]+)$/;
 const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+$/;
-const RESERVATIONS_KEY = /^[A-Za-z0-9_-]{8}$/;
+const RESERVATIONS_KEY = new RegExp(`^[A-Za-z0-9_-]{${RESERVATIONS_KEY_LENGTH}}$`);
 
 const encodeSlots = (ring: Ring, from: number): string =>
   ring.counts
@@ -84,7 +85,7 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
     headSubs,
     spent: [...state.spent].sort(),
     writeIds: [...state.writeIds].sort(),
-    carriedWriteIds: state.carriedWriteIds.slice(0, CARRIED_WRITE_IDS),
+    carriedWriteIds: state.carriedWriteIds,
     purgeAt:
       Math.ceil(Math.max(lastRelevant, ...[...state.spent].map(receiptIdExpiry)) / 1000) +
       PURGE_SLACK_SECONDS,
