@@ -162,9 +162,19 @@ export function scaleCredentialSet(set: CredentialSetConfig, scale: number): Cre
     return scaled;
   } catch (error) {
     if (!(error instanceof ConfigurationError)) throw error;
-    const { reservations: _dropped, ...rateLimits } = scaled.rateLimits;
-    return { ...scaled, rateLimits: rateLimits as CredentialSetConfig['rateLimits'] };
+    return {
+      ...scaled,
+      rateLimits: withoutReservations(scaled.rateLimits),
+    };
   }
+}
+
+/** Rate-limit settings as they are, less their reservations. */
+export function withoutReservations<T extends { reservations?: unknown }>(
+  limits: T,
+): Omit<T, 'reservations'> {
+  const { reservations: _, ...rest } = limits;
+  return rest;
 }
 
 function scaleAll(set: CredentialSetConfig, scale: number): CredentialSetConfig {

@@ -7,7 +7,7 @@ import type { RateLimit } from '../shared/config/credential-sets.js';
 import { slotMsFor } from '../shared/ledger/limit-plan.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { startLocalBroker } from './broker.js';
-import { type LoadedLocalConfig, loadLocalConfig } from './config.js';
+import { type LoadedLocalConfig, loadLocalConfig, withoutReservations } from './config.js';
 import { ConsoleTelemetry } from './console-telemetry.js';
 import {
   type AskRecord,
@@ -64,7 +64,7 @@ const RESERVED_CALLER = {
 /**
  * A reservation sized for a steady rate, per general window W: the rate over W plus the margin (the ledger counts
  * each window over W + margin), rounded up, plus one for the slot a grant is counted in (the bench's sizing:
- * 20 a minute with a 5 s margin is ⌈20 × 65 / 60⌉ + 1 = 23).
+ * 20 a minute with a 3 s margin is ⌈20 × 63 / 60⌉ + 1 = 22).
  */
 export function reservationFor(
   perShortestWindow: number,
@@ -244,11 +244,6 @@ function soakConfig(settings: SoakSettings): LoadedLocalConfig {
       },
     })),
   };
-}
-
-function withoutReservations<T extends { reservations?: unknown }>(limits: T): Omit<T, 'reservations'> {
-  const { reservations: _, ...rest } = limits;
-  return rest;
 }
 
 function authorizationOf(init: RequestInit | undefined): string | undefined {
