@@ -4,8 +4,8 @@ import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { LedgerUnavailableError } from '../shared/ledger/errors.js';
 import { headAdditions } from '../shared/ledger/fast-grant.js';
 import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
-import { planFor } from '../shared/ledger/limit-plan.js';
-import { trimRing } from '../shared/ledger/ring.js';
+import { parseRingKey, planFor } from '../shared/ledger/limit-plan.js';
+import { subSlot, trimRing } from '../shared/ledger/ring.js';
 import { decodeState, encodeState, PURGE_SLACK_SECONDS } from '../shared/ledger/state-codec.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -22,7 +22,17 @@ const stateArb = fc
   .record({
     version: fc.integer({ min: 1, max: 1e9 }),
     time: fc.integer({ min: T0, max: T0 + 1e9 }),
-    rings: fc.dictionary(fc.constantFrom('*/1aao', '*/255s0', 'reports/1aao', 'rebalancing/255s0'), ringArb),
+    rings: fc.dictionary(
+      fc.constantFrom(
+        '*/1aao',
+        '*/255s0',
+        'reports/1aao',
+        'rebalancing/255s0',
+        'reports/1aao.c',
+        'x/255s0.c',
+      ),
+      ringArb,
+    ),
     cooldown: fc.option(fc.integer({ min: 1, max: 1e7 }), { nil: undefined }),
     caps: fc.array(
       fc.record({
@@ -85,6 +95,26 @@ describe('ledger item codec', () => {
     );
   });
 
+  it('reads back exactly what it wrote in item format 2 (packed), the heads dated by the latest head addition', () => {
+    fc.assert(
+      fc.property(stateArb, fc.option(fc.nat({ max: 999 }), { nil: undefined }), (state, offset) => {
+        const stored = encodeState(state, plan.maxSpanMs, 2);
+        expect(stored.format).toBe(2);
+        expect(stored.rings).toBeUndefined();
+        const decoded = decodeState({ ...stored, headOffset: offset }, state.time);
+        // A head's latest grant is dated by the full write's time, or the latest head addition after it.
+        for (const [key, ring] of decoded.rings) {
+          if (!ring.counts[0]) continue;
+          const { slotMs } = parseRingKey(key);
+          const headEnd = (Math.floor(state.time / slotMs) + 1) * slotMs - 1;
+          expect(ring.subs[0]).toBe(subSlot(Math.min(state.time + (offset ?? 0), headEnd), slotMs));
+          ring.subs[0] = state.rings.get(key)?.subs[0] ?? 0;
+        }
+        expect(normalise(decoded)).toEqual(normalise(state));
+      }),
+    );
+  });
+
   it('sets the purge time past everything that still matters, plus slack', () => {
     const state = { ...emptyState(3), time: T0, cooldownUntil: T0 + 7200_000 };
     expect(encodeState(state, plan.maxSpanMs).purgeAt).toBe((T0 + 7200_000) / 1000 + PURGE_SLACK_SECONDS);
@@ -132,10 +162,13 @@ describe('head additions (concurrent grants in one slot)', () => {
   it('turns grants in the same slots into guarded additions', () => {
     const read = base();
     const work = grantAt(read, T0 + 500, 5, 'reports');
+    // The class's ring has coarser slots (item format 2: 12 a window): its own sub-slot.
+    const reports = plan.classes.get('reports')?.[0];
+    expect(reports?.key).toBe('reports/1aao.c');
     expect(headAdditions(read, work, [plan], T0 + 500)).toEqual([
       { key: '*/1aao', add: 5, max: 50 - 5, sub: 18 },
       { key: '*/255s0', add: 5, max: 1000 - 5, sub: 0 },
-      { key: 'reports/1aao', add: 5, max: 10 - 5, sub: 18 },
+      { key: 'reports/1aao.c', add: 5, max: 10 - 5, sub: subSlot(T0 + 500, reports?.slotMs ?? 0) },
     ]);
   });
 

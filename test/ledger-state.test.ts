@@ -464,10 +464,29 @@ describe('rate ledger core: input checks', () => {
 
   it('bounds the classes so that the ledger item stays within one write unit, and says so', () => {
     const reports = [{ limit: 10, windowSeconds: 60 }];
-    expect(planFor(settings({ classes: { reports } })).itemBytesBound).toBeLessThanOrEqual(1024);
-    expect(() =>
-      settings({ classes: { reports, rebalancing: [{ limit: 20, windowSeconds: 3600 }] } }),
-    ).toThrow(/over one write unit \(1024\)/);
+    const rebalancing = [{ limit: 20, windowSeconds: 3600 }];
+    // The general limits alone fit item format 1 (which the previous release reads): it is kept for them.
+    expect(planFor(settings()).itemFormat).toBe(1);
+    expect(planFor(settings()).itemBytesBound).toBeLessThanOrEqual(1024);
+    // Classes fit one write unit only packed: unset, the format is 2 (was: reports + rebalancing refused).
+    const both = planFor(settings({ classes: { reports, rebalancing } }));
+    expect(both.itemFormat).toBe(2);
+    expect(both.itemBytesBound).toBeLessThanOrEqual(1024);
+    const hourly = [
+      { limit: 25, windowSeconds: 60 },
+      { limit: 500, windowSeconds: 3600 },
+    ];
+    const four = { reports: hourly, rebalancing: hourly, exports: hourly, 'bulk-orders': hourly };
+    expect(planFor(settings({ classes: four })).itemBytesBound).toBeLessThanOrEqual(1024);
+    // Asked for format 1 where it cannot fit: refused, naming the way out.
+    expect(() => settings({ itemFormat: 1, classes: { reports, rebalancing } })).toThrow(
+      /over one write unit \(1024\); item format 2 would take \d+/,
+    );
+    // Beyond what even format 2 can hold: refused.
+    const manyWindows = [1, 10, 60, 600, 3600, 86_400].map((w) => ({ limit: 25 * w, windowSeconds: w }));
+    expect(() => settings({ classes: { ...four, reports: manyWindows, exports: manyWindows } })).toThrow(
+      /over one write unit \(1024\): use fewer classes or windows/,
+    );
     const five = Object.fromEntries(
       ['a', 'b', 'c', 'd', 'e'].map((name) => [name, [{ limit: 1, windowSeconds: 1 }]]),
     );

@@ -111,14 +111,21 @@ export const rateLimitSettingsSchema = z
     general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
     /**
      * Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). Bounded so that the
-     * token's ledger item stays within one DynamoDB write unit (see planFor): at the default general limits,
-     * one class of 10 a minute fits.
+     * token's ledger item stays within one DynamoDB write unit (see planFor): at the default general limits, item
+     * format 1 fits one class of about 10 a minute, item format 2 four classes of 25 a minute and 500 an hour.
      */
     classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
     /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
     marginSeconds: z.number().nonnegative().default(3),
     /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
     permitValiditySeconds: z.number().positive().default(2),
+    /**
+     * How the set's ledger item is written: 1, text rings that the previous release reads too; 2, packed, which
+     * fits four classes in one write unit and which releases before this one cannot read (they fail closed on
+     * it). Unset: 1 where the item fits one write unit in it (no classes), else 2 (docs/deploying.md, "Rolling
+     * forward and back").
+     */
+    itemFormat: z.union([z.literal(1), z.literal(2)]).optional(),
     /**
      * Shares of the general limits held for named consumers (their `name` in `consumers`), per general window
      * (its `windowSeconds`, as a JSON key): `[{ "consumer": "order-service", "perWindow": { "60": 20 } }]`. A

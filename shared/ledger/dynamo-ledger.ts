@@ -15,8 +15,9 @@ import {
   wroteWithId,
 } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
+import { type ItemFormat, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
+  CARRIED_WRITE_IDS,
   callerTag,
   consumerTag,
   issueReceipt,
@@ -97,13 +98,14 @@ const MAX_HINT_SPREAD_MS = 1000;
  * attempt) and its results stand; absent, someone else wrote and the batch is decided again on fresh state.
  * Why ids in the item, rather than turning SDK retries off: a lost answer is ambiguous whoever retries, and
  * only the item can say what happened to it; the version alone cannot, once others have written after us.
- * A full write replaces the ids with its own; in a set with reservations it carries the ones before it (the
- * newest CARRIED_WRITE_IDS), so a grant applied just before someone's full write is still told, and never takes
- * a reservation twice. Where no id can tell (a full write replaced the ids since, in a set without
- * reservations, or a head addition in a second too busy to carry one, which is then never re-sent after an
- * ambiguous failure), every operation errs on the safe side: a grant is failed closed or counted twice (either
- * only wastes quota), a give-back finds its receipt spent,
- * and vendor feedback carries absolute times, so applying it again changes nothing.
+ * A full write replaces the ids with its own and carries the ones before it (the newest CARRIED_WRITE_IDS), so a
+ * write applied just before someone's full write is still told: a grant is never counted twice and a give-back
+ * that applied never finds its own receipt spent. No write goes without an id: where the item's set has no room
+ * for one more (a busy second), the batch is a full write, which resets it. Only a write that more than
+ * CARRIED_WRITE_IDS later writes have passed before its re-send arrives could no longer be told (the SDK's
+ * retries take a few hundred milliseconds; that many writes take seconds at the vendor's 50 a minute): a grant
+ * would then be counted twice (wasted quota, never an excess). Vendor feedback carries absolute times, so
+ * applying it again changes nothing.
  */
 export class DynamoRateLedger implements RateLedger {
   readonly #table: LedgerTable;
@@ -295,7 +297,8 @@ export class DynamoRateLedger implements RateLedger {
     const plans = [...new Set(ops.map((op) => op.plan))];
     const marginMs = Math.max(...plans.map((plan) => plan.marginMs));
     const retainMs = Math.max(...plans.map((plan) => plan.retainMs));
-    const carried = Math.max(...plans.map((plan) => plan.carriedWriteIds));
+    // Several plans in one batch (a configuration change arriving): the newer format, once any plan asks for it.
+    const format = Math.max(...plans.map((plan) => plan.itemFormat)) as ItemFormat;
     const cached = this.#cache.get(tokenId);
     const usable = cached && this.#clock.now() - cached.at <= this.#cacheFreshMs ? cached : undefined;
     let fresh = usable === undefined;
@@ -319,27 +322,27 @@ export class DynamoRateLedger implements RateLedger {
         fresh = true;
         continue;
       }
-      // Each attempt is a new write with its own id: a full write leaves its own in `w` and, in a set with
-      // reservations, carries the ids before it (newest first) in `wp`: an earlier write can still be told.
+      // Each attempt is a new write with its own id: a full write leaves its own in `w` and carries the ids
+      // before it (newest first): an earlier write can still be told after someone else's full write.
       const writeId = newWriteId();
       work.writeIds = new Set([writeId]);
-      work.carriedWriteIds = [...read.writeIds, ...read.carriedWriteIds].slice(0, carried);
+      work.carriedWriteIds = [...read.writeIds, ...read.carriedWriteIds].slice(0, CARRIED_WRITE_IDS);
+      // A head addition needs room for its id in the item's set and the item's own format; else a full write
+      // (which resets the set), so that no write ever goes without an id.
       const additions =
-        outcomes.every((outcome) => outcome.change !== 'other') && read.secret !== undefined
+        outcomes.every((outcome) => outcome.change !== 'other') &&
+        read.secret !== undefined &&
+        read.writeIds.size < WRITE_IDS_LIMIT &&
+        snapshot.format === format
           ? headAdditions(read, work, plans, g)
           : undefined;
-      // Head additions beyond the write ids' room (busy seconds) go without one, and are then sent only once.
-      const recognisable = additions === undefined || read.writeIds.size < WRITE_IDS_LIMIT;
       work.version = read.version + 1;
       let written: Awaited<ReturnType<LedgerTable['writeFull']>>;
       try {
-        written = additions
-          ? await this.#table.addToHeads(tokenId, additions, snapshot, recognisable ? writeId : undefined)
-          : await this.#table.writeFull(tokenId, work, retainMs, snapshot);
+        written = await ((additions && this.#table.addToHeads(tokenId, additions, snapshot, writeId, g)) ??
+          this.#table.writeFull(tokenId, work, retainMs, format, snapshot));
       } catch (error) {
-        // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows;
-        // a write without an id cannot be told, and is failed closed (if it applied, it over-counts: safe).
-        if (!recognisable) throw error;
+        // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows.
         const current = await this.#table.read(tokenId);
         if (!wroteWithId(current.state, writeId)) throw error;
         written = { ok: true, snapshot: current };

@@ -1,6 +1,5 @@
 import type { LedgerState } from './ledger-state.js';
-import { parseRingKey } from './ledger-state.js';
-import { allRings, type LimitPlan, slotMsFor } from './limit-plan.js';
+import { allRings, type LimitPlan, parseRingKey } from './limit-plan.js';
 import { type Ring, slotIndex, usedAt } from './ring.js';
 
 /**
@@ -42,7 +41,7 @@ export function headAdditions(
     return undefined;
   const keys = new Set([...read.rings.keys(), ...work.rings.keys()]);
   for (const key of keys) {
-    const slotMs = slotMsFor(parseRingKey(key).windowMs);
+    const { slotMs } = parseRingKey(key);
     if (slotIndex(g, slotMs) !== slotIndex(read.time, slotMs)) return undefined;
   }
   const additions: HeadAddition[] = [];

@@ -6,13 +6,17 @@ import type { StoredLedger } from './state-codec.js';
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the
- * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cap` vendor caps, `purgeAt` TTL (Unix
- * seconds), and per ring with grants in its head slot `h:<ring key>` (count) and `s:<ring key>` (the set of the
- * sub-slots its grants fell in; the largest counts), `g` the spent receipt ids and `w` the write ids since the
- * last full write (string sets, see receipts.ts), `wp` the write ids carried from before it (newest first,
- * comma-separated), `rk` the reservations' key and `rc` when they last changed (LimitPlan.reservationsKey),
- * `k` the receipt secret (set once, when the item is created). Head attributes are top-level because only
- * top-level attributes can be ADDed to, and ADD is what lets concurrent grants in one slot commute.
+ * last full write, `t` ledger time, `cd` cooldown end, `purgeAt` TTL (Unix seconds), `w` the write ids since the
+ * last full write (a string set, see receipts.ts), `rk` the reservations' key and `rc` when they last changed
+ * (LimitPlan.reservationsKey), `k` the receipt secret (set once, when the item is created). Then by format:
+ * - 1 (text): `r` older slots, `cap` vendor caps, per ring with grants in its head slot `h:<ring key>` (count)
+ *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
+ *   ids (a string set), `wp` the write ids carried from before the last full write (newest first, commas);
+ * - 2 (packed): `r` = '2' (refused by readers of format 1 only), `rb` the older slots, caps, carried write ids
+ *   and spent receipt ids (packed-codec.ts), `H<index>` the head count of the index-th packed ring, `T` the
+ *   offsets (ms) of the head additions after the last full write.
+ * Head attributes are top-level because only top-level attributes can be ADDed to, and ADD is what lets
+ * concurrent grants in one slot commute.
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
   [PARTITION_KEY]: { S: `token#${tokenId}` },
@@ -20,18 +24,40 @@ export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
 
 const HEAD = 'h:';
 const SUBS = 's:';
+/** Item format 2: `H<index base 36>` the head count of the index-th packed ring; `T` head additions' offsets. */
+const PACKED_HEAD = /^H[0-9a-z]+$/;
+const OFFSETS = 'T';
+/** Format 2's `r`: not a ring, so that a release that reads only format 1 refuses the item (fails closed). */
+const PACKED_MARK = '2';
+
+/** Whether an attribute is a head of either format (a full write removes those it does not keep). */
+export const isHeadAttribute = (name: string): boolean =>
+  name.startsWith(HEAD) || name.startsWith(SUBS) || PACKED_HEAD.test(name) || name === OFFSETS;
+
+/**
+ * The attribute a head addition to ring `key` adds to, given what the read item holds (`directory`: the packed
+ * rings' keys, in format 2); undefined where a head addition cannot name the ring (a full write must).
+ */
+export function headAttribute(format: 1 | 2, directory: readonly string[], key: string): string | undefined {
+  if (format === 1) return `${HEAD}${key}`;
+  const index = directory.indexOf(key);
+  return index < 0 ? undefined : `H${index.toString(36)}`;
+}
 
 export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   const number = (name: string) => (item[name]?.N === undefined ? Number.NaN : Number(item[name]?.N));
+  const format = item.r?.S === PACKED_MARK ? 2 : 1;
   const heads: Record<string, number> = {};
   const headSubs: Record<string, number> = {};
   for (const [name, value] of Object.entries(item)) {
-    if (name.startsWith(HEAD))
-      heads[name.slice(HEAD.length)] = value.N === undefined ? Number.NaN : Number(value.N);
-    if (name.startsWith(SUBS))
+    const count = value.N === undefined ? Number.NaN : Number(value.N);
+    if (format === 1 && name.startsWith(HEAD)) heads[name.slice(HEAD.length)] = count;
+    if (format === 1 && name.startsWith(SUBS))
       headSubs[name.slice(SUBS.length)] = value.NS ? Math.max(...value.NS.map(Number)) : Number.NaN;
+    if (format === 2 && PACKED_HEAD.test(name)) heads[String(Number.parseInt(name.slice(1), 36))] = count;
   }
   const stored: StoredLedger = {
+    format,
     version: number('v'),
     fastWrites: item.n ? number('n') : 0,
     time: number('t'),
@@ -42,7 +68,10 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
     carriedWriteIds: item.wp?.S ? item.wp.S.split(',') : [],
     purgeAt: number(TTL_ATTRIBUTE),
   };
-  if (item.r?.S !== undefined) stored.rings = item.r.S;
+  if (format === 2) {
+    stored.packed = item.rb?.B ?? new Uint8Array();
+    if (item[OFFSETS]?.NS) stored.headOffset = Math.max(...item[OFFSETS].NS.map(Number));
+  } else if (item.r?.S !== undefined) stored.rings = item.r.S;
   if (item.cd?.N !== undefined) stored.cooldownUntil = Number(item.cd.N);
   if (item.cap?.S !== undefined) stored.caps = item.cap.S;
   if (item.k?.S !== undefined) stored.secret = item.k.S;
@@ -59,7 +88,12 @@ export function fullWrite(
   tableName: string,
   tokenId: string,
   stored: StoredLedger,
-  read: { version: number; fastWrites: number; headKeys: readonly string[]; secret: string | undefined },
+  read: {
+    version: number;
+    fastWrites: number;
+    headAttributes: readonly string[];
+    secret: string | undefined;
+  },
 ): UpdateItemCommandInput {
   const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#t': 't', '#p': TTL_ATTRIBUTE };
   const values: Record<string, AttributeValue> = {
@@ -78,7 +112,9 @@ export function fullWrite(
       sets.push(`${placeholder} = :${placeholder.slice(1)}`);
     } else removes.push(placeholder);
   };
-  attribute('r', stored.rings ? { S: stored.rings } : undefined);
+  const packed = stored.format === 2;
+  attribute('r', packed ? { S: PACKED_MARK } : stored.rings ? { S: stored.rings } : undefined);
+  attribute('rb', packed ? { B: stored.packed ?? new Uint8Array() } : undefined);
   attribute('cd', stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
   attribute('cap', stored.caps ? { S: stored.caps } : undefined);
   attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
@@ -91,11 +127,18 @@ export function fullWrite(
   );
   // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
-  for (const key of new Set([...Object.keys(stored.heads), ...read.headKeys])) {
-    const count = stored.heads[key];
-    attribute(`${HEAD}${key}`, count ? { N: String(count) } : undefined);
-    attribute(`${SUBS}${key}`, count ? { NS: [String(stored.headSubs[key] ?? 0)] } : undefined);
+  // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
+  const heads = new Map<string, AttributeValue>();
+  for (const [key, count] of Object.entries(stored.heads)) {
+    if (!count) continue;
+    if (packed) heads.set(`H${Number(key).toString(36)}`, { N: String(count) });
+    else {
+      heads.set(`${HEAD}${key}`, { N: String(count) });
+      heads.set(`${SUBS}${key}`, { NS: [String(stored.headSubs[key] ?? 0)] });
+    }
   }
+  for (const name of read.headAttributes) if (!heads.has(name)) attribute(name, undefined);
+  for (const [name, value] of heads) attribute(name, value);
   const exists = read.version > 0;
   if (exists) {
     values[':expected'] = { N: String(read.version) };
@@ -117,38 +160,53 @@ export function fullWrite(
 }
 
 /**
- * Adds grants to head slots, each guarded by its bound, if no full write happened since `version`; adds the
+ * Adds grants to head slots, each guarded by its bound, if no full write happened since `read.version`; adds the
  * write id to the item's write ids, guarded by "it is not there yet" (a re-sent copy of an applied write fails
- * instead of adding twice) and by the set's size (a full set waits for a full write, which resets it).
+ * instead of adding twice) and by the set's size (a full set waits for a full write, which resets it). In format
+ * 2 it also adds its offset after the last full write (`offset`, ms) to `T`, which dates every head's latest
+ * grant. Undefined when a ring has no head attribute in the item (format 2: not in its packed rings).
  */
 export function headWrite(
   tableName: string,
   tokenId: string,
   additions: readonly HeadAddition[],
-  version: number,
-  writeId: string | undefined,
-): UpdateItemCommandInput {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n' };
-  const values: Record<string, AttributeValue> = { ':expected': { N: String(version) }, ':one': { N: '1' } };
-  const adds = ['#n :one'];
-  const conditions = ['#v = :expected'];
-  if (writeId !== undefined) {
-    names['#w'] = 'w';
-    values[':ids'] = { SS: [writeId] };
-    values[':writeId'] = { S: writeId };
-    values[':full'] = { N: String(WRITE_IDS_LIMIT) };
-    adds.push('#w :ids');
-    conditions.push('NOT contains(#w, :writeId)', '(attribute_not_exists(#w) OR size(#w) < :full)');
+  read: { version: number; format: 1 | 2; directory: readonly string[] },
+  writeId: string,
+  offset: number,
+): UpdateItemCommandInput | undefined {
+  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#w': 'w' };
+  const values: Record<string, AttributeValue> = {
+    ':expected': { N: String(read.version) },
+    ':one': { N: '1' },
+    ':ids': { SS: [writeId] },
+    ':writeId': { S: writeId },
+    ':full': { N: String(WRITE_IDS_LIMIT) },
+  };
+  const adds = ['#n :one', '#w :ids'];
+  const conditions = [
+    '#v = :expected',
+    'NOT contains(#w, :writeId)',
+    '(attribute_not_exists(#w) OR size(#w) < :full)',
+  ];
+  if (read.format === 2) {
+    names['#t'] = OFFSETS;
+    values[':offset'] = { NS: [String(offset)] };
+    adds.push('#t :offset');
   }
-  additions.forEach((addition, i) => {
-    names[`#h${i}`] = `${HEAD}${addition.key}`;
-    names[`#s${i}`] = `${SUBS}${addition.key}`;
+  for (const [i, addition] of additions.entries()) {
+    const head = headAttribute(read.format, read.directory, addition.key);
+    if (head === undefined) return undefined;
+    names[`#h${i}`] = head;
     values[`:add${i}`] = { N: String(addition.add) };
     values[`:max${i}`] = { N: String(addition.max) };
-    values[`:sub${i}`] = { NS: [String(addition.sub)] };
-    adds.push(`#h${i} :add${i}`, `#s${i} :sub${i}`);
+    adds.push(`#h${i} :add${i}`);
     conditions.push(`(attribute_not_exists(#h${i}) OR #h${i} <= :max${i})`);
-  });
+    if (read.format === 1) {
+      names[`#s${i}`] = `${SUBS}${addition.key}`;
+      values[`:sub${i}`] = { NS: [String(addition.sub)] };
+      adds.push(`#s${i} :sub${i}`);
+    }
+  }
   return {
     TableName: tableName,
     Key: ledgerKey(tokenId),

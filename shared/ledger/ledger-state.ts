@@ -1,6 +1,7 @@
 import {
   GENERAL_SCOPE,
   type LimitPlan,
+  parseRingKey,
   type ReservedWindow,
   type RingSpec,
   ringLength,
@@ -77,12 +78,6 @@ export const emptyState = (version = 0): LedgerState => ({
 export const wroteWithId = (state: LedgerState, writeId: string): boolean =>
   state.writeIds.has(writeId) || state.carriedWriteIds.includes(writeId);
 
-/** Parses `<scope>/<window ms base 36>`. */
-export function parseRingKey(key: string): { scope: string; windowMs: number } {
-  const at = key.lastIndexOf('/');
-  return { scope: key.slice(0, at), windowMs: Number.parseInt(key.slice(at + 1), 36) };
-}
-
 /**
  * A working copy of the state at ledger time g ≥ state.time: rings moved to g's slots (keeping what a span with
  * margin `marginMs` can still reach), expired caps dropped. Mutated by the operations below.
@@ -90,8 +85,8 @@ export function parseRingKey(key: string): { scope: string; windowMs: number } {
 export function stateAt(state: LedgerState, g: number, marginMs: number): LedgerState {
   const rings = new Map<string, Ring>();
   for (const [key, ring] of state.rings) {
-    const { windowMs } = parseRingKey(key);
-    const moved = shiftRing(ring, windowMs, state.time, g, ringLength(windowMs, marginMs));
+    const { windowMs, slotMs } = parseRingKey(key);
+    const moved = shiftRing(ring, slotMs, state.time, g, ringLength(windowMs, marginMs, slotMs));
     if (!isEmptyRing(moved)) rings.set(key, moved);
   }
   return {

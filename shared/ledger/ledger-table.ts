@@ -3,58 +3,26 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   UpdateItemCommand,
-  type UpdateItemCommandInput,
-  type UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
-import type { DeserializeMiddleware } from '@smithy/types';
 import type { Clock } from '../clock.js';
 import { LedgerUnavailableError } from './errors.js';
 import type { HeadAddition } from './fast-grant.js';
-import { fullWrite, headWrite, ledgerKey, toStored } from './ledger-item.js';
+import { fullWrite, headWrite, isHeadAttribute, ledgerKey, toStored } from './ledger-item.js';
 import { emptyState, type LedgerState } from './ledger-state.js';
+import type { ItemFormat } from './limit-plan.js';
 import { decodeState, encodeState } from './state-codec.js';
-
-/** The SDK re-sent a write whose earlier attempt may have been applied: not sent (see sentOnce). */
-export class NotResentError extends Error {
-  readonly code = 'NOT_RESENT';
-  constructor(readonly earlier: unknown) {
-    super('a write that may have been applied was not sent again');
-    this.name = 'NotResentError';
-  }
-}
-
-const THROTTLES = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-]);
-
-/**
- * For a write without a write id: the SDK may retry it after a throttle (DynamoDB refused it unapplied), but
- * after any other failure (a lost answer, a timeout, a 500: it may have been applied) the next attempt is not
- * sent. Added to the command's own stack inside the retry loop, so it sees every attempt.
- */
-const SENT_ONCE = { step: 'deserialize', name: 'ledgerSentOnce', priority: 'high', override: true } as const;
-function sentOnce(): DeserializeMiddleware<UpdateItemCommandInput, UpdateItemCommandOutput> {
-  let ambiguous: { error: unknown } | undefined;
-  return (next) => async (args) => {
-    if (ambiguous) throw new NotResentError(ambiguous.error);
-    try {
-      return await next(args);
-    } catch (error) {
-      if (!THROTTLES.has((error as { name?: string })?.name ?? '')) ambiguous = { error };
-      throw error;
-    }
-  };
-}
 
 /** What a process knows of a ledger item. */
 export interface Snapshot {
   state: LedgerState;
   /** Head additions written since the item's last full write (a full write is conditional on it too). */
   fastWrites: number;
-  /** Rings whose head attributes the item holds (even when its state is ignored as stale). */
-  headKeys: string[];
+  /** The item's format (1 when there is no item). */
+  format: ItemFormat;
+  /** Format 2: the packed rings' keys in order (their heads' indices); empty otherwise. */
+  directory: string[];
+  /** The head attributes the item holds (even when its state is ignored as stale), to remove those not kept. */
+  headAttributes: string[];
   /** Clock time it was learned. */
   at: number;
 }
@@ -84,45 +52,59 @@ export class LedgerTable {
     );
     return Item
       ? this.#decode(Item)
-      : { state: emptyState(), fastWrites: 0, headKeys: [], at: this.#clock.now() };
+      : {
+          state: emptyState(),
+          fastWrites: 0,
+          format: 1,
+          directory: [],
+          headAttributes: [],
+          at: this.#clock.now(),
+        };
   }
 
   /** Replaces the state with `state` (its version already incremented) if the item is still as in `read`. */
-  writeFull(tokenId: string, state: LedgerState, retainMs: number, read: Snapshot): Promise<WriteOutcome> {
+  writeFull(
+    tokenId: string,
+    state: LedgerState,
+    retainMs: number,
+    format: ItemFormat,
+    read: Snapshot,
+  ): Promise<WriteOutcome> {
     return this.#write(
-      fullWrite(this.#tableName, tokenId, encodeState(state, retainMs), {
+      fullWrite(this.#tableName, tokenId, encodeState(state, retainMs, format), {
         version: read.state.version,
         fastWrites: read.fastWrites,
-        headKeys: read.headKeys,
+        headAttributes: read.headAttributes,
         secret: read.state.secret,
       }),
     );
   }
 
   /**
-   * Adds grants to the head slots, each within its bound, if no full write happened since `read`. Without a
-   * write id (the item's set of them is full), the addition cannot be recognised after a lost answer, so it is
-   * never re-sent after one (see sentOnce): it applies at most once, and a failure without an answer is the
-   * caller's to fail closed on.
+   * Adds grants to the head slots, each within its bound, if no full write happened since `read`, at ledger time
+   * `g`. Undefined (nothing sent) where the item cannot name a ring's head: a full write must.
    */
   addToHeads(
     tokenId: string,
     additions: readonly HeadAddition[],
     read: Snapshot,
-    writeId: string | undefined,
-  ): Promise<WriteOutcome> {
-    const input = headWrite(this.#tableName, tokenId, additions, read.state.version, writeId);
-    return this.#write(input, writeId === undefined);
+    writeId: string,
+    g: number,
+  ): Promise<WriteOutcome> | undefined {
+    const input = headWrite(
+      this.#tableName,
+      tokenId,
+      additions,
+      { version: read.state.version, format: read.format, directory: read.directory },
+      writeId,
+      g - read.state.time,
+    );
+    return input && this.#write(input);
   }
 
-  async #write(
-    input: ConstructorParameters<typeof UpdateItemCommand>[0],
-    once = false,
-  ): Promise<WriteOutcome> {
+  async #write(input: ConstructorParameters<typeof UpdateItemCommand>[0]): Promise<WriteOutcome> {
     try {
-      const command = new UpdateItemCommand(input);
-      if (once) command.middlewareStack.add(sentOnce(), SENT_ONCE);
-      const { Attributes } = await this.#client.send(command);
+      const { Attributes } = await this.#client.send(new UpdateItemCommand(input));
       if (!Attributes) throw new LedgerUnavailableError('rate ledger write returned no item');
       return { ok: true, snapshot: this.#decode(Attributes) };
     } catch (error) {
@@ -134,10 +116,13 @@ export class LedgerTable {
   #decode(item: Parameters<typeof toStored>[0]): Snapshot {
     const stored = toStored(item);
     const at = this.#clock.now();
+    const state = decodeState(stored, at);
     return {
-      state: decodeState(stored, at),
+      state,
       fastWrites: stored.fastWrites,
-      headKeys: Object.keys(stored.heads),
+      format: stored.format,
+      directory: stored.format === 2 ? [...state.rings.keys()] : [],
+      headAttributes: Object.keys(item).filter(isHeadAttribute),
       at,
     };
   }

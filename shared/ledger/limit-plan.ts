@@ -3,6 +3,7 @@ import type { RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
 import {
   CARRIED_WRITE_IDS,
+  GIVE_BACK_SLACK_MS,
   RECEIPT_ID_LENGTH,
   SPENT_LIMIT,
   WRITE_ID_LENGTH,
@@ -15,6 +16,18 @@ import {
  * be sent until g + V (V ≤ D), so any send span of length W only holds grants of a grant span of W + D.
  */
 export const SLOTS_PER_WINDOW = 60;
+/**
+ * Slots per window of a class's rings in item format 2: a class's limits are lower and its grants rarer, and
+ * coarser slots keep four classes' rings within one write unit. The sub-slot of each slot's latest grant still
+ * frees it within 1/36th of a slot of its exact time (5 s slots of a minute: 0.14 s); the bound holds for any slot.
+ */
+export const CLASS_SLOTS_PER_WINDOW = 12;
+/**
+ * How the ledger item is written. 1: the text rings release N-1 reads (the default, until every running release
+ * reads format 2: docs/deploying.md, "Rolling forward and back"). 2: packed (state-codec.ts), which fits the
+ * general limits and four classes in one write unit; release N-1 cannot read it and fails closed on it.
+ */
+export type ItemFormat = 1 | 2;
 /** Each slot also keeps the 1/36th part of it that holds its latest grant, so a slot frees almost on time. */
 export const SUB_SLOTS = 36;
 export const GENERAL_SCOPE = '*';
@@ -50,13 +63,15 @@ export const RESERVED_ITEM_BYTES_BUDGET = 4096;
 export const MAX_CAPS = 4;
 
 export interface RingSpec {
-  /** `<scope>/<window ms, base 36>`: names the ring in the stored item. */
+  /** `<scope>/<window ms, base 36>[.<slots per window, base 36>]` (see ringKey): names the ring in the stored item. */
   key: string;
   /** GENERAL_SCOPE or a class name. */
   scope: string;
   limit: number;
   windowSeconds: number;
   windowMs: number;
+  /** Slots per window (SLOTS_PER_WINDOW, or CLASS_SLOTS_PER_WINDOW for a class in item format 2). */
+  slots: number;
   slotMs: number;
   /** W + D: the grant span in which at most `limit` grants may fall. */
   spanMs: number;
@@ -97,12 +112,8 @@ export interface LimitPlan {
   maxSpanMs: number;
   /** The most bytes the ledger item of this plan can take (ledgerItemBound). */
   itemBytesBound: number;
-  /**
-   * Write ids a full write carries from before it (receipts.ts): CARRIED_WRITE_IDS where the set has reservations
-   * (a grant counted twice would take a reservation from its consumer), none elsewhere (it only wastes quota, and
-   * one write unit has no room for them).
-   */
-  carriedWriteIds: number;
+  /** How the item is written (ItemFormat). */
+  itemFormat: ItemFormat;
   /** How long after its last full write the state still matters: grants go up to a slot later, then span. */
   retainMs: number;
   /**
@@ -115,10 +126,22 @@ export interface LimitPlan {
   reservationsKey: string;
 }
 
-export const slotMsFor = (windowMs: number): number => Math.max(1, Math.floor(windowMs / SLOTS_PER_WINDOW));
-export const ringKey = (scope: string, windowMs: number): string => `${scope}/${windowMs.toString(36)}`;
-export const ringLength = (windowMs: number, marginMs: number): number =>
-  Math.ceil((windowMs + marginMs) / slotMsFor(windowMs)) + 1;
+export const slotMsFor = (windowMs: number, slots = SLOTS_PER_WINDOW): number =>
+  Math.max(1, Math.floor(windowMs / slots));
+export const ringKey = (scope: string, windowMs: number, slots = SLOTS_PER_WINDOW): string =>
+  `${scope}/${windowMs.toString(36)}${slots === SLOTS_PER_WINDOW ? '' : `.${slots.toString(36)}`}`;
+/** Slots a ring keeps: every slot that can intersect a span (window + margin) ending at or after the newest slot. */
+export const ringLength = (windowMs: number, marginMs: number, slotMs: number): number =>
+  Math.ceil((windowMs + marginMs) / slotMs) + 1;
+
+/** What a ring key says: its scope, window and slot length (every process reads a stored ring the same way). */
+export function parseRingKey(key: string): { scope: string; windowMs: number; slotMs: number } {
+  const at = key.lastIndexOf('/');
+  const [window = '', slots] = key.slice(at + 1).split('.');
+  const windowMs = Number.parseInt(window, 36);
+  const perWindow = slots === undefined ? SLOTS_PER_WINDOW : Number.parseInt(slots, 36);
+  return { scope: key.slice(0, at), windowMs, slotMs: slotMsFor(windowMs, perWindow) };
+}
 
 const plans = new WeakMap<RateLimitSettings, LimitPlan>();
 /**
@@ -185,7 +208,9 @@ function compile(settings: RateLimitSettings): LimitPlan {
       })`,
     );
   const marginMs = Math.round(marginSeconds * 1000);
-  const specs = (scope: string, limits: unknown, path: string): RingSpec[] => {
+  if (settings.itemFormat !== undefined && settings.itemFormat !== 1 && settings.itemFormat !== 2)
+    fail('itemFormat must be 1 or 2');
+  const specs = (scope: string, limits: unknown, path: string, slots = SLOTS_PER_WINDOW): RingSpec[] => {
     if (!Array.isArray(limits) || limits.length === 0) fail(`${path} must be a non-empty list of limits`);
     return (limits as RateLimitSettings['general']).map((entry, index) => {
       const { limit, windowSeconds } = entry ?? {};
@@ -193,52 +218,70 @@ function compile(settings: RateLimitSettings): LimitPlan {
       const windowMs = Math.round(windowSeconds * 1000);
       if (!Number.isFinite(windowSeconds) || windowMs < 1)
         fail(`${path}[${index}].windowSeconds must be > 0`);
-      const slotMs = slotMsFor(windowMs);
       return {
-        key: ringKey(scope, windowMs),
+        key: ringKey(scope, windowMs, slots),
         scope,
         limit,
         windowSeconds,
         windowMs,
-        slotMs,
+        slots,
+        slotMs: slotMsFor(windowMs, slots),
         spanMs: windowMs + marginMs,
-        length: ringLength(windowMs, marginMs),
+        length: ringLength(windowMs, marginMs, slotMsFor(windowMs, slots)),
       };
     });
   };
   const general = specs(GENERAL_SCOPE, settings.general, 'general');
-  const classes = new Map<string, RingSpec[]>();
-  if (Object.keys(settings.classes ?? {}).length > MAX_CLASSES) fail(`at most ${MAX_CLASSES} classes`);
-  for (const [name, limits] of Object.entries(settings.classes ?? {})) {
-    if (!CLASS_NAME.test(name)) fail('class names must be lowercase letters, digits and dashes');
-    classes.set(name, specs(name, limits, `classes.${name}`));
-  }
   const reserved = compileReservations(settings.reservations, general, marginMs, fail);
-  const all = [
+  const reservationsKey = keyOfReservations(reserved);
+  const validityMs = Math.round(permitValiditySeconds * 1000);
+  if (Object.keys(settings.classes ?? {}).length > MAX_CLASSES) fail(`at most ${MAX_CLASSES} classes`);
+  const classesIn = (format: ItemFormat) => {
+    const classes = new Map<string, RingSpec[]>();
+    for (const [name, limits] of Object.entries(settings.classes ?? {})) {
+      if (!CLASS_NAME.test(name)) fail('class names must be lowercase letters, digits and dashes');
+      const slots = format === 2 ? CLASS_SLOTS_PER_WINDOW : SLOTS_PER_WINDOW;
+      classes.set(name, specs(name, limits, `classes.${name}`, slots));
+    }
+    return classes;
+  };
+  const ringsIn = (classes: Map<string, RingSpec[]>) => [
     ...general,
     ...[...classes.values()].flat(),
     ...[...reserved.values()].flatMap((w) => [w.shared, ...w.reserved.values()]),
   ];
-  const carriedWriteIds = reserved.size > 0 ? CARRIED_WRITE_IDS : 0;
-  const reservationsKey = keyOfReservations(reserved);
-  const itemBytesBound = ledgerItemBound(all, classes.size, carriedWriteIds, reservationsKey.length);
+  const boundIn = (format: ItemFormat, classes: Map<string, RingSpec[]>) =>
+    format === 2
+      ? packedItemBound(ringsIn(classes), validityMs, reservationsKey.length)
+      : textItemBound(ringsIn(classes), classes.size, reservationsKey.length);
   const budget = reserved.size > 0 ? RESERVED_ITEM_BYTES_BUDGET : ITEM_BYTES_BUDGET;
-  if (itemBytesBound > budget)
+  // Unset: the format the previous release reads where the item fits it, else the packed one.
+  const itemFormat: ItemFormat = settings.itemFormat ?? (boundIn(1, classesIn(1)) <= budget ? 1 : 2);
+  const classes = classesIn(itemFormat);
+  const all = ringsIn(classes);
+  const itemBytesBound = boundIn(itemFormat, classes);
+  if (itemBytesBound > budget) {
+    const packed = itemFormat === 1 ? boundIn(2, classesIn(2)) : 0;
+    const hint =
+      itemFormat === 1 && packed <= budget
+        ? `; item format 2 would take ${packed} (rateLimits.itemFormat: 2, or leave it unset: docs/deploying.md)`
+        : '';
     fail(
       reserved.size > 0
-        ? `these limits and reservations could make the ledger item ${itemBytesBound} bytes, over ${budget}: use fewer reservations, classes or windows`
-        : `these limits could make the ledger item ${itemBytesBound} bytes, over one write unit (${ITEM_BYTES_BUDGET}): use fewer classes or windows`,
+        ? `these limits and reservations could make the ledger item ${itemBytesBound} bytes, over ${budget}${hint}: use fewer reservations, classes or windows`
+        : `these limits could make the ledger item ${itemBytesBound} bytes, over one write unit (${ITEM_BYTES_BUDGET})${hint}: use fewer classes or windows`,
     );
+  }
   return {
     general,
     reserved,
     classes,
     marginMs,
-    validityMs: Math.round(permitValiditySeconds * 1000),
+    validityMs,
     maxSpanMs: Math.max(...all.map((spec) => spec.spanMs)),
     retainMs: Math.max(...all.map((spec) => spec.spanMs + spec.slotMs)),
     itemBytesBound,
-    carriedWriteIds,
+    itemFormat,
     reservationsKey,
   };
 }
@@ -314,7 +357,7 @@ function compileReservations(
       key: ringKey(scope, spec.windowMs),
       scope,
       limit,
-      length: ringLength(spec.windowMs, marginMs),
+      length: ringLength(spec.windowMs, marginMs, spec.slotMs),
     });
     windows.set(spec.key, {
       shared: ring(SHARED_SCOPE, spec.limit - total),
@@ -329,48 +372,116 @@ function compileReservations(
 const base36Digits = (n: number): number => Math.max(1, Math.ceil(Math.log(n + 1) / Math.log(36)));
 /** DynamoDB's size of a number: about one byte per two significant digits, plus one. */
 const numberBytes = (n: number): number => Math.ceil(String(n).length / 2) + 1;
+/** Bytes of an unsigned LEB128 varint (state-codec.ts's packed format). */
+export const varintBytes = (n: number): number => (n < 128 ? 1 : 1 + varintBytes(Math.floor(n / 128)));
 /** The attributes every item has, at their largest: pk (`token#` + 64), v, n, t, purgeAt, cd, k. */
 const FIXED_BYTES = 2 + 70 + (1 + 8) + (1 + 8) + (1 + 8) + (7 + 7) + (2 + 8) + (1 + 22);
+/** Sub-slots a head's set (`s:<key>`) can hold: the full write's, and one per head addition since (w's room). */
+const HEAD_SUBS = Math.min(SUB_SLOTS, 1 + WRITE_IDS_LIMIT);
 
 /**
- * The most bytes a ledger item can take with these rings (state-codec.ts, ledger-item.ts), by DynamoDB's
- * rules (attribute names count; strings by their UTF-8 length). Per ring, the head as two attributes and the
- * older slots as `<sub digit><count>` separated by commas. A ring covers one span and two slots, and no span
- * holds more than the limit: so at most limit + 2 older slots are not empty, and they hold at most twice the
- * limit in all, so few of them can need more than one count digit.
- * Checked against items filled as full as they get in the ledger's tests.
+ * A ring covers one span and two slots, and no span holds more than the limit: so at most limit + 2 of its older
+ * slots are not empty, and they hold at most twice the limit in all. `extra(threshold)` counts, for a code whose
+ * size grows by one unit at each of the thresholds, the most units that many permits can add above one per slot.
  */
-export function ledgerItemBound(
+function ringFill(spec: RingSpec): {
+  older: number;
+  nonEmpty: number;
+  extra: (thresholds: number[]) => number;
+} {
+  const older = spec.length - 1;
+  const nonEmpty = Math.min(older, spec.limit + 2);
+  const most = 2 * spec.limit;
+  return {
+    older,
+    nonEmpty,
+    extra: (thresholds) => thresholds.reduce((sum, t) => sum + Math.min(nonEmpty, Math.floor(most / t)), 0),
+  };
+}
+
+/** Vendor caps at most: this many, or one per scope if there are more scopes (vendor-feedback.ts). */
+function capBytes(specs: readonly RingSpec[], classCount: number): number {
+  const longestScope = Math.max(1, ...specs.map((spec) => spec.scope.length));
+  const caps = Math.max(MAX_CAPS, classCount + 1);
+  return 3 + caps * (longestScope + 1 + base36Digits(Math.max(...specs.map((s) => s.limit))) + 1 + 9 + 1);
+}
+
+/** The write ids (`w`, a string set) and, with reservations, their key and change time (`rk`, `rc`). */
+const idBytes = (reservationsKeyLength: number): number =>
+  1 +
+  WRITE_IDS_LIMIT * WRITE_ID_LENGTH +
+  (reservationsKeyLength > 0 ? 2 + reservationsKeyLength + (2 + 8) : 0);
+
+/**
+ * The most bytes a ledger item of item format 1 can take with these rings (state-codec.ts, ledger-item.ts), by
+ * DynamoDB's rules (attribute names count; strings by their UTF-8 length; a number set by its numbers). Per ring,
+ * the head as two attributes (its count, and the set of its grants' sub-slots) and the older slots as
+ * `<sub digit><count>` separated by commas. Checked against items filled as full as they get in the tests.
+ */
+export function textItemBound(
   specs: readonly RingSpec[],
   classCount: number,
-  carriedWriteIds = 0,
   reservationsKeyLength = 0,
 ): number {
   let bytes =
     FIXED_BYTES +
     (1 + SPENT_LIMIT * RECEIPT_ID_LENGTH) +
-    (1 + WRITE_IDS_LIMIT * WRITE_ID_LENGTH) +
-    (carriedWriteIds > 0 ? 2 + carriedWriteIds * (WRITE_ID_LENGTH + 1) : 0) +
-    // rk (the reservations' key) and rc (when they last changed: any item may hold it for a span after one).
-    (reservationsKeyLength > 0 ? 2 + reservationsKeyLength : 0) +
-    (2 + 8);
+    (2 + CARRIED_WRITE_IDS * (WRITE_ID_LENGTH + 1)) +
+    idBytes(reservationsKeyLength);
   let rings = 1; // the attribute name `r`
-  let longestScope = 1;
   for (const spec of specs) {
-    const most = 2 * spec.limit;
-    const older = Math.min(spec.length - 1, spec.limit + 2);
-    // Each slot holding 36^d or more needs a (d+1)th digit; no more of them than the permits allow.
-    let extraDigits = 0;
-    for (let power = 36; power <= spec.limit; power *= 36)
-      extraDigits += Math.min(older, Math.floor(most / power));
-    const slots = spec.length - 1 + 2 * older + extraDigits;
-    rings += spec.key.length + 1 + slots + 1;
-    // h:<key> = count, s:<key> = { sub-slot }
-    bytes += 2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + numberBytes(35);
-    longestScope = Math.max(longestScope, spec.scope.length);
+    const { older, nonEmpty, extra } = ringFill(spec);
+    // Each slot holding 36^d or more needs a (d+1)th digit.
+    const thresholds: number[] = [];
+    for (let power = 36; power <= spec.limit; power *= 36) thresholds.push(power);
+    rings += spec.key.length + 1 + (older + 2 * nonEmpty + extra(thresholds)) + 1;
+    // h:<key> = count, s:<key> = { sub-slots }
+    bytes +=
+      2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + HEAD_SUBS * numberBytes(35);
   }
-  const caps = Math.max(MAX_CAPS, classCount + 1);
-  const capBytes =
-    3 + caps * (longestScope + 1 + base36Digits(Math.max(...specs.map((s) => s.limit))) + 1 + 9 + 1);
-  return bytes + rings + capBytes;
+  return bytes + rings + capBytes(specs, classCount);
+}
+
+/**
+ * The most bytes a ledger item of item format 2 can take (state-codec.ts, "packed"): `r` marks the format; `rb`
+ * holds the rings' scopes (each name once), every ring's window, slots and older slots (one varint each: 0 empty,
+ * else (count - 1) * 36 + sub + 1), the vendor caps (one per limit at most: ring, remaining, end after the item's
+ * time), the carried write ids (4 bytes each) and the spent receipt ids (their expiry after the item's time, 3
+ * random bytes); per ring `H<index>` its head count; `T` the offsets (ms) of head additions after the last full
+ * write, within the shortest slot (they date the heads' latest grants for every ring at once).
+ */
+export function packedItemBound(
+  specs: readonly RingSpec[],
+  validityMs: number,
+  reservationsKeyLength = 0,
+): number {
+  const receiptSeconds = Math.ceil((2 * validityMs + GIVE_BACK_SLACK_MS) / 1000) + 1;
+  const scopes = new Set(specs.map((spec) => spec.scope));
+  const maxSpanMs = Math.max(...specs.map((spec) => spec.spanMs));
+  const maxLimit = Math.max(...specs.map((spec) => spec.limit));
+  let packed =
+    1 +
+    varintBytes(scopes.size) +
+    [...scopes].reduce((sum, scope) => sum + 1 + scope.length, 0) +
+    varintBytes(specs.length) +
+    (1 + specs.length * (varintBytes(specs.length) + varintBytes(maxLimit) + varintBytes(maxSpanMs))) +
+    (1 + CARRIED_WRITE_IDS * 4) +
+    (1 + SPENT_LIMIT * (varintBytes(receiptSeconds) + 3));
+  let heads = 0;
+  specs.forEach((spec, index) => {
+    const { older, extra } = ringFill(spec);
+    const thresholds: number[] = [];
+    for (let bytes = 1; bytes < 8 && 128 ** bytes <= spec.limit * 36; bytes++)
+      thresholds.push(Math.ceil(128 ** bytes / 36));
+    packed +=
+      varintBytes(scopes.size) +
+      varintBytes(spec.windowMs) +
+      varintBytes(spec.slots) +
+      varintBytes(older) +
+      older +
+      extra(thresholds);
+    heads += 1 + base36Digits(index + 1) + numberBytes(spec.limit);
+  });
+  const offsets = 1 + WRITE_IDS_LIMIT * numberBytes(Math.min(...specs.map((spec) => spec.slotMs)) - 1);
+  return FIXED_BYTES + (1 + 1) + (2 + packed) + heads + offsets + idBytes(reservationsKeyLength);
 }

@@ -21,8 +21,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * else's by reading the item. A full write replaces the set with its own id; head additions add theirs, and a
  * head addition is conditional on its id not being there yet. Head additions happen only within one slot of
  * the shortest window (a second at 60 s), so the set holds the writes of about a second, at most
- * WRITE_IDS_LIMIT: in a busier second, further head additions go without an id and are never re-sent after an
- * ambiguous failure (ledger-table.ts, sentOnce): they apply at most once and fail closed.
+ * WRITE_IDS_LIMIT: in a busier second, the next write is a full write, which resets the set. No write goes
+ * without an id.
  */
 
 /**
@@ -30,8 +30,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * own id, so without them a write applied just before another process's full write could no longer be told
  * after a lost answer, and its grant would be decided again (counted twice). A write's id survives until this
  * many later writes have been carried past it: far longer than the SDK's retries of it take (a few hundred
- * milliseconds), at the vendor's 50 a minute. `wp` is an attribute older code ignores and leaves alone. Carried
- * only in sets with reservations (LimitPlan.carriedWriteIds): elsewhere a grant counted twice only wastes quota.
+ * milliseconds), at the vendor's 50 a minute. Every set carries them (`wp` in item format 1, which releases from
+ * before reservations ignore; inside `rb` in format 2).
  */
 export const CARRIED_WRITE_IDS = 12;
 /** Spent receipt ids kept at most; a give-back beyond finds the ledger busy (503: try again in a second). */

@@ -1,4 +1,4 @@
-import { type RingSpec, SUB_SLOTS, slotMsFor } from './limit-plan.js';
+import { type RingSpec, SUB_SLOTS } from './limit-plan.js';
 
 /**
  * A ring of slot counters, newest first: index j is the slot `head - j`, where head = floor(time / slotMs).
@@ -24,12 +24,11 @@ export const subSlot = (time: number, slotMs: number): number =>
 /** Moves the ring's head from `fromTime` to `toTime` (later), keeping at most `length` slots. */
 export function shiftRing(
   ring: Ring,
-  windowMs: number,
+  slotMs: number,
   fromTime: number,
   toTime: number,
   length: number,
 ): Ring {
-  const slotMs = slotMsFor(windowMs);
   const by = slotIndex(toTime, slotMs) - slotIndex(fromTime, slotMs);
   if (by >= length) return emptyRing();
   const pad = new Array<number>(by).fill(0);

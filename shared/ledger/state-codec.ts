@@ -1,11 +1,13 @@
 import { LedgerUnavailableError } from './errors.js';
-import { emptyState, type LedgerState, parseRingKey, type VendorCap } from './ledger-state.js';
-import { RESERVATIONS_KEY_LENGTH } from './limit-plan.js';
+import { emptyState, type LedgerState, type VendorCap } from './ledger-state.js';
+import { type ItemFormat, parseRingKey, RESERVATIONS_KEY_LENGTH } from './limit-plan.js';
+import { decodePacked, encodePacked } from './packed-codec.js';
 import { isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
-import type { Ring } from './ring.js';
+import { type Ring, subSlot } from './ring.js';
 
 /**
- * The ledger item, compactly, so that both default limits and two classes stay well under 1 KB (1 WCU).
+ * The ledger item, compactly, within one write unit (1 KB). Two formats (limit-plan.ts, ItemFormat): 1, the text
+ * below, which the previous release reads; 2, packed (packed-codec.ts), which that release refuses to read.
  * The head slot of each ring (the slot of `time`) is kept apart, as a number per ring, so that concurrent grants
  * in the same slot can add to it without rewriting the rest (see fast-grant.ts). The older slots of a ring are
  * one string of base-36 counters: each non-empty slot is `<sub-slot digit><count>`, an empty one is empty,
@@ -13,22 +15,30 @@ import type { Ring } from './ring.js';
  * (window 60 000 ms; 50 permits one slot before the head, 1 three slots before it).
  */
 export interface StoredLedger {
+  format: ItemFormat;
   /** 0 while no item exists; +1 on every full write. */
   version: number;
   /** Head-slot additions since the last full write (they leave `version` alone). */
   fastWrites: number;
   time: number;
+  /** Format 1: the older slots of every ring. */
   rings?: string;
-  /** By ring key: the head slot's count and the sub-slot of its latest grant. */
+  /** Format 2: the older slots, caps, carried write ids and spent receipt ids (packed-codec.ts). */
+  packed?: Uint8Array;
+  /** The head slot's count, by ring key (format 1) or by the ring's index in the packed rings (format 2). */
   heads: Record<string, number>;
+  /** Format 1, by ring key: the sub-slot of the head's latest grant. */
   headSubs: Record<string, number>;
+  /** Format 2: the latest head addition's offset after `time` (ms); it dates every head's latest grant. */
+  headOffset?: number;
   cooldownUntil?: number;
+  /** Format 1: the vendor caps. */
   caps?: string;
-  /** Spent receipt ids (receipts.ts); a string set in the item. */
+  /** Format 1: spent receipt ids (receipts.ts); a string set in the item. */
   spent: string[];
   /** Write ids since the last full write (receipts.ts); a string set in the item. */
   writeIds: string[];
-  /** Write ids of earlier writes, newest first (receipts.ts, CARRIED_WRITE_IDS); a comma-separated string. */
+  /** Format 1: write ids of earlier writes, newest first (receipts.ts, CARRIED_WRITE_IDS); comma-separated. */
   carriedWriteIds: string[];
   /** LedgerState.reservationsKey, when not ''. */
   reservationsKey?: string;
@@ -44,9 +54,9 @@ export interface StoredLedger {
 export const PURGE_SLACK_SECONDS = 3600;
 
 // Scopes: `*` general, a class name, `~` the shared part of a reserved window, `@<consumer>` a reservation.
-const RING = /^([a-z*~@][a-z0-9-]*\/[0-9a-z]+)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
+const RING = /^([a-z*~@][a-z0-9-]*\/[0-9a-z]+(?:\.[0-9a-z]+)?)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
 const CAP = /^([a-z*][a-z0-9-]*):([0-9a-z]+):([0-9a-z]+)$/;
-const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+$/;
+const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+(?:\.[0-9a-z]+)?$/;
 const RESERVATIONS_KEY = new RegExp(`^[A-Za-z0-9_-]{${RESERVATIONS_KEY_LENGTH}}$`);
 
 const encodeSlots = (ring: Ring, from: number): string =>
@@ -57,15 +67,22 @@ const encodeSlots = (ring: Ring, from: number): string =>
     .replace(/,+$/, '');
 
 /** `retainMs`: how long after `time` the rings still matter (the longest span of the settings). */
-export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0): StoredLedger {
+export function encodeState(
+  state: LedgerState,
+  retainMs: number,
+  format: ItemFormat = 1,
+  fastWrites = 0,
+): StoredLedger {
   const heads: Record<string, number> = {};
   const headSubs: Record<string, number> = {};
   const rings: string[] = [];
+  let index = 0;
   for (const [key, ring] of state.rings) {
     if ((ring.counts[0] ?? 0) > 0) {
-      heads[key] = ring.counts[0] ?? 0;
+      heads[format === 2 ? String(index) : key] = ring.counts[0] ?? 0;
       headSubs[key] = ring.subs[0] ?? 0;
     }
+    index++;
     const older = encodeSlots(ring, 1);
     if (older !== '') rings.push(`${key}=${older}`);
   }
@@ -78,14 +95,15 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
     ...state.caps.map((c) => c.until),
   );
   const stored: StoredLedger = {
+    format,
     version: state.version,
     fastWrites,
     time: state.time,
     heads,
-    headSubs,
-    spent: [...state.spent].sort(),
+    headSubs: format === 2 ? {} : headSubs,
+    spent: format === 2 ? [] : [...state.spent].sort(),
     writeIds: [...state.writeIds].sort(),
-    carriedWriteIds: state.carriedWriteIds,
+    carriedWriteIds: format === 2 ? [] : state.carriedWriteIds,
     purgeAt:
       Math.ceil(Math.max(lastRelevant, ...[...state.spent].map(receiptIdExpiry)) / 1000) +
       PURGE_SLACK_SECONDS,
@@ -94,8 +112,21 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
   if (state.reservationsKey !== '') stored.reservationsKey = state.reservationsKey;
   if (state.reservationsChangedAt > 0 && state.reservationsChangedAt + retainMs > state.time)
     stored.reservationsChangedAt = state.reservationsChangedAt;
-  if (rings.length > 0) stored.rings = rings.join(';');
   if (state.cooldownUntil > 0) stored.cooldownUntil = state.cooldownUntil;
+  if (format === 2) {
+    // Every ring the state holds is in the directory (its head's index), even one with only a head.
+    stored.packed = encodePacked(
+      {
+        rings: state.rings,
+        caps: state.caps,
+        carriedWriteIds: state.carriedWriteIds,
+        spent: [...state.spent].sort(),
+      },
+      state.time,
+    );
+    return stored;
+  }
+  if (rings.length > 0) stored.rings = rings.join(';');
   if (caps) stored.caps = caps;
   return stored;
 }
@@ -129,7 +160,16 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     if (!isWriteId(id)) unreadable('write ids');
     state.writeIds.add(id);
   }
-  for (const id of stored.carriedWriteIds) {
+  const packed =
+    stored.format === 2
+      ? decodePacked(stored.packed ?? new Uint8Array(), stored.time, unreadable)
+      : {
+          rings: new Map<string, Ring>(),
+          caps: [],
+          carriedWriteIds: stored.carriedWriteIds,
+          spent: stored.spent,
+        };
+  for (const id of packed.carriedWriteIds) {
     if (!isWriteId(id)) unreadable('carried write ids');
     state.carriedWriteIds.push(id);
   }
@@ -142,7 +182,7 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     if (!isCount(stored.reservationsChangedAt)) unreadable('reservations change');
     state.reservationsChangedAt = stored.reservationsChangedAt;
   }
-  for (const id of stored.spent) {
+  for (const id of packed.spent) {
     if (!isReceiptId(id)) unreadable('spent receipts');
     state.spent.add(id);
   }
@@ -156,6 +196,28 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     }
     return ring;
   };
+  if (stored.format === 2) {
+    for (const [key, ring] of packed.rings) {
+      if (!RING_KEY.test(key)) unreadable('ring key');
+      state.rings.set(key, ring);
+    }
+    const directory = [...packed.rings.keys()];
+    // Every head's latest grant was at most the latest head addition after the last full write.
+    const latest = state.time + (stored.headOffset ?? 0);
+    if (!isCount(stored.headOffset ?? 0)) unreadable('head offsets');
+    for (const [index, count] of Object.entries(stored.heads)) {
+      const key = directory[Number(index)];
+      if (key === undefined || !isCount(count)) return unreadable('head slot');
+      const ring = packed.rings.get(key) as Ring;
+      const { slotMs } = parseRingKey(key);
+      ring.counts[0] = count;
+      // Within the head slot (a head addition is only made in the slot of the last full write).
+      ring.subs[0] = subSlot(Math.min(latest, (Math.floor(state.time / slotMs) + 1) * slotMs - 1), slotMs);
+    }
+    state.cooldownUntil = stored.cooldownUntil ?? 0;
+    state.caps.push(...packed.caps);
+    return state;
+  }
   for (const [key, count] of Object.entries(stored.heads)) {
     const sub = stored.headSubs[key] ?? 0;
     if (!isCount(count) || !isCount(sub) || sub > 35) unreadable('head slot');

@@ -5,8 +5,9 @@ import type { PermitDecision } from '../../shared/ledger/index.js';
 import { ledgerKey } from '../../shared/ledger/ledger-item.js';
 import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
 import { LedgerTable } from '../../shared/ledger/ledger-table.js';
-import { MAX_CAPS, planFor } from '../../shared/ledger/limit-plan.js';
+import { allRings, MAX_CAPS, planFor } from '../../shared/ledger/limit-plan.js';
 import {
+  CARRIED_WRITE_IDS,
   newReceiptId,
   newSecret,
   newWriteId,
@@ -113,6 +114,8 @@ function valueSize(value: AttributeValue): number {
   if (value.N !== undefined) return numberSize(value.N);
   if (value.NS !== undefined) return value.NS.reduce((sum, n) => sum + numberSize(n), 0);
   if (value.SS !== undefined) return value.SS.reduce((sum, text) => sum + utf8(text), 0);
+  // Binary: its raw bytes (DynamoDB counts those, not their base64 on the wire).
+  if (value.B !== undefined) return value.B.byteLength;
   if (value.BOOL !== undefined || value.NULL !== undefined) return 1;
   if (value.L !== undefined) return 3 + value.L.reduce((sum, element) => sum + 1 + valueSize(element), 0);
   if (value.M !== undefined)
@@ -180,8 +183,7 @@ export async function fillLedgerItem(options: {
     // Each reserved consumer too: its reservation rings fill, then it borrows from the shared part.
     for (const consumer of reservedConsumers) acquire(state, plan, g, 1, undefined, consumer);
     while (state.spent.size < SPENT_LIMIT) state.spent.add(newReceiptId(g + 10_000 + state.spent.size));
-    while (state.writeIds.size < WRITE_IDS_LIMIT) state.writeIds.add(newWriteId());
-    while (state.carriedWriteIds.length < plan.carriedWriteIds) state.carriedWriteIds.push(newWriteId());
+    while (state.carriedWriteIds.length < CARRIED_WRITE_IDS) state.carriedWriteIds.push(newWriteId());
     // As if the reservations had just changed: the item keeps when (every item may, for a span after one).
     state.reservationsChangedAt = g;
     if (second % 60 === 59) {
@@ -196,9 +198,26 @@ export async function fillLedgerItem(options: {
       }));
       state.cooldownUntil = g + 1;
       state.version = snapshot.state.version + 1;
-      const written = await table.writeFull(tokenId, state, plan.retainMs, snapshot);
+      state.writeIds = new Set([newWriteId()]);
+      const written = await table.writeFull(tokenId, state, plan.retainMs, plan.itemFormat, snapshot);
       if (!written.ok) throw new Error('the fill is the only writer; its write cannot conflict');
       snapshot = written.snapshot;
+      // Then as many head additions as the write ids' set has room for, each to every ring's head, with its own
+      // sub-slot (format 1's sets of them) and the latest offsets in the shortest slot (format 2's `T`).
+      const shortestSlot = Math.min(...allRings(plan).map((spec) => spec.slotMs));
+      for (let i = 1; i < WRITE_IDS_LIMIT; i++) {
+        const additions = [...state.rings.keys()].map((key) => ({
+          key,
+          add: 0,
+          max: Number.MAX_SAFE_INTEGER,
+          sub: 36 - i,
+        }));
+        const at = snapshot.state.time + Math.max(0, shortestSlot - i);
+        const added = await table.addToHeads(tokenId, additions, snapshot, newWriteId(), at);
+        if (!added?.ok) throw new Error('the fill is the only writer; its head additions cannot conflict');
+        snapshot = added.snapshot;
+      }
+      state.writeIds = new Set(snapshot.state.writeIds);
       const { Item } = await options.client.send(
         new GetItemCommand({ TableName: options.tableName, Key: ledgerKey(tokenId) }),
       );
