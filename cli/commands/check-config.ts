@@ -180,6 +180,15 @@ function summaryOf(stage: StageConfig) {
       companyRole: s.companyRole,
       vendorBaseUrl: s.vendorBaseUrl,
       secretName: s.secretName,
+      quotaScope: s.quotaScope,
+      // The other sets of the vendor user's one budget (quotaScope "user", one secret).
+      ...(s.quotaScope === 'user'
+        ? {
+            budgetSharedWith: stage.credentialSets
+              .filter((o) => o.id !== s.id && o.quotaScope === 'user' && o.secretName === s.secretName)
+              .map((o) => o.id),
+          }
+        : {}),
     })),
     consumers: stage.consumers.map((c) => ({ name: c.name, credentialSets: c.credentialSets })),
     operators: stage.operators.map((o) => ({
@@ -244,7 +253,8 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
       `  account ${summary.account}, Region ${summary.region}, vendor environment ${summary.vendorEnvironment}, production: ${summary.production ? 'yes' : 'no'}`,
       `  credential sets (${summary.credentialSets.length}):`,
       ...summary.credentialSets.map(
-        (s) => `    ${s.id} [${s.companyRole}] → ${s.vendorBaseUrl}, secret ${s.secretName}`,
+        (s) =>
+          `    ${s.id} [${s.companyRole}] → ${s.vendorBaseUrl}, secret ${s.secretName}, quota per ${s.quotaScope}${s.budgetSharedWith?.length ? ` (one budget with ${s.budgetSharedWith.join(', ')})` : ''}`,
       ),
       `  consumers (${summary.consumers.length}):`,
       ...summary.consumers.map((c) => `    ${c.name} → ${c.credentialSets.join(', ')}`),
