@@ -26,8 +26,9 @@ export const CHECK_CONFIG_HELP = `Usage: token-broker check-config <stage | file
 
 Validates a stage's configuration before a deploy, offline and without AWS credentials (unless --secrets):
 the schema of infra/stage-config.ts (accounts, Regions, HTTPS vendor URLs, environments, thresholds,
-consumers, operators and the sets they name, break-glass principals, alarm targets, the accounts the
-Function URL is granted to, the size of the functions' configuration document) and the stack's own checks.
+consumers, operators and the sets they name, sets of one secret (one vendor user: one quotaScope, and with
+"user" one budget and one rateLimits), break-glass principals, alarm targets, the accounts the Function URL
+is granted to, the size of the functions' configuration document) and the stack's own checks.
 Every error names its field, e.g.
 "uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
 
