@@ -3,6 +3,7 @@ import { type BrokerConfigDocument, brokerConfigDocument } from '../shared/confi
 import { consumerSchema, principalArnSchema } from '../shared/config/consumers.js';
 import { credentialSetSchema, describeIssues } from '../shared/config/credential-sets.js';
 import { operatorSchema } from '../shared/config/operators.js';
+import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS } from '../shared/vendor-client/types.js';
 import { REPOSITORY_RUNBOOK_URL } from './runbook.js';
@@ -209,6 +210,11 @@ export const stageConfigSchema = z
         issue(['alarms', 'tokenValiditySeconds'], `must be below set "${set.id}"'s softThresholdSeconds`);
       }
     });
+    // Sets of one secret are one vendor user: with quotaScope "user", one budget (ledgerKeyFor).
+    const budgets = userBudgetIssues(
+      stage.credentialSets.map((set) => ({ ...set, secretId: set.secretName })),
+    );
+    for (const { index, field, message } of budgets) issue(['credentialSets', index, field], message);
     // Consumers and operators: each principal once per list, and only sets the stage has.
     const checkRules = (
       key: 'consumers' | 'operators',

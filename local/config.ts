@@ -10,6 +10,7 @@ import {
   VENDOR_DEFAULT_LIMITS,
 } from '../shared/config/credential-sets.js';
 import { operatorSchema } from '../shared/config/operators.js';
+import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { MIN_SLACK_FRACTION, planFor } from '../shared/ledger/limit-plan.js';
 
@@ -114,6 +115,12 @@ export function loadLocalConfig(
   if (config.dataDir && config.dynamoDbEndpoint)
     throw new ConfigurationError(
       'invalid configuration: dataDir (BROKER_DATA_DIR) is for the local dynalite; with dynamoDbEndpoint (BROKER_DYNAMODB_ENDPOINT) the data lives at that endpoint',
+    );
+  // Sets of one secret are one vendor user: with quotaScope "user", one budget (ledgerKeyFor).
+  const [budget] = userBudgetIssues(config.credentialSets);
+  if (budget)
+    throw new ConfigurationError(
+      `invalid configuration: ${configPath}.credentialSets[${budget.index}].${budget.field}: ${budget.message}`,
     );
   const setIds = new Set(config.credentialSets.map((set) => set.id));
   config.consumers.forEach((consumer, index) => {

@@ -89,6 +89,34 @@ describe('token-broker check-config', () => {
     );
   });
 
+  it('refuses two sets of one secret (one vendor user) that cannot share its budget, naming both (exit 2)', async () => {
+    const oneSecret = (rateLimits: object) =>
+      variant(realistic, (s) => {
+        const [a, b] = s.credentialSets;
+        Object.assign(a ?? {}, { quotaScope: 'user' });
+        Object.assign(b ?? {}, { quotaScope: 'user', secretName: a?.secretName, rateLimits });
+      });
+    const alike = await runIn(['check-config', stageFile(oneSecret({}))]);
+    expect(alike.exit, alike.stderr).toBe(0);
+    expect(alike.stdout).toContain(
+      `    prod-execution-platform [execution-platform] → https://api.pms-vendor.com, secret ${realistic.credentialSets[0]?.secretName}, quota per user (one budget with prod-advisor)`,
+    );
+    const run = await runIn(['check-config', stageFile(oneSecret({ marginSeconds: 5 }))]);
+    expect(run.exit).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n').filter((line) => line.startsWith('error: '))).toEqual([
+      `error: prod.credentialSets[1].rateLimits: "prod-execution-platform" and "prod-advisor" log in with one secret ("${realistic.credentialSets[0]?.secretName}"), i.e. as one vendor user, and with quotaScope "user" both draw on the user's one budget: their rateLimits must be the same (they differ in marginSeconds)`,
+    ]);
+    const mixed = variant(oneSecret({}), (s) =>
+      Object.assign(s.credentialSets[0] ?? {}, { quotaScope: 'token' }),
+    );
+    const scopes = await runIn(['check-config', stageFile(mixed)]);
+    expect(scopes.exit).toBe(2);
+    expect(scopes.stderr).toContain(
+      'error: prod.credentialSets[1].quotaScope: "prod-execution-platform" and "prod-advisor" log in with one secret',
+    );
+  });
+
   it('runs the stack’s own checks too: a p99 latency alarm above the vend near-timeout alarm fails', async () => {
     const slow = variant(realistic, (s) => Object.assign(s.alarms, { vendLatencyP99Ms: 60_000 }));
     const run = await runIn(['check-config', stageFile(slow), '--json']);
@@ -123,6 +151,7 @@ describe('token-broker check-config', () => {
           companyRole: s.companyRole,
           vendorBaseUrl: 'https://api.pms-vendor.com',
           secretName: s.secretName,
+          quotaScope: 'token',
         })),
         consumers: realistic.consumers.map((c) => ({ name: c.name, credentialSets: c.credentialSets })),
         operators: [{ name: 'oncall', credentialSets: ['prod-advisor', 'prod-execution-platform'] }],

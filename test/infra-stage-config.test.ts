@@ -17,6 +17,14 @@ import { stageFailureOf, variant } from './support/stage-variants.js';
 
 const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 
+/** The stage with its second set logging in with the first set's secret, and the sets' quota scopes. */
+const oneSecret = (base: StageInput, first: 'token' | 'user', second: 'token' | 'user') =>
+  variant(base, (s) => {
+    const [a, b] = s.credentialSets;
+    Object.assign(a ?? {}, { quotaScope: first });
+    Object.assign(b ?? {}, { quotaScope: second, secretName: a?.secretName });
+  });
+
 describe('stage configuration', () => {
   it('accepts the uat and prod stages, with defaults filled in', () => {
     const parsed = [uat, prod].map(parseStageConfig);
@@ -130,6 +138,20 @@ describe('stage configuration', () => {
       ),
       'prod.credentialSets[0].refresh.softThresholdSeconds: leaves fewer than 3 scheduled runs',
     ],
+    [
+      'two sets of one secret (one vendor user), one counting per user and one per token',
+      oneSecret(uat, 'user', 'token'),
+      'uat.credentialSets[1].quotaScope: "uat-execution-platform" and "uat-advisor" log in with one secret ("token-broker/uat/advisor"), i.e. as one vendor user, but "uat-advisor" counts its quota per user and "uat-execution-platform" per token',
+    ],
+    [
+      'two sets of one secret counting per user with other rateLimits (one budget, two layouts)',
+      variant(oneSecret(uat, 'user', 'user'), (s) =>
+        Object.assign(s.credentialSets[1] ?? {}, {
+          rateLimits: { classes: { reports: [{ limit: 10, windowSeconds: 60 }] } },
+        }),
+      ),
+      'uat.credentialSets[1].rateLimits: "uat-execution-platform" and "uat-advisor" log in with one secret ("token-broker/uat/advisor"), i.e. as one vendor user, and with quotaScope "user" both draw on the user\'s one budget: their rateLimits must be the same (they differ in classes)',
+    ],
   ];
 
   it.each(cases)('refuses %s, naming the stage and the field', (_, input, expected) => {
@@ -143,6 +165,17 @@ describe('stage configuration', () => {
     const broken = variant(prod, (s) => Object.assign(s, { account: 'prod-account' }));
     expect(() => createBrokerApp({ stages: [uat, broken], context: SKIP_BUNDLING })).toThrow(
       /invalid stage "prod": prod\.account: a 12-digit AWS account id/,
+    );
+  });
+
+  it('synthesizes two sets of one secret counting per user alike (one budget), and fails the synth when they differ', () => {
+    const alike = oneSecret(uat, 'user', 'user');
+    expect(parseStageConfig(alike).credentialSets.map((set) => set.quotaScope)).toEqual(['user', 'user']);
+    expect(() => createBrokerApp({ stages: [alike], context: SKIP_BUNDLING })).not.toThrow();
+    expect(() =>
+      createBrokerApp({ stages: [oneSecret(uat, 'token', 'user')], context: SKIP_BUNDLING }),
+    ).toThrow(
+      'invalid stage "uat": uat.credentialSets[1].quotaScope: "uat-execution-platform" and "uat-advisor" log in with one secret',
     );
   });
 

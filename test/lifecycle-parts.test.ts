@@ -61,21 +61,21 @@ describe('vendor sandbox: the settings the token-lifecycle tests need', () => {
 
 describe('ledgerKeyFor', () => {
   const rule = /^[A-Za-z0-9_-]{1,64}$/;
-  it('is the token id for scope token, and one key per set for scope user, always a valid ledger id', () => {
-    expect(ledgerKeyFor({ id: 'uat-advisor', quotaScope: 'token' }, '0123456789abcdef')).toBe(
-      '0123456789abcdef',
-    );
-    expect(ledgerKeyFor({ id: 'uat-advisor', quotaScope: 'user' }, '0123456789abcdef')).toBe(
-      'set-uat-advisor',
-    );
-    expect(ledgerKeyFor({ id: 'uat-advisor', quotaScope: 'user' }, 'fedcba9876543210')).toBe(
-      'set-uat-advisor',
-    );
-    const longId = `a${'-b'.repeat(31)}`;
-    const long = ledgerKeyFor({ id: longId, quotaScope: 'user' }, '0123456789abcdef');
-    expect(long).toMatch(rule);
-    expect(long).not.toBe(ledgerKeyFor({ id: `${longId.slice(0, -1)}c`, quotaScope: 'user' }, 'x'));
-    expect(ledgerKeyFor({ id: 'uat-advisor', quotaScope: 'user' }, 'x')).toMatch(rule);
+  const secretId = 'token-broker/uat/advisor';
+  it('is the token id for scope token, and one key per secret for scope user, always a valid ledger id', () => {
+    expect(ledgerKeyFor({ quotaScope: 'token', secretId }, '0123456789abcdef')).toBe('0123456789abcdef');
+    const user = ledgerKeyFor({ quotaScope: 'user', secretId }, '0123456789abcdef');
+    expect(user).toMatch(/^user-[0-9a-f]{40}$/);
+    expect(user).toMatch(rule);
+    // Every token of every set of the secret, however the secret is spelt; another secret, another key.
+    expect(ledgerKeyFor({ quotaScope: 'user', secretId }, 'fedcba9876543210')).toBe(user);
+    const arn = `arn:aws:secretsmanager:eu-west-1:111111111111:secret:${secretId}`;
+    expect(ledgerKeyFor({ quotaScope: 'user', secretId: `${arn}-AbC123` }, 'x')).toBe(user);
+    expect(ledgerKeyFor({ quotaScope: 'user', secretId: arn }, 'x')).toBe(user);
+    expect(ledgerKeyFor({ quotaScope: 'user', secretId: `${secretId}-2` }, 'x')).not.toBe(user);
+    // A 512-character secret name still gives a valid id; never release N-1's per-set key (`set-…`).
+    expect(ledgerKeyFor({ quotaScope: 'user', secretId: 'a'.repeat(512) }, 'x')).toMatch(rule);
+    expect(user.startsWith('set-')).toBe(false);
   });
 });
 

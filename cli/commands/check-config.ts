@@ -26,8 +26,9 @@ export const CHECK_CONFIG_HELP = `Usage: token-broker check-config <stage | file
 
 Validates a stage's configuration before a deploy, offline and without AWS credentials (unless --secrets):
 the schema of infra/stage-config.ts (accounts, Regions, HTTPS vendor URLs, environments, thresholds,
-consumers, operators and the sets they name, break-glass principals, alarm targets, the accounts the
-Function URL is granted to, the size of the functions' configuration document) and the stack's own checks.
+consumers, operators and the sets they name, sets of one secret (one vendor user: one quotaScope, and with
+"user" one budget and one rateLimits), break-glass principals, alarm targets, the accounts the Function URL
+is granted to, the size of the functions' configuration document) and the stack's own checks.
 Every error names its field, e.g.
 "uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
 
@@ -180,6 +181,15 @@ function summaryOf(stage: StageConfig) {
       companyRole: s.companyRole,
       vendorBaseUrl: s.vendorBaseUrl,
       secretName: s.secretName,
+      quotaScope: s.quotaScope,
+      // The other sets of the vendor user's one budget (quotaScope "user", one secret).
+      ...(s.quotaScope === 'user'
+        ? {
+            budgetSharedWith: stage.credentialSets
+              .filter((o) => o.id !== s.id && o.quotaScope === 'user' && o.secretName === s.secretName)
+              .map((o) => o.id),
+          }
+        : {}),
     })),
     consumers: stage.consumers.map((c) => ({ name: c.name, credentialSets: c.credentialSets })),
     operators: stage.operators.map((o) => ({
@@ -244,7 +254,8 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
       `  account ${summary.account}, Region ${summary.region}, vendor environment ${summary.vendorEnvironment}, production: ${summary.production ? 'yes' : 'no'}`,
       `  credential sets (${summary.credentialSets.length}):`,
       ...summary.credentialSets.map(
-        (s) => `    ${s.id} [${s.companyRole}] → ${s.vendorBaseUrl}, secret ${s.secretName}`,
+        (s) =>
+          `    ${s.id} [${s.companyRole}] → ${s.vendorBaseUrl}, secret ${s.secretName}, quota per ${s.quotaScope}${s.budgetSharedWith?.length ? ` (one budget with ${s.budgetSharedWith.join(', ')})` : ''}`,
       ),
       `  consumers (${summary.consumers.length}):`,
       ...summary.consumers.map((c) => `    ${c.name} → ${c.credentialSets.join(', ')}`),

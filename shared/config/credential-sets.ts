@@ -3,6 +3,7 @@ import { ConfigurationError } from '../errors.js';
 import { planFor } from '../ledger/limit-plan.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor-client/types.js';
 import { isLoopbackHostname } from '../vendor-client/vendor-url.js';
+import { userBudgetIssues } from './user-budgets.js';
 
 /** One limit of the vendor's quota: at most `limit` requests in any span of `windowSeconds`. */
 export const rateLimitSchema = z.object({
@@ -203,6 +204,10 @@ export const credentialSetsSchema = z
       }
       seen.add(set.id);
     });
+    // Sets of one secret are one vendor user: with quotaScope "user", one budget (ledgerKeyFor).
+    for (const { index, field, message } of userBudgetIssues(sets)) {
+      ctx.addIssue({ code: 'custom', path: [index, field], message });
+    }
   });
 
 /** The `env` claim values a set accepts, lower-cased: the configured ones, else the environment's name. */

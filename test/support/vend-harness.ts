@@ -72,16 +72,20 @@ export function withChanges(event: VendEvent, change: EventChange): VendEvent {
   return copy;
 }
 
-/** The default sets: two of the sandbox's users, and a spare set nobody in the fixtures may use. */
+/**
+ * The default sets: two of the sandbox's users, and a spare set nobody in the fixtures may use. The spare logs
+ * in with the advisor's secret, so it counts the quota as the advisor does (`quotaScope` of the overrides).
+ */
 export function harnessSets(
   vendorBaseUrl: string,
   overrides: Partial<CredentialSetInput> = {},
 ): CredentialSetConfig[] {
   const base = { environment: 'uat' as const, vendorBaseUrl };
+  const scope = overrides.quotaScope === undefined ? {} : { quotaScope: overrides.quotaScope };
   return parseCredentialSets([
     { ...base, id: 'uat-advisor', companyRole: 'advisor', secretId: 'broker/uat-advisor', ...overrides },
     { ...base, id: 'uat-execution', companyRole: 'execution-platform', secretId: 'broker/uat-execution' },
-    { ...base, id: 'uat-spare', companyRole: 'advisor', secretId: 'broker/uat-advisor' },
+    { ...base, id: 'uat-spare', companyRole: 'advisor', secretId: 'broker/uat-advisor', ...scope },
   ]);
 }
 
