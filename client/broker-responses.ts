@@ -40,6 +40,12 @@ export const permitAnswer = z
     /** Opaque: presented to give unused permits of the grant back. */
     receipt: z.string().min(1).max(256),
     remaining: z.array(quotaWindow),
+    /**
+     * The most one grant could give this caller now, and ever: they count its reservation and the shared part of
+     * windows with reservations. Absent from brokers before they were added (then only `remaining` guides).
+     */
+    available: z.number().int().min(0).optional(),
+    maxCount: z.number().int().min(1).optional(),
   })
   .loose();
 export type PermitGrant = z.infer<typeof permitAnswer>;

@@ -37,10 +37,27 @@ export function applicableRemaining(
 }
 
 /**
+ * What a broker answer (a grant, a denial) said of the room for this caller's next grant. Older brokers send
+ * only `windows`; newer ones also `available` and `maxCount`, which count the caller's reservation and the
+ * shared part of windows with reservations (a caller without one may get far less than `windows` remain).
+ */
+export interface GrantRoom {
+  windows: readonly QuotaWindow[] | undefined;
+  /** The most one grant could give this caller now (as sent: taken only if a whole number ≥ 0). */
+  available?: unknown;
+  /** The most one grant can ever give this caller, a larger count being refused with 400 (taken if ≥ 1). */
+  maxCount?: unknown;
+}
+
+const wholeAtLeast = (value: unknown, least: number): number | undefined =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value >= least ? value : undefined;
+
+/**
  * The local permits of one (credential set, token, class), and how big the next batch should be. Sizes: start
  * at 1; double (up to the maximum) when the last batch ran out while it would still have been usable (demand
  * outruns the batch); halve when permits lapsed unused or the ledger denied; never ask for more than the
- * ledger last said remains (a larger ask is denied whole, while a smaller one might be granted).
+ * ledger last said this caller could have (a larger ask is denied whole, while a smaller one might be granted),
+ * nor more than one grant can ever give it (its reservation plus the shared part: a larger ask is a 400).
  */
 export class PermitPool {
   readonly setId: string;
@@ -53,6 +70,10 @@ export class PermitPool {
   deniedUntil = 0;
   /** The quota windows the ledger last reported for this token (after a grant or a denial). */
   windows: readonly QuotaWindow[] | undefined;
+  /** The most the ledger last said one grant could give this caller now (from brokers that say so). */
+  #available: number | undefined;
+  /** The most one grant can ever give this caller: as the broker said, or learnt from a 400 that did not say. */
+  #maxCount: number | undefined;
   #size = 1;
   readonly #maxSize: number;
   /** The callers asking for a permit of this pool, FIFO per priority: every interactive one comes first. */
@@ -152,26 +173,62 @@ export class PermitPool {
     return all;
   }
 
+  /** The largest batch this pool grows to: the configured maximum, or less when no grant can be larger. */
+  get #ceiling(): number {
+    return Math.min(this.#maxSize, this.#maxCount ?? this.#maxSize);
+  }
+
   /** How many to ask for now. */
   nextCount(now: number): number {
     if (this.#exhaustedUsableUntil !== undefined && this.#exhaustedUsableUntil > now) {
-      this.#size = Math.min(this.#maxSize, this.#size * 2);
+      this.#size = Math.min(this.#ceiling, this.#size * 2);
     }
     this.#exhaustedUsableUntil = undefined;
-    const remaining = applicableRemaining(this.windows, this.cls);
-    return Math.max(1, Math.min(this.#size, remaining ?? this.#size));
+    return Math.max(1, Math.min(this.#size, this.room ?? this.#size));
   }
 
-  add(batch: Batch, windows: readonly QuotaWindow[]): void {
+  /** The most the last answer said a grant could give now (undefined: it did not say). */
+  get room(): number | undefined {
+    const remaining = applicableRemaining(this.windows, this.cls);
+    if (remaining === undefined && this.#available === undefined) return undefined;
+    return Math.min(remaining ?? Number.POSITIVE_INFINITY, this.#available ?? Number.POSITIVE_INFINITY);
+  }
+
+  add(batch: Batch, room: GrantRoom): void {
     this.batches.push(batch);
-    this.windows = windows;
+    this.heard(room);
     this.notify();
   }
 
-  denied(until: number, windows: readonly QuotaWindow[] | undefined): void {
+  /** The ledger denied (or the vendor said 429): no grant asked before `until`, and a smaller batch. */
+  denied(until: number): void {
     this.deniedUntil = Math.max(this.deniedUntil, until);
-    if (windows) this.windows = windows;
     this.#shrink();
+  }
+
+  /**
+   * The broker refused `count` as more than one grant can ever give this caller (400): the batch shrinks to what
+   * the answer says is the most (`maxCount`), or, from a broker that does not say, to half the refused count, and
+   * never grows past that again. Returns the count to ask for instead.
+   */
+  tooLarge(count: number, maxCount: unknown): number {
+    const said = wholeAtLeast(maxCount, 1);
+    this.#maxCount = said !== undefined && said < count ? said : Math.max(1, Math.floor(count / 2));
+    this.#size = Math.min(this.#size, this.#maxCount);
+    return Math.max(1, Math.min(this.#maxCount, this.room ?? this.#maxCount));
+  }
+
+  /** What an answer said of the room for this caller's grants (see GrantRoom). */
+  heard(room: GrantRoom): void {
+    if (room.windows) this.windows = room.windows;
+    // Each answer's `available` replaces the last one's: it is about now.
+    this.#available = wholeAtLeast(room.available, 0);
+    const maxCount = wholeAtLeast(room.maxCount, 1);
+    if (maxCount !== undefined) {
+      // The broker's word, also when it says more than a 400 taught (the configuration changed).
+      this.#maxCount = maxCount;
+      this.#size = Math.min(this.#size, this.#ceiling);
+    }
   }
 
   get idle(): boolean {

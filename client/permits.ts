@@ -3,7 +3,7 @@ import { ConfigurationError } from '../shared/errors.js';
 import type { Telemetry } from '../shared/telemetry.js';
 import type { BrokerApi } from './broker-api.js';
 import { BrokerApiError, ClientClosedError, PermitDeadlineError, RequestAbortedError } from './errors.js';
-import { applicableRemaining, type Batch, PermitPool } from './permit-pool.js';
+import { type Batch, type GrantRoom, PermitPool } from './permit-pool.js';
 import { abortable } from './token-cache.js';
 import type { Permit, PermitPriority, QuotaWindow } from './types.js';
 
@@ -33,6 +33,13 @@ const quotaWindows = (value: unknown): QuotaWindow[] | undefined =>
           typeof w.limit === 'number',
       )
     : undefined;
+
+/** The broker's 400 for a count above what one grant can ever give this caller (`details.maxCount`: that most). */
+const countTooLarge = (error: unknown): error is BrokerApiError =>
+  error instanceof BrokerApiError &&
+  error.status === 400 &&
+  error.code === 'INVALID_VALUE' &&
+  error.details?.field === 'count';
 
 /**
  * Rate permits from the broker's ledger in small adaptive batches (see PermitPool), one grant in flight per
@@ -184,7 +191,7 @@ export class Permits {
     const until = this.#options.clock.now() + retryAfterMs;
     for (const pool of this.#poolsOf(setId, tokenId)) {
       this.#giveBack(pool, pool.drain());
-      pool.denied(until, undefined);
+      pool.denied(until);
     }
   }
 
@@ -225,19 +232,36 @@ export class Permits {
         this.#giveBack(pool, [batch]);
         return;
       }
-      pool.add(batch, grant.remaining);
+      pool.add(batch, { windows: grant.remaining, available: grant.available, maxCount: grant.maxCount });
       // Given back just before it lapses; the timer stops early when the batch is used up or drained.
       clock.sleep(Math.max(0, batch.usableUntil - clock.now()), batch.timer.signal).then(
         () => this.#giveBack(pool, pool.removeLapsed(clock.now())),
         () => undefined,
       );
     } catch (error) {
+      if (countTooLarge(error) && count > 1) {
+        // More than one grant can ever give this caller (a reservation elsewhere leaves it less shared than the
+        // batch grew to): never the caller's failure. Ask for what the broker says is possible.
+        const fewer = pool.tooLarge(count, error.details?.maxCount);
+        this.#options.telemetry.debug('permit batch too large; asking for fewer', {
+          credentialSet: pool.setId,
+          tokenId: pool.tokenId,
+          count,
+          fewer,
+        });
+        return this.#grant(pool, fewer);
+      }
       if (!(error instanceof BrokerApiError) || error.status !== 429) throw error;
-      const windows = quotaWindows(error.details?.remaining);
-      const remaining = applicableRemaining(windows, pool.cls);
+      const room: GrantRoom = {
+        windows: quotaWindows(error.details?.remaining),
+        available: error.details?.available,
+        maxCount: error.details?.maxCount,
+      };
+      pool.heard(room);
+      const remaining = pool.room;
       // Denied whole because the ask was too big: what remains can be had at once.
       if (remaining !== undefined && remaining >= 1 && remaining < count) {
-        pool.denied(0, windows);
+        pool.denied(0);
         return this.#grant(pool, remaining);
       }
       // Retry-After is whole seconds (rounded up); a broker that also says the exact wait is taken at its word.
@@ -246,7 +270,7 @@ export class Permits {
         (typeof exactMs === 'number' && Number.isFinite(exactMs) && exactMs > 0
           ? exactMs
           : (error.retryAfterSeconds ?? 1) * 1000) + Math.floor(this.#options.random() * DENIAL_JITTER_MS);
-      pool.denied(clock.now() + waitMs, windows);
+      pool.denied(clock.now() + waitMs);
       this.#options.telemetry.debug('permits denied', {
         credentialSet: pool.setId,
         tokenId: pool.tokenId,

@@ -137,6 +137,28 @@ describe.each(ENGINES)('rate ledger reservations on %s', (engine) => {
     expect(denied(await ask(l, 1, 'someone-else')).reason).toBe('QUOTA');
   });
 
+  it("says what each consumer could have now: its reservation's room plus the shared part's, within caps and cooldowns", async () => {
+    const l = ledger();
+    // The general window has 45 left after this; the caller without a reservation only the shared 25 of them.
+    expect(granted(await ask(l, 5)).available).toBe(25);
+    expect(granted(await ask(l, 2, 'order-service')).available).toBe(18 + 25);
+    expect(granted(await ask(l, 25)).available).toBe(0);
+    const refused = denied(await ask(l, 1));
+    expect(refused.available).toBe(0);
+    expect(refused.remaining.find((w) => w.windowSeconds === 60)?.remaining).toBe(18);
+    // An ask of what it was told is granted at once.
+    const told = granted(await ask(l, 1, 'order-service')).available;
+    expect(told).toBe(17);
+    expect(granted(await ask(l, told, 'order-service')).available).toBe(0);
+    // The vendor's headers cap everyone, a vendor 429 stops everyone: `available` says so.
+    await clock.advance(70_000);
+    const reset = Math.floor(clock.now() / 1000) + 40;
+    await l.reportVendorFeedback({ tokenId: TOKEN, limits, limit: 50, remaining: 10, reset });
+    expect(granted(await ask(l, 1, 'order-service')).available).toBe(9);
+    await l.reportVendorFeedback({ tokenId: TOKEN, limits, retryAfterSeconds: 5 });
+    expect(denied(await ask(l, 1, 'order-service')).available).toBe(0);
+  });
+
   it('keeps the bound when reservations change on a busy set, and keeps the reservation again a span later', async () => {
     const plain = rateLimitSettingsSchema.parse({});
     const bigger = rateLimitSettingsSchema.parse({

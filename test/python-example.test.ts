@@ -152,6 +152,27 @@ describe('the Python example against npm start', () => {
     await expectNoSecrets(stdout, ['uat-execution']);
   }, 60_000);
 
+  it('asks for fewer at once when the broker says one grant can never give it as many (400 with maxCount)', async () => {
+    const { code, stdout, stderr } = await runExample([
+      '--set',
+      'prod-advisor',
+      '--calls',
+      '2',
+      '--permits',
+      '60',
+    ]);
+    expect(stderr, brokerState()).toBe('');
+    expect(code).toBe(0);
+    expect(stdout.trim().split('\n').slice(2)).toEqual([
+      'permits: 400 INVALID_VALUE, more than one grant can give: asking for 50',
+      'permits: granted 50 of 50, remaining 0/50 per 60 s, 950/1000 per 3600 s',
+      'vendor call 1: 404 RESOURCE_NOT_FOUND',
+      'vendor call 2: 404 RESOURCE_NOT_FOUND',
+      'give-back: returned 48 of 48 unused permit(s)',
+      'done: 2 vendor call(s) made under permits',
+    ]);
+  }, 60_000);
+
   it('reports a vendor 429 to the broker, gives its permits back, and waits out the cooldown before calling again', async () => {
     // The uat vendor answers the next resource request 429 with Retry-After (to the end of its minute window).
     const fault = await fetch(`${uatSandboxUrl}/_sandbox/faults`, {

@@ -56,6 +56,8 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
         { limit: 50, windowSeconds: 60, remaining: 48 },
         { limit: 1000, windowSeconds: 3600, remaining: 998 },
       ],
+      available: 48,
+      maxCount: 50,
     });
     expect((await acquire({ tokenId, count: 48 })).statusCode).toBe(200);
     const denied = await acquire({ tokenId, count: 1 });
@@ -64,7 +66,7 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
     expect(parseBody(denied)).toMatchObject({
       errorStatus: 429,
       errorCode: 'RATE_LIMIT_EXCEEDED',
-      details: { reason: 'QUOTA' },
+      details: { reason: 'QUOTA', available: 0, maxCount: 50 },
     });
     const retryAfter = Number(denied.headers['retry-after']);
     expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 66).toBe(true);
@@ -116,20 +118,30 @@ describe('POST /v1/credential-sets/{id}/permits', () => {
           callerArn: 'arn:aws:iam::123456789012:user/ops/batch-runner',
         }),
       );
-    // batch (no reservation) can never have more than the shared 30 at once: 400 naming the field.
+    // batch (no reservation) can never have more than the shared 30 at once: 400 naming the field and the most.
     const tooMany = await asBatch({ tokenId, count: 31 });
     expect(tooMany.statusCode).toBe(400);
-    expect(parseBody(tooMany)).toMatchObject({ errorCode: 'INVALID_VALUE', details: { field: 'count' } });
-    // batch (no reservation) gets the shared 30, then is denied for quota.
-    expect((await asBatch({ tokenId, count: 30 })).statusCode).toBe(200);
+    expect(parseBody(tooMany)).toMatchObject({
+      errorCode: 'INVALID_VALUE',
+      details: { field: 'count', maxCount: 30 },
+    });
+    // Each caller is told what it may have: batch the shared part, portfolio its reservation besides.
+    expect(parseBody(await asBatch({ tokenId, count: 1 }))).toMatchObject({ available: 29, maxCount: 30 });
+    expect(parseBody(await acquire({ tokenId, count: 1 }))).toMatchObject({ available: 48, maxCount: 50 });
+    // batch (no reservation) gets the rest of the shared 30, then is denied for quota, while the general window
+    // still has room (portfolio's reservation): `available` says 0, `remaining` does not.
+    expect(parseBody(await asBatch({ tokenId, count: 29 }))).toMatchObject({
+      available: 0,
+      remaining: expect.arrayContaining([{ limit: 50, windowSeconds: 60, remaining: 19 }]),
+    });
     const refused = await asBatch({ tokenId, count: 1 });
     expect(refused.statusCode).toBe(429);
-    expect(parseBody(refused)).toMatchObject({ details: { reason: 'QUOTA' } });
-    // portfolio (the fixture's caller) still gets its 20; its receipt carries the split.
-    const grant = await acquire({ tokenId, count: 20 });
+    expect(parseBody(refused)).toMatchObject({ details: { reason: 'QUOTA', available: 0, maxCount: 30 } });
+    // portfolio (the fixture's caller) still gets the rest of its 20; its receipt carries the split.
+    const grant = await acquire({ tokenId, count: 19 });
     expect(grant.statusCode).toBe(200);
     const { receipt } = parseBody<Grant>(grant);
-    expect(receipt).toMatch(/^r2\.[A-Za-z0-9._*-]+\.1aao-k\.[A-Za-z0-9_-]{22}$/);
+    expect(receipt).toMatch(/^r2\.[A-Za-z0-9._*-]+\.1aao-j\.[A-Za-z0-9_-]{22}$/);
     expect((await acquire({ tokenId, count: 1 })).statusCode).toBe(429);
     // Given back through the route: to its reservation (none of it came from the shared part).
     const back = await giveBack({ tokenId, receipt, count: 5 });

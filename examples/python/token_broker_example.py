@@ -154,8 +154,15 @@ def get_token(broker, attempts=3):
 
 
 def take_permits(broker, token, count, max_wait_seconds):
-    """POST .../permits; a 429 (no room, a cooldown after a vendor 429) says when to ask again."""
+    """POST .../permits; a 429 (no room, a cooldown after a vendor 429) says when to ask again.
+
+    Asks for fewer, at once, when the broker says more could never be granted to this caller (400 on count:
+    a reservation of another consumer leaves it less than asked) or not now (a 429's details.available). The
+    grant's "most" is what to ask for at most next time (its maxCount; an older broker does not say it, and a
+    400 of one is answered by halving the count).
+    """
     waited = 0.0
+    most = count
     while True:
         asked_at = time.monotonic()
         status, headers, answer = broker.call(
@@ -166,9 +173,22 @@ def take_permits(broker, token, count, max_wait_seconds):
             # The grant came after asked_at: its validity counted from there ends no later than on the broker's
             # clock, whatever this machine's clock says. Half a second is kept for sending.
             answer["usable_until"] = asked_at + (answer["validUntil"] - answer["grantedAt"]) / 1000 - PERMIT_SAFETY_S
+            answer["most"] = whole(answer.get("maxCount"), 1) or most
             return answer
+        body = answer if isinstance(answer, dict) else {}
+        details = body.get("details") or {}
+        if status == 400 and body.get("errorCode") == "INVALID_VALUE" and details.get("field") == "count" and count > 1:
+            said = whole(details.get("maxCount"), 1)
+            most = count = said if said is not None and said < count else max(1, count // 2)
+            log(f"permits: {describe_error(status, answer)}, more than one grant can give: asking for {count}")
+            continue
         if status == 429:
-            details = (answer or {}).get("details") or {}
+            available = whole(details.get("available"), 1)
+            if available is not None and available < count:
+                # Denied whole because the ask was larger than what this caller could have now: ask for that.
+                log(f"permits: {describe_error(status, answer)}, {available} available now: asking for those")
+                count = available
+                continue
             # Retry-After is whole seconds; details.retryAfterMs, when there, is the exact wait.
             exact_ms = details.get("retryAfterMs")
             wait = exact_ms / 1000 if isinstance(exact_ms, (int, float)) and exact_ms > 0 else retry_after_seconds(headers)
@@ -193,6 +213,11 @@ def take_permits(broker, token, count, max_wait_seconds):
             waited += wait
             continue
         raise BrokerError(f"permits: {describe_error(status, answer)}")
+
+
+def whole(value, least):
+    """The value if it is a whole number of at least `least` (a broker field may be absent), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= least else None
 
 
 def give_back(broker, token, grant, unused):
@@ -271,9 +296,12 @@ def run(args):
     token = get_token(broker)
     done = 0
     rejections = 0
+    permits = args.permits
     while done < args.calls:
-        # A batch: what is not used goes back with the receipt (a real client sizes it to its pace).
-        grant = take_permits(broker, token, args.permits, args.max_wait)
+        # A batch: what is not used goes back with the receipt (a real client sizes it to its pace), never more
+        # than one grant can give this caller (with reservations on the set, it may be less than asked).
+        grant = take_permits(broker, token, permits, args.max_wait)
+        permits = min(args.permits, grant["most"])
         used = 0
         outcome = None
         while used < grant["granted"] and done < args.calls:

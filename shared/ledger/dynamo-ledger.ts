@@ -2,6 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Clock, systemClock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { MemoryTelemetry, type Telemetry } from '../observability.js';
+import { availableTo } from './available.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
@@ -159,7 +160,11 @@ export class DynamoRateLedger implements RateLedger {
           id,
           ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
         });
-        const decision: PermitDecision = { ...granted, receipt };
+        const decision: PermitDecision = {
+          ...granted,
+          receipt,
+          available: availableTo(state, plan, g, cls, consumer),
+        };
         return { change: 'grant', result: decision };
       }
       const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
@@ -169,6 +174,7 @@ export class DynamoRateLedger implements RateLedger {
         retryAfterMs,
         reason: outcome.reason,
         remaining: outcome.remaining,
+        available: availableTo(state, plan, g, cls, consumer),
       };
       return { change: 'none', result: denial };
     });

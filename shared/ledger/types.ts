@@ -38,6 +38,8 @@ export type PermitDecision =
       /** The permits may be used for sending until then (epoch ms); not after. */
       validUntil: number;
       remaining: WindowRemaining[];
+      /** The most a next grant could give this consumer now (available.ts): its reservation and the shared part. */
+      available: number;
     }
   | {
       granted: false;
@@ -47,6 +49,8 @@ export type PermitDecision =
       retryAfterMs: number;
       reason: DenialReason;
       remaining: WindowRemaining[];
+      /** The most a grant could give this consumer now: an ask this large or smaller may be granted at once. */
+      available: number;
     };
 
 export interface GiveBackRequest {

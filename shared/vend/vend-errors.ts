@@ -37,8 +37,9 @@ export class BadRequestError extends VendError {
   readonly code: BadRequestCode;
   readonly field: string;
 
-  constructor(code: BadRequestCode, field: string, problem: string) {
-    super(`${field}: ${problem}`, { details: { field } });
+  /** `details`: more machine-readable detail beside the field (e.g. `maxCount` for a count too large). */
+  constructor(code: BadRequestCode, field: string, problem: string, details: Record<string, unknown> = {}) {
+    super(`${field}: ${problem}`, { details: { field, ...details } });
     this.code = code;
     this.field = field;
   }

@@ -12,6 +12,7 @@ import type { Refresher } from '../../shared/tokens/index.js';
 import { InProcessRefreshInvoker } from '../../shared/vend/refresh-invoker.js';
 import { createVendHandler } from '../../shared/vend/vend-handler.js';
 import { type LocalDynamo, startDynalite } from './dynalite.js';
+import { type Engine, startEngine } from './engines.js';
 import { credentialSet, startWorld, type World } from './refresher-harness.js';
 
 /**
@@ -28,6 +29,12 @@ export const consumerCaller: LocalCaller = {
   accessKeyId: 'AKIACLIENTTESTCALLER',
   secretAccessKey: 'client-test-secret-access-key',
   principalArn: 'arn:aws:iam::123456789012:role/portfolio-service',
+};
+/** A second consumer of the set ('reporting'): for sets where one consumer holds a reservation and one not. */
+export const reportingCaller: LocalCaller = {
+  accessKeyId: 'AKIACLIENTREPORTING1',
+  secretAccessKey: 'client-test-reporting-secret-key',
+  principalArn: 'arn:aws:iam::123456789012:role/reporting-service',
 };
 /** Signs correctly, but no consumer rule names it. */
 export const strangerCaller: LocalCaller = {
@@ -67,11 +74,16 @@ export interface BrokerWorld {
 }
 
 export async function startBrokerWorld(
-  options: { sandbox?: Partial<SandboxSettings>; set?: Partial<CredentialSetInput> } = {},
+  options: {
+    sandbox?: Partial<SandboxSettings>;
+    set?: Partial<CredentialSetInput>;
+    /** The DynamoDB engine of the tables (default: dynalite, or TEST_DYNAMO_ENDPOINT's). */
+    engine?: Engine;
+  } = {},
 ): Promise<BrokerWorld> {
   const clock = new ManualClock();
   const sandbox = await startSandbox({ environment: 'uat', clock, quiet: true, ...options.sandbox });
-  const dynamo = await startDynalite();
+  const dynamo = options.engine ? await startEngine(options.engine) : await startDynalite();
   const world = await startWorld(clock, dynamo);
   const set = credentialSet({ id: SET_ID, vendorBaseUrl: sandbox.url, ...options.set });
   world.storeCredentialsOf(set, 'uat-advisor', sandbox);
@@ -86,7 +98,10 @@ export async function startBrokerWorld(
   const brokerTelemetry = new MemoryTelemetry();
   const handler = createVendHandler({
     sets: [set],
-    consumers: [{ name: 'portfolio', principalArn: consumerCaller.principalArn, credentialSets: [set.id] }],
+    consumers: [
+      { name: 'portfolio', principalArn: consumerCaller.principalArn, credentialSets: [set.id] },
+      { name: 'reporting', principalArn: reportingCaller.principalArn, credentialSets: [set.id] },
+    ],
     store: world.store,
     ledger,
     refresher: new InProcessRefreshInvoker(refresher),
@@ -96,7 +111,11 @@ export async function startBrokerWorld(
   });
   const server = await serveFunctionUrl({
     handler,
-    verifier: new SigV4Verifier({ callers: [consumerCaller, strangerCaller], clock, region: REGION }),
+    verifier: new SigV4Verifier({
+      callers: [consumerCaller, reportingCaller, strangerCaller],
+      clock,
+      region: REGION,
+    }),
     clock,
   });
   const calls: BrokerCall[] = [];

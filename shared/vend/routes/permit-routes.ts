@@ -48,21 +48,28 @@ function limitsFor(set: CredentialSetConfig, permitClass: string | undefined): R
   return [...set.rateLimits.general, ...classLimits];
 }
 
-/** A count above the smallest applicable limit could never be granted: refuse it instead of denying forever. */
-function checkCount(
+/**
+ * The most one grant can ever give this caller: the smallest limit that applies, where a window with reservations
+ * holds the shared part plus the caller's own reservation (largestGrant). Unknown class: 400.
+ */
+function maxCountFor(
   set: CredentialSetConfig,
   permitClass: string | undefined,
-  count: number,
   consumer: string | undefined,
-): void {
-  const smallest = Math.min(
+): number {
+  return Math.min(
     ...limitsFor(set, permitClass).map((limit) => limit.limit),
-    // With reservations, a window holds the shared part and the caller's own reservation for it.
-    ...(set.rateLimits.reservations?.length
-      ? [largestGrant(planFor(set.rateLimits), permitClass, consumer)]
-      : []),
+    largestGrant(planFor(set.rateLimits), permitClass, consumer),
   );
-  if (count > smallest) throw new BadRequestError('INVALID_VALUE', 'count', `must be at most ${smallest}`);
+}
+
+/**
+ * A count above maxCount could never be granted: refused instead of denied forever, the answer saying the most
+ * that can be (`details.maxCount`), so a client whose batch grew too large shrinks it and asks again.
+ */
+function checkCount(count: number, maxCount: number): void {
+  if (count > maxCount)
+    throw new BadRequestError('INVALID_VALUE', 'count', `must be at most ${maxCount}`, { maxCount });
 }
 
 /** The token must be the set's current or previous one and not expired: nothing is written for any other id. */
@@ -82,7 +89,8 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   // holding a reservation in it when the caller has one (the configuration allows one per principal and set).
   const named = consumerOf(context);
   const consumer = reservedConsumer(set, named);
-  checkCount(set, request.class, request.count, consumer);
+  const maxCount = maxCountFor(set, request.class, consumer);
+  checkCount(request.count, maxCount);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
   const [dimensions, perConsumer] = permitDimensions(context, named);
@@ -105,6 +113,8 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
         reason: decision.reason,
         retryAfterMs: decision.retryAfterMs,
         remaining: decision.remaining,
+        available: decision.available,
+        maxCount,
       },
     });
   }
@@ -121,6 +131,10 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
     /** Opaque: present it to give unused permits of this grant back (once). */
     receipt: decision.receipt,
     remaining: decision.remaining,
+    /** The most one grant could give this caller now (its reservation and the shared part): the next ask's cap. */
+    available: decision.available,
+    /** The most one grant can ever give this caller (a larger count is 400). */
+    maxCount,
   });
 }
 
