@@ -1,3 +1,4 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   GetSecretValueCommand,
   ResourceNotFoundException,
@@ -148,10 +149,17 @@ export interface World {
   storeCredentialsOf(set: CredentialSetConfig, username: string, sandbox: Sandbox): string;
 }
 
-/** dynalite with a fresh tokens table, Secrets Manager through the mock, and a ManualClock everyone shares. */
-export async function startWorld(clock: ManualClock, dynamo: LocalDynamo): Promise<World> {
+/**
+ * dynalite with a fresh tokens table, Secrets Manager through the mock, and a ManualClock everyone shares. The
+ * store (and so every refresher) speaks to the table through `client` when given (a faulty one, say).
+ */
+export async function startWorld(
+  clock: ManualClock,
+  dynamo: LocalDynamo,
+  options: { client?: DynamoDBClient } = {},
+): Promise<World> {
   const table = await dynamo.createTable('tokens');
-  const store = new DynamoTokenStore({ client: dynamo.client, tableName: table });
+  const store = new DynamoTokenStore({ client: options.client ?? dynamo.client, tableName: table });
   const secrets = fakeSecretsManager();
   const telemetry = new MemoryTelemetry();
   return {
