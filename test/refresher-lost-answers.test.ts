@@ -6,8 +6,14 @@ import { Metric } from '../shared/metric-names.js';
 import { DynamoTokenStore } from '../shared/tokens/index.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
-import { type Attempt, createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
-import { credentialSet, startWorld, type World, whileAdvancing } from './support/refresher-harness.js';
+import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
+import {
+  credentialSet,
+  startWorld,
+  TOKEN_STORE_WRITES,
+  type World,
+  whileAdvancing,
+} from './support/refresher-harness.js';
 
 /**
  * Each conditional write of the token store under the fault that made the refresher mistake its own write for
@@ -18,15 +24,7 @@ import { credentialSet, startWorld, type World, whileAdvancing } from './support
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const LIFETIME = 4 * 3600;
 
-/** The token store's writes, told apart by the value each one sets. */
-const writeSetting =
-  (placeholder: string) =>
-  ({ command, input }: Attempt): boolean =>
-    command === 'UpdateItem' &&
-    placeholder in ((input.ExpressionAttributeValues as Record<string, unknown> | undefined) ?? {});
-const LEASE_WRITE = writeSetting(':lease');
-const PROMOTE_WRITE = writeSetting(':token');
-const FAILURE_WRITE = writeSetting(':failure');
+const { lease: LEASE_WRITE, promote: PROMOTE_WRITE, failure: FAILURE_WRITE } = TOKEN_STORE_WRITES;
 
 /** What the SDK does after the lost answer: re-send (the copy fails its condition), or give up (throttled). */
 const AFTERMATHS = [

@@ -26,6 +26,7 @@ import { DynamoTokenStore, Refresher, type RefresherOptions } from '../../shared
 import { VendorClient } from '../../shared/vendor-client/client.js';
 import type { VendorCredentials } from '../../shared/vendor-client/types.js';
 import { type LocalDynamo, startDynalite } from './dynalite.js';
+import type { Attempt } from './faulty-dynamodb.js';
 
 /** A credential set as configuration would give it (every default filled in by the real schema). */
 export function credentialSet(
@@ -200,6 +201,23 @@ export async function startWorld(
     },
   };
 }
+
+/**
+ * The token store's writes as the fault middleware sees them (faulty-dynamodb.ts `aim`), told apart by the
+ * values they set: the lease write (`takeLease`), and the lease holder's writes (`promote`, `recordFailure`).
+ */
+const writeSetting =
+  (...placeholders: string[]) =>
+  ({ command, input }: Attempt): boolean => {
+    const values = (input.ExpressionAttributeValues as Record<string, unknown> | undefined) ?? {};
+    return command === 'UpdateItem' && placeholders.every((placeholder) => placeholder in values);
+  };
+export const TOKEN_STORE_WRITES = {
+  lease: writeSetting(':lease'),
+  promote: writeSetting(':token', ':leaseId'),
+  failure: writeSetting(':failure', ':leaseId'),
+  holder: writeSetting(':leaseId'),
+};
 
 /** Every sandbox password: what must never appear in telemetry, summaries or errors. */
 export const sandboxPasswords = (): string[] =>
