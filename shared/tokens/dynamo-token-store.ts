@@ -223,6 +223,7 @@ export class DynamoTokenStore implements TokenStore {
           Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
           ...update,
           // DynamoDB (and DynamoDB Local) return the item with a failed condition, which saves the read below.
+          // It holds tokens: that exception is never kept as a cause, nor logged.
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
