@@ -137,6 +137,44 @@ describe.each(ENGINES)('faulty DynamoDB client against %s', (engine) => {
     expect(faults.stats.log).toEqual([{ command: 'UpdateItem' }]);
   });
 
+  it('aims a fault at the attempts a predicate picks, wherever they fall among the others', async () => {
+    const { client, faults } = await faulty({ throttle: 1, commands: ['GetItem'] });
+    const other = { pk: { S: 'other' } };
+    const addOneTo = (target: typeof key) =>
+      new UpdateItemCommand({
+        TableName: table,
+        Key: target,
+        UpdateExpression: 'ADD n :one',
+        ExpressionAttributeValues: { ':one': { N: '1' } },
+      });
+    faults.aim(
+      ({ command, input }) => command === 'UpdateItem' && (input.Key as typeof key).pk.S === 'other',
+      'lostAnswer',
+    );
+    await client.send(addOneTo(key));
+    await client.send(addOneTo(other));
+    await client.send(addOneTo(other));
+    await client.send(addOneTo(key));
+    // Only the first write to `other` lost its answer (and was applied twice); the aim is then used up.
+    expect(await storedN()).toBe('2');
+    const otherN = await dynamo.client.send(
+      new GetItemCommand({ TableName: table, Key: other, ConsistentRead: true }),
+    );
+    expect(otherN.Item?.n?.N).toBe('3');
+    expect(faults.stats.log.map((entry) => entry.fault)).toEqual([
+      undefined,
+      'lostAnswer',
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    // An aim overrides `commands`, and `off()` clears it.
+    faults.aim(({ command }) => command === 'UpdateItem', 'throttle', 'throttle', 'throttle');
+    faults.off();
+    await client.send(addOneTo(key));
+    expect(await storedN()).toBe('3');
+  });
+
   it('random faults: the same seed gives the same sequence, counted consistently', async () => {
     const rates = { lostAnswer: 0.2, throttle: 0.15, serverError: 0.15, maxAttempts: 4 };
     const run = async (seed: number) => {

@@ -1,10 +1,18 @@
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import type { FailureState, StoredToken, TakeLeaseRequest } from '../shared/tokens/index.js';
 import { DynamoTokenStore, TokenStoreUnavailableError, tokenIdOf } from '../shared/tokens/index.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
+import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
+import { TOKEN_STORE_WRITES } from './support/refresher-harness.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const MIN = 60_000;
@@ -249,6 +257,114 @@ describe.each(ENGINES)('DynamoTokenStore on %s', (engine) => {
     expect(await store.read(setId, T0 + 3 * 24 * 3600_000)).toBeUndefined();
   });
 
+  it('answers a take whose answer was lost as taken, from the item returned with the failed condition or read', async () => {
+    const faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint });
+    const through = new DynamoTokenStore({ client: faulty.client, tableName: table });
+    faulty.faults.aim(TOKEN_STORE_WRITES.lease, 'lostAnswer');
+    const taken = await through.takeLease(takeInput(T0));
+    expect(taken).toMatchObject({ taken: true, state: { lease: { leaseId: 'l', expiresAt: T0 + MIN } } });
+    expect(faulty.faults.stats.byCommand.UpdateItem).toMatchObject({ sent: 2, lostAnswer: 1 });
+    // DynamoDB Local returns the item with the failed condition (ALL_OLD); dynalite does not: one read more.
+    expect(faulty.faults.stats.byCommand.GetItem?.sent ?? 0).toBe(engine === 'dynalite' ? 1 : 0);
+    expect((await store.read(setId, T0))?.version).toBe(1);
+    // Someone else's lease is still someone else's, after a lost answer as without one.
+    expect((await take(T0 + MIN, { leaseId: 'other' })).taken).toBe(true);
+    faulty.faults.aim(TOKEN_STORE_WRITES.lease, 'lostAnswer');
+    expect(await through.takeLease({ ...takeInput(T0 + MIN), leaseId: 'l2' })).toEqual({ taken: false });
+    faulty.client.destroy();
+  });
+
+  it('answers a promote and a failure write whose answers were lost, even when the SDK gave up after them', async () => {
+    const faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint });
+    const through = new DynamoTokenStore({ client: faulty.client, tableName: table });
+    const holderWrite = TOKEN_STORE_WRITES.holder;
+    const a = token('token-a', T0 / 1000 + 14_400);
+    expect((await take(T0, { leaseId: 'lease-a' })).taken).toBe(true);
+    faulty.faults.aim(holderWrite, 'lostAnswer', 'throttle', 'throttle');
+    expect(await through.promote({ credentialSetId: setId, leaseId: 'lease-a', now: T0, token: a })).toBe(
+      true,
+    );
+    expect((await store.read(setId, T0))?.current?.tokenId).toBe(a.tokenId);
+
+    const at = T0 + 10 * MIN;
+    const failure: FailureState = {
+      errorCode: 'SERVICE_UNAVAILABLE',
+      kind: 'TRANSIENT',
+      at,
+      consecutive: 1,
+      cooldownUntil: at + MIN,
+    };
+    expect((await take(at, { leaseId: 'lease-f', expectedTokenId: a.tokenId })).taken).toBe(true);
+    faulty.faults.aim(holderWrite, 'lostAnswer');
+    expect(
+      await through.recordFailure({ credentialSetId: setId, leaseId: 'lease-f', now: at, failure }),
+    ).toBe(true);
+    expect(await store.read(setId, at)).toMatchObject({ failure, current: { tokenId: a.tokenId } });
+    expect(faulty.faults.stats.lostAnswer).toBe(2);
+    // A write that failed for good unapplied is still the table's failure, not an answer.
+    faulty.faults.aim(holderWrite, 'serverError', 'serverError', 'serverError');
+    expect((await take(at + 2 * MIN, { leaseId: 'lease-g', expectedTokenId: a.tokenId })).taken).toBe(true);
+    await expect(
+      through.recordFailure({ credentialSetId: setId, leaseId: 'lease-g', now: at, failure }),
+    ).rejects.toBeInstanceOf(TokenStoreUnavailableError);
+    faulty.client.destroy();
+  });
+
+  it('leaves beside the attributes release N-1 reads only one it ignores, which its writes leave harmlessly stale', async () => {
+    const a = token('token-a', T0 / 1000 + 14_400);
+    expect((await take(T0, { leaseId: 'lease-a' })).taken).toBe(true);
+    expect(await store.promote({ credentialSetId: setId, leaseId: 'lease-a', now: T0, token: a })).toBe(true);
+    const key = { pk: { S: `set#${setId}` } };
+    const item = async () =>
+      (await dynamo.client.send(new GetItemCommand({ TableName: table, Key: key, ConsistentRead: true })))
+        .Item;
+    expect(Object.keys((await item()) ?? {}).sort()).toEqual(
+      ['pk', 'credentialSetId', 'current', 'lastAttemptAt', 'purgeAt', 'releasedLeaseId', 'version'].sort(),
+    );
+    expect((await item())?.releasedLeaseId?.S).toBe('lease-a');
+    // A holder whose lease another took over: release N-1's promote of the taker (its own attributes only,
+    // releasedLeaseId untouched) and the lost holder's promote, told it lost although an older id is there.
+    const later = T0 + 3 * 3600_000;
+    expect((await take(later, { leaseId: 'lease-b', expectedTokenId: a.tokenId })).taken).toBe(true);
+    const takenOver = later + 2 * MIN;
+    expect(
+      (
+        await take(takenOver, {
+          leaseId: 'lease-c',
+          expectedTokenId: a.tokenId,
+          lastAttemptNoLaterThan: later,
+        })
+      ).taken,
+    ).toBe(true);
+    const c = token('token-c', takenOver / 1000 + 14_400);
+    await dynamo.client.send(
+      new UpdateItemCommand({
+        TableName: table,
+        Key: key,
+        UpdateExpression: 'SET #current = :token REMOVE #lease, #failure ADD #version :one',
+        ConditionExpression: '#lease.#leaseId = :leaseId',
+        ExpressionAttributeNames: {
+          '#current': 'current',
+          '#lease': 'lease',
+          '#failure': 'failure',
+          '#version': 'version',
+          '#leaseId': 'leaseId',
+        },
+        ExpressionAttributeValues: {
+          ':token': { M: marshallToken(c) },
+          ':one': { N: '1' },
+          ':leaseId': { S: 'lease-c' },
+        },
+      }),
+    );
+    expect((await item())?.releasedLeaseId?.S).toBe('lease-a');
+    const b = token('token-b', later / 1000 + 14_400);
+    expect(
+      await store.promote({ credentialSetId: setId, leaseId: 'lease-b', now: takenOver, token: b }),
+    ).toBe(false);
+    expect((await store.read(setId, takenOver))?.current?.tokenId).toBe(c.tokenId);
+  });
+
   it('translates table failures into TokenStoreUnavailableError, and names the wrong fields of a bad item', async () => {
     const missing = new DynamoTokenStore({ client: dynamo.client, tableName: 'no-such-table' });
     await expect(missing.read(setId, T0)).rejects.toMatchObject({
@@ -281,6 +397,8 @@ describe.each(ENGINES)('DynamoTokenStore on %s', (engine) => {
     client.destroy();
   });
 });
+
+const marshallToken = (t: StoredToken) => marshall(t) as Record<string, AttributeValue>;
 
 const takeInput = (now: number): TakeLeaseRequest => ({
   credentialSetId: setId,

@@ -53,6 +53,18 @@ const itemSchema = z.object({
 });
 
 /**
+ * The lease ids the item carries, read raw (whatever else it holds): `held`, the lease's, and `released`, that of
+ * the holder write (promote or failure) that last freed a lease (attribute `releasedLeaseId`). They tell a
+ * holder whose write had no answer whether it applied. Release N-1 neither reads nor writes `releasedLeaseId`:
+ * a value its writes leave behind is an older lease's, and lease ids are fresh per take, never matched again.
+ */
+export function leaseIdsOf(item: Record<string, AttributeValue>): { held?: string; released?: string } {
+  const held = item.lease?.M?.leaseId?.S;
+  const released = item.releasedLeaseId?.S;
+  return { ...(held !== undefined ? { held } : {}), ...(released !== undefined ? { released } : {}) };
+}
+
+/**
  * Expiry on the vendor's clock as measured at login; `usableUntil` already has the skew in it. A token with
  * exactly its floor left is still usable (as the vend path always served it): less is never served.
  */

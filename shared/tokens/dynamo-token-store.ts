@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { PARTITION_KEY } from '../aws/tables.js';
-import { itemToState, purgeAtFor, setKey } from './dynamo-token-item.js';
+import { itemToState, leaseIdsOf, purgeAtFor, setKey } from './dynamo-token-item.js';
 import { TokenStoreUnavailableError } from './errors.js';
 import type { CredentialSetState } from './token-state.js';
 import type {
@@ -37,6 +37,7 @@ const NAMES = {
   '#exp': 'exp',
   '#version': 'version',
   '#purgeAt': 'purgeAt',
+  '#releasedLeaseId': 'releasedLeaseId',
 } as const;
 type Name = keyof typeof NAMES;
 
@@ -58,7 +59,17 @@ function placeholders(expressions: string[], input: Record<string, unknown>) {
   };
 }
 
-/** The tokens table on DynamoDB. Conditional writes only; a lost condition is an answer, not an error. */
+/**
+ * The tokens table on DynamoDB. Conditional writes only; a lost condition is an answer, not an error.
+ *
+ * Exactly once, as the rate ledger does it (dynamo-ledger.ts): every write carries the lease id of its attempt
+ * into the item, the take in the lease, the promote and the failure in `releasedLeaseId`, and no copy of a
+ * write can apply twice (the take needs a free lease, the others the lease they free). When the SDK re-sends a
+ * write whose answer was lost, the copy fails its condition; when a write fails (its condition, or for good
+ * after the SDK's retries), the item decides: the one DynamoDB returns with the failed condition (ALL_OLD), or
+ * else a consistent read. If it carries this attempt's lease id, the write applied and is answered as such;
+ * if not, someone else won the race (a failed condition) or the table failed (anything else).
+ */
 export class DynamoTokenStore implements TokenStore {
   readonly #client: DynamoDBClient;
   readonly #tableName: string;
@@ -138,6 +149,7 @@ export class DynamoTokenStore implements TokenStore {
         ':expiredTokenId': request.expectedTokenId === null ? request.expiredTokenId : undefined,
       }),
       ReturnValues: 'ALL_NEW',
+      appliedIn: (item) => leaseIdsOf(item).held === request.leaseId,
     });
     if (!output) return { taken: false };
     const state = this.#state(output, request.now, request.credentialSetId);
@@ -148,13 +160,12 @@ export class DynamoTokenStore implements TokenStore {
 
   async promote(request: PromoteRequest): Promise<boolean> {
     const update = request.previous
-      ? 'SET #current = :token, #previous = :previous, #purgeAt = :purgeAt REMOVE #lease, #failure ADD #version :one'
-      : 'SET #current = :token, #purgeAt = :purgeAt REMOVE #lease, #failure, #previous ADD #version :one';
-    return this.#holderWrite(request.credentialSetId, 'promote', update, {
+      ? 'SET #current = :token, #previous = :previous, #releasedLeaseId = :leaseId, #purgeAt = :purgeAt REMOVE #lease, #failure ADD #version :one'
+      : 'SET #current = :token, #releasedLeaseId = :leaseId, #purgeAt = :purgeAt REMOVE #lease, #failure, #previous ADD #version :one';
+    return this.#holderWrite(request.credentialSetId, 'promote', request.leaseId, update, {
       ':token': request.token,
       ':previous': request.previous,
       ':purgeAt': purgeAtFor(request.now),
-      ':leaseId': request.leaseId,
       ':one': 1,
     });
   }
@@ -163,54 +174,75 @@ export class DynamoTokenStore implements TokenStore {
     return this.#holderWrite(
       request.credentialSetId,
       'recordFailure',
-      'SET #failure = :failure, #purgeAt = :purgeAt REMOVE #lease ADD #version :one',
-      {
-        ':failure': request.failure,
-        ':purgeAt': purgeAtFor(request.now),
-        ':leaseId': request.leaseId,
-        ':one': 1,
-      },
+      request.leaseId,
+      'SET #failure = :failure, #releasedLeaseId = :leaseId, #purgeAt = :purgeAt REMOVE #lease ADD #version :one',
+      { ':failure': request.failure, ':purgeAt': purgeAtFor(request.now), ':one': 1 },
     );
   }
 
-  /** A write only the lease holder may make: conditional on the lease id of its take. */
+  /**
+   * A write only the lease holder may make, freeing the lease: conditional on the lease id of its take, which
+   * it leaves in `releasedLeaseId` (`update` sets it from `:leaseId`).
+   */
   async #holderWrite(
     credentialSetId: string,
     operation: string,
+    leaseId: string,
     update: string,
-    input: Record<string, unknown>,
+    values: Record<string, unknown>,
   ): Promise<boolean> {
     const condition = '#lease.#leaseId = :leaseId';
     const output = await this.#conditionalUpdate(credentialSetId, operation, {
       UpdateExpression: update,
       ConditionExpression: condition,
-      ...placeholders([update, condition], input),
+      ...placeholders([update, condition], { ...values, ':leaseId': leaseId }),
       ReturnValues: 'NONE',
+      appliedIn: (item) => leaseIdsOf(item).released === leaseId,
     });
     return output !== undefined;
   }
 
-  /** The item after the write ({} when not asked for), or undefined when the condition failed. */
+  /**
+   * The item after the write ({} when not asked for), or undefined when the condition failed for another
+   * writer. A failure is first checked against the item with `appliedIn` (this attempt's lease id in it): an
+   * earlier attempt of the same write, re-sent by the SDK after a lost answer, may have applied it; the item
+   * then stands for the answer.
+   */
   async #conditionalUpdate(
     credentialSetId: string,
     operation: string,
-    input: Omit<UpdateItemCommandInput, 'TableName' | 'Key'>,
+    input: Omit<UpdateItemCommandInput, 'TableName' | 'Key' | 'ReturnValuesOnConditionCheckFailure'> & {
+      appliedIn: (item: Record<string, AttributeValue>) => boolean;
+    },
   ): Promise<Record<string, AttributeValue> | undefined> {
+    const { appliedIn, ...update } = input;
     try {
       const output = await this.#client.send(
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
-          ...input,
+          ...update,
+          // DynamoDB (and DynamoDB Local) return the item with a failed condition, which saves the read below.
+          // It holds tokens: that exception is never kept as a cause, nor logged.
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return output.Attributes ?? {};
     } catch (error) {
-      if (
+      const conditionFailed =
         error instanceof ConditionalCheckFailedException ||
-        (error as Error)?.name === 'ConditionalCheckFailedException'
-      )
-        return undefined;
+        (error as Error)?.name === 'ConditionalCheckFailedException';
+      let item: Record<string, AttributeValue> | undefined;
+      try {
+        item =
+          (conditionFailed && (error as ConditionalCheckFailedException).Item) ||
+          (await this.#get(operation, credentialSetId));
+      } catch (readError) {
+        // Neither the write nor the read answered: whether it applied is unknown, and the store is failing.
+        throw conditionFailed ? readError : this.#unavailable(operation, credentialSetId, error);
+      }
+      if (item && appliedIn(item)) return item;
+      if (conditionFailed) return undefined;
       throw this.#unavailable(operation, credentialSetId, error);
     }
   }

@@ -3,7 +3,8 @@ import type { CredentialSetState, FailureState, StoredToken } from './token-stat
 /**
  * The tokens table as the refresher and the vend function see it. Every write is conditional: a lease is
  * taken in one write and everything the holder writes afterwards is conditional on still holding it.
- * Times are epoch milliseconds.
+ * Times are epoch milliseconds. A write whose answer was lost (applied, the SDK's re-sent copy refused) is
+ * answered as applied: only another writer's lease or release is contention or a lost lease.
  */
 export interface TokenStore {
   /** A consistent read; expired tokens and leases are left out, tokens past their floor are `usable: false`. */

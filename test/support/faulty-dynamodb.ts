@@ -78,6 +78,12 @@ export interface FaultStats extends AttemptCounts {
   log: { command: string; fault?: Fault }[];
 }
 
+/** An attempt as the fault middleware sees it: the operation and the input the command was given. */
+export interface Attempt {
+  command: string;
+  input: Record<string, unknown>;
+}
+
 export interface FaultSwitch {
   /** Replaces the rates (an unnamed fault is off). */
   set(rates: FaultRates): void;
@@ -87,6 +93,12 @@ export interface FaultSwitch {
    * order ('none': clean), before random draws resume. `off()` clears it.
    */
   script(...outcomes: (Fault | 'none')[]): void;
+  /**
+   * Gives the next attempts that `match` picks (whatever `commands` says) these outcomes in order, ahead of the
+   * script and the random draws: one chosen write's answer lost, say, wherever it falls among the others. An
+   * SDK re-send is an attempt too, and is matched again while outcomes remain. `off()` clears it.
+   */
+  aim(match: (attempt: Attempt) => boolean, ...outcomes: (Fault | 'none')[]): void;
   readonly stats: FaultStats;
   resetStats(): void;
 }
@@ -118,9 +130,16 @@ export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): Faul
 
   const random = seededRandom(seed);
   const scripted: (Fault | 'none')[] = [];
+  const aimed: { match: (attempt: Attempt) => boolean; outcomes: (Fault | 'none')[] }[] = [];
   const stats: FaultStats = { ...emptyCounts(), byCommand: {}, log: [] };
 
-  const draw = (command: string): Fault | undefined => {
+  const draw = (command: string, input: Record<string, unknown>): Fault | undefined => {
+    const aim = aimed.find((a) => a.match({ command, input }));
+    if (aim) {
+      const outcome = aim.outcomes.shift();
+      if (aim.outcomes.length === 0) aimed.splice(aimed.indexOf(aim), 1);
+      return outcome === 'none' ? undefined : outcome;
+    }
     if (rates.commands && !rates.commands.includes(command as DynamoOperation)) return undefined;
     const outcome = scripted.shift() ?? pick(random(), rates, WRITES.has(command));
     return outcome === 'none' ? undefined : outcome;
@@ -140,7 +159,7 @@ export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): Faul
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const command = (context.commandName ?? 'unknown').replace(/Command$/, '');
-      const fault = draw(command);
+      const fault = draw(command, (args.input ?? {}) as Record<string, unknown>);
       if (fault === 'throttle' || fault === 'serverError') {
         record(command, false, fault);
         return { response: errorAnswer(fault) };
@@ -167,9 +186,13 @@ export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): Faul
       off: () => {
         rates = {};
         scripted.length = 0;
+        aimed.length = 0;
       },
       script: (...outcomes) => {
         scripted.push(...outcomes);
+      },
+      aim: (match, ...outcomes) => {
+        if (outcomes.length > 0) aimed.push({ match, outcomes });
       },
       stats,
       resetStats: () => {

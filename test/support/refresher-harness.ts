@@ -1,3 +1,4 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   GetSecretValueCommand,
   ResourceNotFoundException,
@@ -25,6 +26,7 @@ import { DynamoTokenStore, Refresher, type RefresherOptions } from '../../shared
 import { VendorClient } from '../../shared/vendor-client/client.js';
 import type { VendorCredentials } from '../../shared/vendor-client/types.js';
 import { type LocalDynamo, startDynalite } from './dynalite.js';
+import type { Attempt } from './faulty-dynamodb.js';
 
 /** A credential set as configuration would give it (every default filled in by the real schema). */
 export function credentialSet(
@@ -148,10 +150,17 @@ export interface World {
   storeCredentialsOf(set: CredentialSetConfig, username: string, sandbox: Sandbox): string;
 }
 
-/** dynalite with a fresh tokens table, Secrets Manager through the mock, and a ManualClock everyone shares. */
-export async function startWorld(clock: ManualClock, dynamo: LocalDynamo): Promise<World> {
+/**
+ * dynalite with a fresh tokens table, Secrets Manager through the mock, and a ManualClock everyone shares. The
+ * store (and so every refresher) speaks to the table through `client` when given (a faulty one, say).
+ */
+export async function startWorld(
+  clock: ManualClock,
+  dynamo: LocalDynamo,
+  options: { client?: DynamoDBClient } = {},
+): Promise<World> {
   const table = await dynamo.createTable('tokens');
-  const store = new DynamoTokenStore({ client: dynamo.client, tableName: table });
+  const store = new DynamoTokenStore({ client: options.client ?? dynamo.client, tableName: table });
   const secrets = fakeSecretsManager();
   const telemetry = new MemoryTelemetry();
   return {
@@ -192,6 +201,23 @@ export async function startWorld(clock: ManualClock, dynamo: LocalDynamo): Promi
     },
   };
 }
+
+/**
+ * The token store's writes as the fault middleware sees them (faulty-dynamodb.ts `aim`), told apart by the
+ * values they set: the lease write (`takeLease`), and the lease holder's writes (`promote`, `recordFailure`).
+ */
+const writeSetting =
+  (...placeholders: string[]) =>
+  ({ command, input }: Attempt): boolean => {
+    const values = (input.ExpressionAttributeValues as Record<string, unknown> | undefined) ?? {};
+    return command === 'UpdateItem' && placeholders.every((placeholder) => placeholder in values);
+  };
+export const TOKEN_STORE_WRITES = {
+  lease: writeSetting(':lease'),
+  promote: writeSetting(':token', ':leaseId'),
+  failure: writeSetting(':failure', ':leaseId'),
+  holder: writeSetting(':leaseId'),
+};
 
 /** Every sandbox password: what must never appear in telemetry, summaries or errors. */
 export const sandboxPasswords = (): string[] =>
