@@ -1,4 +1,6 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
@@ -15,6 +17,18 @@ import { granted } from './support/ledger-harness.js';
  */
 const limits = rateLimitSettingsSchema.parse({});
 const TOKEN = '0a1b2c3d4e5f6071';
+
+/** Runs `between` once, before the second UpdateItem attempt from now on `client` (the SDK's re-send of a write). */
+function betweenAttempts(client: DynamoDBClient, between: () => Promise<void>): void {
+  let attempts = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'UpdateItemCommand' && ++attempts === 2) await between();
+      return next(args);
+    },
+    { step: 'deserialize', priority: 'high', name: `betweenAttempts${Math.random()}` },
+  );
+}
 
 describe.each(ENGINES)(
   'rate ledger on %s: one effect per operation when answers are lost and the SDK retries',
@@ -115,6 +129,57 @@ describe.each(ENGINES)(
         },
       );
       expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT);
+    });
+
+    it('a lost answer, then another process’s full write before the re-send: the carried ids tell it, counted once, and its give-back applies once', async () => {
+      const other = createDynamoDbClient({ endpoint: dynamo.endpoint });
+      const b = new DynamoRateLedger({ client: other, tableName: table, clock, random: () => 0 });
+      try {
+        const a = ledger();
+        granted(await a.acquire({ tokenId: TOKEN, count: 3, limits }));
+        const mine = granted(await b.acquire({ tokenId: TOKEN, caller: 'b', count: 1, limits }));
+        // A's next write applies and its answer is lost; before the SDK re-sends it, B gives back its permit: a
+        // full write, which replaces the item's write ids (A's among them) with its own.
+        loseNextWriteAnswer();
+        betweenAttempts(faulty.client, async () => {
+          await b.giveBack({ tokenId: TOKEN, caller: 'b', count: 1, receipt: mine.receipt, limits });
+        });
+        const grant = granted(await a.acquire({ tokenId: TOKEN, count: 4, limits }));
+        expect(faulty.faults.stats.lostAnswer).toBe(1);
+        // Counted once (was: decided again on fresh state and counted twice, 39 left).
+        expect(await minuteRemaining()).toBe(50 - 3 - 4);
+        // The same for its give-back: applied, answer lost, B's full write, re-sent: 200 (was: 409 spent).
+        const again = granted(await b.acquire({ tokenId: TOKEN, caller: 'b', count: 1, limits }));
+        loseNextWriteAnswer();
+        betweenAttempts(faulty.client, async () => {
+          await b.giveBack({ tokenId: TOKEN, caller: 'b', count: 1, receipt: again.receipt, limits });
+        });
+        await expect(a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits })).resolves.toEqual({
+          returned: 4,
+        });
+        expect(await minuteRemaining()).toBe(50 - 3);
+      } finally {
+        other.destroy();
+      }
+    });
+
+    it('a reserved consumer’s grant in a busy second whose answer is lost is granted, counted once, never denied', async () => {
+      const reserved = rateLimitSettingsSchema.parse({
+        reservations: [{ consumer: 'order-service', perWindow: { '60': 20 } }],
+      });
+      const a = ledger();
+      const ask = (count: number) =>
+        a.acquire({ tokenId: TOKEN, consumer: 'order-service', count, limits: reserved });
+      granted(await ask(1));
+      // Fill the second's write ids: the next write has no room for its id in the set.
+      for (let i = 0; i < WRITE_IDS_LIMIT - 1; i++) granted(await ask(1));
+      loseNextWriteAnswer();
+      // Within its reservation (12 of 20 used): granted, though its answer was lost (was: failed closed, 503).
+      granted(await ask(2));
+      expect(faulty.faults.stats.lostAnswer).toBe(1);
+      const left = await a.usage?.(TOKEN, reserved);
+      const own = left?.windows[0]?.reservations?.find((r) => r.consumer === 'order-service');
+      expect(own?.used).toBe(WRITE_IDS_LIMIT + 2);
     });
 
     it('a vendor report whose answer is lost is applied once, from when it arrived', async () => {
