@@ -9,7 +9,10 @@ import { subSlot, trimRing } from '../shared/ledger/ring.js';
 import { decodeState, encodeState, PURGE_SLACK_SECONDS } from '../shared/ledger/state-codec.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
-const limits = rateLimitSettingsSchema.parse({ classes: { reports: [{ limit: 10, windowSeconds: 60 }] } });
+const limits = rateLimitSettingsSchema.parse({
+  itemFormat: 2,
+  classes: { reports: [{ limit: 10, windowSeconds: 60 }] },
+});
 const plan = planFor(limits);
 
 const ringArb = fc

@@ -18,7 +18,9 @@ import {
   granted,
 } from './support/ledger-harness.js';
 
+/** With a class, in item format 2 (packed): the format that keeps a class within one write unit. */
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
+  itemFormat: 2,
   classes: { reports: [{ limit: 10, windowSeconds: 60 }] },
 });
 const TOKEN = '3f9a0c1d2b4e5f60';

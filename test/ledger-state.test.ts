@@ -468,6 +468,12 @@ describe('rate ledger core: input checks', () => {
     // The general limits alone fit item format 1 (which the previous release reads): it is kept for them.
     expect(planFor(settings()).itemFormat).toBe(1);
     expect(planFor(settings()).itemBytesBound).toBeLessThanOrEqual(1024);
+    // Settings the previous release accepted (one small class) keep format 1, which it reads, though their
+    // item as it is now counted may take two write units; format 2 holds them in one.
+    const one = planFor(settings({ classes: { reports } }));
+    expect(one.itemFormat).toBe(1);
+    expect(one.itemBytesBound).toBeGreaterThan(1024);
+    expect(planFor(settings({ itemFormat: 2, classes: { reports } })).itemBytesBound).toBeLessThanOrEqual(1024);
     // Classes fit one write unit only packed: unset, the format is 2 (was: reports + rebalancing refused).
     const both = planFor(settings({ classes: { reports, rebalancing } }));
     expect(both.itemFormat).toBe(2);

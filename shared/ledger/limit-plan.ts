@@ -255,12 +255,19 @@ function compile(settings: RateLimitSettings): LimitPlan {
       ? packedItemBound(ringsIn(classes), validityMs, reservationsKey.length)
       : textItemBound(ringsIn(classes), classes.size, reservationsKey.length);
   const budget = reserved.size > 0 ? RESERVED_ITEM_BYTES_BUDGET : ITEM_BYTES_BUDGET;
-  // Unset: the format the previous release reads where the item fits it, else the packed one.
-  const itemFormat: ItemFormat = settings.itemFormat ?? (boundIn(1, classesIn(1)) <= budget ? 1 : 2);
+  // Settings the previous release accepted keep format 1 (which it reads), even where the bound as it is now
+  // counted (every head sub-slot, carried ids) exceeds the budget: a canary or a rollback runs both releases.
+  // Moving them to format 2 takes `itemFormat: 2` once no release older than this one runs (docs/deploying.md).
+  const classes1 = classesIn(1);
+  const acceptedBefore =
+    textItemBound(ringsIn(classes1), classes1.size, reservationsKey.length, true) <= budget;
+  // Unset: format 1 where the previous release accepted the settings or the item fits it, else packed.
+  const itemFormat: ItemFormat =
+    settings.itemFormat ?? (acceptedBefore || boundIn(1, classes1) <= budget ? 1 : 2);
   const classes = classesIn(itemFormat);
   const all = ringsIn(classes);
   const itemBytesBound = boundIn(itemFormat, classes);
-  if (itemBytesBound > budget) {
+  if (itemBytesBound > budget && !(itemFormat === 1 && acceptedBefore)) {
     const packed = itemFormat === 1 ? boundIn(2, classesIn(2)) : 0;
     const hint =
       itemFormat === 1 && packed <= budget
@@ -422,11 +429,15 @@ export function textItemBound(
   specs: readonly RingSpec[],
   classCount: number,
   reservationsKeyLength = 0,
+  /** The bound as the previous release computed it: a head's sub-slots as one value, ids carried only with reservations. */
+  asPreviousRelease = false,
 ): number {
+  const headSubs = asPreviousRelease ? 1 : HEAD_SUBS;
+  const carried = !asPreviousRelease || reservationsKeyLength > 0;
   let bytes =
     FIXED_BYTES +
     (1 + SPENT_LIMIT * RECEIPT_ID_LENGTH) +
-    (2 + CARRIED_WRITE_IDS * (WRITE_ID_LENGTH + 1)) +
+    (carried ? 2 + CARRIED_WRITE_IDS * (WRITE_ID_LENGTH + 1) : 0) +
     idBytes(reservationsKeyLength);
   let rings = 1; // the attribute name `r`
   for (const spec of specs) {
@@ -436,8 +447,7 @@ export function textItemBound(
     for (let power = 36; power <= spec.limit; power *= 36) thresholds.push(power);
     rings += spec.key.length + 1 + (older + 2 * nonEmpty + extra(thresholds)) + 1;
     // h:<key> = count, s:<key> = { sub-slots }
-    bytes +=
-      2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + HEAD_SUBS * numberBytes(35);
+    bytes += 2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + headSubs * numberBytes(35);
   }
   return bytes + rings + capBytes(specs, classCount);
 }
