@@ -100,6 +100,9 @@ export class PipelineStack extends Stack {
     const source = CodePipelineSource.connection(pipeline.repository, pipeline.branch, {
       connectionArn: pipeline.connectionArn,
       triggerOnPush: true,
+      // A git clone with its history, not a zip of the files: `npm test` runs release N-1's ledger beside this
+      // one, taken from git (test/ledger-releases.test.ts), and fails without it.
+      codeBuildCloneOutput: true,
     });
     const synth = new ShellStep('Synth', {
       input: source,

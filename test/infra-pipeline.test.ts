@@ -79,6 +79,8 @@ describe('the pipeline', () => {
       ConnectionArn: committed.connectionArn,
       FullRepositoryId: committed.repository,
       BranchName: committed.branch,
+      // A clone with history for the steps (test/ledger-releases.test.ts takes release N-1 from git).
+      OutputArtifactFormat: 'CODEBUILD_CLONE_REF',
     });
     expect(buildSpecOf(actionNamed(stageNamed('Build'), 'Synth')).phases.build.commands).toEqual([
       'bash .ci/run',
