@@ -1,4 +1,4 @@
-import { type DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
@@ -59,27 +59,39 @@ const SCENARIOS: Scenario[] = [
     },
   ]),
   {
-    // The safety net of a release that writes a new encoding too early: the one that cannot read it grants
-    // nothing. Stood in for by a ring attribute in a form neither release reads.
-    name: 'an item N-1 cannot read: it fails closed, grants nothing, and writes nothing over it',
-    settings: SETTINGS[0]?.raw,
+    // Item format 2 (packed): what this release writes for settings the previous one refused, or where a stage
+    // asks for it. The previous release cannot read it; it must grant nothing rather than read empty rings.
+    name: 'an item in format 2, which N-1 cannot read: it fails closed, grants nothing, and writes nothing over it',
+    settings: { itemFormat: 2, ...SETTINGS[0]?.raw },
     async run(world) {
       const current = world.side(currentRelease);
       const previous = world.side(world.previous);
       await world.grant(current, { count: 5 });
-      await world.client.send(
-        new UpdateItemCommand({
+      await world.grant(current, { count: 2, class: 'reports' });
+      const before = await world.client.send(
+        new GetItemCommand({
           TableName: world.table,
           Key: { pk: { S: `token#${TOKEN}` } },
-          UpdateExpression: 'SET r = :r',
-          ExpressionAttributeValues: { ':r': { S: '*/1aao=NOT-AN-ENCODING-N-1-READS' } },
+          ConsistentRead: true,
         }),
       );
+      expect(before.Item?.rb?.B).toBeDefined();
       await world.failsClosed(previous, { count: 1 });
       await world.failsClosed(previous, { count: 1, class: 'reports' });
       await expect(previous.ledger.remaining(TOKEN, previous.limits)).rejects.toBeInstanceOf(
         world.previous.LedgerUnavailableError,
       );
+      const after = await world.client.send(
+        new GetItemCommand({
+          TableName: world.table,
+          Key: { pk: { S: `token#${TOKEN}` } },
+          ConsistentRead: true,
+        }),
+      );
+      expect(after.Item).toEqual(before.Item);
+      // And the current release goes on from it: the 5 and the 2 (a class grant counts in general too) still count.
+      const left = await current.ledger.remaining(TOKEN, current.limits);
+      expect(left.map((w) => w.remaining)).toEqual([43, 993, 8]);
     },
   },
 ];
