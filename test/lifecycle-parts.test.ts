@@ -2,6 +2,7 @@ import { decodeJwt } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
+import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { DynamoTokenStore, tokenIdOf } from '../shared/tokens/index.js';
 import { ledgerKeyFor } from '../shared/vend/ledger-key.js';
 import { TokenStateCache } from '../shared/vend/token-state-cache.js';
@@ -62,20 +63,28 @@ describe('vendor sandbox: the settings the token-lifecycle tests need', () => {
 describe('ledgerKeyFor', () => {
   const rule = /^[A-Za-z0-9_-]{1,64}$/;
   const secretId = 'token-broker/uat/advisor';
-  it('is the token id for scope token, and one key per secret for scope user, always a valid ledger id', () => {
-    expect(ledgerKeyFor({ quotaScope: 'token', secretId }, '0123456789abcdef')).toBe('0123456789abcdef');
-    const user = ledgerKeyFor({ quotaScope: 'user', secretId }, '0123456789abcdef');
-    expect(user).toMatch(/^user-[0-9a-f]{40}$/);
-    expect(user).toMatch(rule);
-    // Every token of every set of the secret, however the secret is spelt; another secret, another key.
-    expect(ledgerKeyFor({ quotaScope: 'user', secretId }, 'fedcba9876543210')).toBe(user);
+  it('is the token id for scope token, and for scope user the item release N-1 kept for the smallest set id of the secret', () => {
     const arn = `arn:aws:secretsmanager:eu-west-1:111111111111:secret:${secretId}`;
-    expect(ledgerKeyFor({ quotaScope: 'user', secretId: `${arn}-AbC123` }, 'x')).toBe(user);
-    expect(ledgerKeyFor({ quotaScope: 'user', secretId: arn }, 'x')).toBe(user);
-    expect(ledgerKeyFor({ quotaScope: 'user', secretId: `${secretId}-2` }, 'x')).not.toBe(user);
-    // A 512-character secret name still gives a valid id; never release N-1's per-set key (`set-…`).
-    expect(ledgerKeyFor({ quotaScope: 'user', secretId: 'a'.repeat(512) }, 'x')).toMatch(rule);
-    expect(user.startsWith('set-')).toBe(false);
+    const sets = [
+      { id: 'uat-advisor-b', quotaScope: 'user' as const, secretId: `${arn}-AbC123`, rateLimits: {} },
+      { id: 'uat-advisor', quotaScope: 'user' as const, secretId, rateLimits: {} },
+      { id: 'uat-other', quotaScope: 'user' as const, secretId: `${secretId}-2`, rateLimits: {} },
+    ];
+    expect(userBudgetIssues(sets)).toEqual([]);
+    expect(ledgerKeyFor({ id: 'uat-advisor', quotaScope: 'token', secretId }, '0123456789abcdef')).toBe(
+      '0123456789abcdef',
+    );
+    // N-1's key for the set alone on its secret, and for every token of every set of one secret (however the
+    // secret is spelt): the smallest id's. Another secret, another key.
+    const user = ledgerKeyFor(sets[1] as (typeof sets)[number], '0123456789abcdef');
+    expect(user).toBe('set-uat-advisor');
+    expect(ledgerKeyFor(sets[1] as (typeof sets)[number], 'fedcba9876543210')).toBe(user);
+    expect(ledgerKeyFor(sets[0] as (typeof sets)[number], 'x')).toBe(user);
+    expect(ledgerKeyFor({ ...(sets[0] as (typeof sets)[number]), secretId: arn }, 'x')).toBe(user);
+    expect(ledgerKeyFor(sets[2] as (typeof sets)[number], 'x')).toBe('set-uat-other');
+    // A 63-character id still gives a valid ledger id (hashed as N-1 did).
+    const long = 'a'.repeat(63);
+    expect(ledgerKeyFor({ id: long, quotaScope: 'user', secretId: 'solo' }, 'x')).toMatch(rule);
   });
 });
 

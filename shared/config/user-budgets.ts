@@ -23,6 +23,17 @@ export function secretIdentity(secretId: string): string {
   return name === undefined ? secretId : name.replace(ARN_SUFFIX, '');
 }
 
+/**
+ * Per secret (secretIdentity), the smallest id among the sets of scope "user" that log in with it, as the
+ * configurations checked in this process say (userBudgetIssues records them): their one budget is that set's
+ * ledger item (shared/vend/ledger-key.ts), the item release N-1 kept for it alone.
+ */
+const budgetOwners = new Map<string, string>();
+
+/** The set whose ledger item the sets of this secret share; undefined when no configuration named it. */
+export const budgetOwnerOf = (secretId: string): string | undefined =>
+  budgetOwners.get(secretIdentity(secretId));
+
 /** What the check needs of a set, in the shared, the local and the stage configuration alike. */
 export interface UserBudgetSet {
   id: string;
@@ -49,6 +60,10 @@ export function userBudgetIssues(sets: readonly UserBudgetSet[]): UserBudgetIssu
   const issues: UserBudgetIssue[] = [];
   sets.forEach((set, index) => {
     const identity = secretIdentity(set.secretId);
+    if (set.quotaScope === 'user') {
+      const owner = budgetOwners.get(identity);
+      if (owner === undefined || set.id < owner) budgetOwners.set(identity, set.id);
+    }
     const other = firstBySecret.get(identity);
     if (other === undefined) {
       firstBySecret.set(identity, set);
