@@ -25,12 +25,23 @@ const stateArb = fc
     rings: fc.dictionary(fc.constantFrom('*/1aao', '*/255s0', 'reports/1aao', 'rebalancing/255s0'), ringArb),
     cooldown: fc.option(fc.integer({ min: 1, max: 1e7 }), { nil: undefined }),
     caps: fc.array(
-      fc.record({
-        scope: fc.constantFrom('*', 'reports'),
-        remaining: fc.nat({ max: 1000 }),
-        until: fc.integer({ min: 1, max: 1e7 }),
-      }),
+      fc.record(
+        {
+          scope: fc.constantFrom('*', 'reports'),
+          remaining: fc.nat({ max: 1000 }),
+          until: fc.integer({ min: 1, max: 1e7 }),
+          windowMs: fc.constantFrom(60_000, 3600_000, 1500, 250),
+        },
+        { requiredKeys: ['scope', 'remaining', 'until'] },
+      ),
       { maxLength: 6 },
+    ),
+    claim: fc.option(
+      fc.record({
+        caller: fc.stringMatching(/^[A-Za-z0-9_-]{12}$/),
+        seconds: fc.integer({ min: 1, max: 4000 }),
+      }),
+      { nil: undefined },
     ),
     spent: fc.uniqueArray(
       fc.tuple(fc.integer({ min: 1, max: 1e7 }), fc.stringMatching(/^[A-Za-z0-9_-]{4}$/)),
@@ -64,6 +75,11 @@ const stateArb = fc
       ),
       secret: s.secret,
       cooldownUntil: s.cooldown === undefined ? 0 : s.time + s.cooldown,
+      // Whole seconds, as claims are kept.
+      cooldownClaim:
+        s.claim === undefined
+          ? undefined
+          : { caller: s.claim.caller, until: (Math.floor(s.time / 1000) + s.claim.seconds) * 1000 },
       caps: s.caps.map((cap) => ({ ...cap, until: s.time + cap.until })),
     }),
   );

@@ -6,7 +6,8 @@ import type { StoredLedger } from './state-codec.js';
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the
- * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cap` vendor caps, `purgeAt` TTL (Unix
+ * last full write, `t` ledger time, `r` older slots, `cd` cooldown end, `cdr` the furthest cooldown claim and its
+ * caller, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not these), `purgeAt` TTL (Unix
  * seconds), and per ring with grants in its head slot `h:<ring key>` (count) and `s:<ring key>` (the set of the
  * sub-slots its grants fell in; the largest counts), `g` the spent receipt ids and `w` the write ids since the
  * last full write (string sets, see receipts.ts), `wp` the write ids carried from before it (newest first,
@@ -45,6 +46,8 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.r?.S !== undefined) stored.rings = item.r.S;
   if (item.cd?.N !== undefined) stored.cooldownUntil = Number(item.cd.N);
   if (item.cap?.S !== undefined) stored.caps = item.cap.S;
+  if (item.cw?.S !== undefined) stored.capWindows = item.cw.S;
+  if (item.cdr?.S !== undefined) stored.cooldownClaim = item.cdr.S;
   if (item.k?.S !== undefined) stored.secret = item.k.S;
   if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
@@ -81,6 +84,8 @@ export function fullWrite(
   attribute('r', stored.rings ? { S: stored.rings } : undefined);
   attribute('cd', stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
   attribute('cap', stored.caps ? { S: stored.caps } : undefined);
+  attribute('cw', stored.capWindows ? { S: stored.capWindows } : undefined);
+  attribute('cdr', stored.cooldownClaim ? { S: stored.cooldownClaim } : undefined);
   attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
   attribute('w', stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
   attribute('wp', stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined);

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
 import {
+  CALLER_TAG_LENGTH,
   CARRIED_WRITE_IDS,
   RECEIPT_ID_LENGTH,
   SPENT_LIMIT,
@@ -46,8 +47,6 @@ export const ITEM_BYTES_BUDGET = 1024;
  * ones: its item may take up to 4 write units (a few reservations at the default limits take 2).
  */
 export const RESERVED_ITEM_BYTES_BUDGET = 4096;
-/** Vendor caps kept at most (see vendor-feedback.ts): this many, or one per scope if there are more scopes. */
-export const MAX_CAPS = 4;
 
 export interface RingSpec {
   /** `<scope>/<window ms, base 36>`: names the ring in the stored item. */
@@ -117,6 +116,12 @@ export interface LimitPlan {
 
 export const slotMsFor = (windowMs: number): number => Math.max(1, Math.floor(windowMs / SLOTS_PER_WINDOW));
 export const ringKey = (scope: string, windowMs: number): string => `${scope}/${windowMs.toString(36)}`;
+/**
+ * A limit's window as the item's cap windows (`cw`, state-codec.ts) name it: whole seconds in base 36 (`1o` for a
+ * minute, `2s0` for an hour), else `.` and milliseconds in base 36.
+ */
+export const windowCode = (windowMs: number): string =>
+  windowMs % 1000 === 0 ? (windowMs / 1000).toString(36) : `.${windowMs.toString(36)}`;
 export const ringLength = (windowMs: number, marginMs: number): number =>
   Math.ceil((windowMs + marginMs) / slotMsFor(windowMs)) + 1;
 
@@ -326,6 +331,8 @@ function compileReservations(
   return windows;
 }
 
+/** Characters of the `cap` text's fingerprint in `cw` (state-codec.ts). */
+export const CAP_FINGERPRINT_LENGTH = 3;
 const base36Digits = (n: number): number => Math.max(1, Math.ceil(Math.log(n + 1) / Math.log(36)));
 /** DynamoDB's size of a number: about one byte per two significant digits, plus one. */
 const numberBytes = (n: number): number => Math.ceil(String(n).length / 2) + 1;
@@ -342,7 +349,7 @@ const FIXED_BYTES = 2 + 70 + (1 + 8) + (1 + 8) + (1 + 8) + (7 + 7) + (2 + 8) + (
  */
 export function ledgerItemBound(
   specs: readonly RingSpec[],
-  classCount: number,
+  _classCount: number,
   carriedWriteIds = 0,
   reservationsKeyLength = 0,
 ): number {
@@ -355,7 +362,6 @@ export function ledgerItemBound(
     (reservationsKeyLength > 0 ? 2 + reservationsKeyLength : 0) +
     (2 + 8);
   let rings = 1; // the attribute name `r`
-  let longestScope = 1;
   for (const spec of specs) {
     const most = 2 * spec.limit;
     const older = Math.min(spec.length - 1, spec.limit + 2);
@@ -367,10 +373,21 @@ export function ledgerItemBound(
     rings += spec.key.length + 1 + slots + 1;
     // h:<key> = count, s:<key> = { sub-slot }
     bytes += 2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + numberBytes(35);
-    longestScope = Math.max(longestScope, spec.scope.length);
   }
-  const caps = Math.max(MAX_CAPS, classCount + 1);
+  // Vendor caps (vendor-caps.ts): at most one per limit, general or of a class; one limit's cap costs its entry in
+  // `cap` (`<scope>:<remaining, below the limit>:<until, 9 digits>;`) and its window in `cw`
+  // (`<window code>,`), e.g. 15 + 3 bytes for a minute general cap. Then `cap`'s and `cw`'s names and `cw`'s
+  // fingerprint (3 + 2 + CAP_FINGERPRINT_LENGTH + 1), and `cdr`, the furthest cooldown claim (its caller's tag
+  // and 7 digits of Unix seconds).
+  const limits = specs.filter((spec) => spec.scope !== SHARED_SCOPE && !spec.scope.startsWith('@'));
   const capBytes =
-    3 + caps * (longestScope + 1 + base36Digits(Math.max(...specs.map((s) => s.limit))) + 1 + 9 + 1);
+    limits.reduce(
+      (sum, spec) =>
+        sum +
+        (spec.scope.length + 1 + base36Digits(spec.limit) + 1 + 9 + 1) +
+        (windowCode(spec.windowMs).length + 1),
+      3 + 2 + CAP_FINGERPRINT_LENGTH + 1,
+    ) +
+    (3 + CALLER_TAG_LENGTH + 7);
   return bytes + rings + capBytes;
 }

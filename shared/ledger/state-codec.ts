@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { LedgerUnavailableError } from './errors.js';
 import { emptyState, type LedgerState, parseRingKey, type VendorCap } from './ledger-state.js';
-import { RESERVATIONS_KEY_LENGTH } from './limit-plan.js';
-import { isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
+import { CAP_FINGERPRINT_LENGTH, RESERVATIONS_KEY_LENGTH, windowCode } from './limit-plan.js';
+import { CALLER_TAG_LENGTH, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
 import type { Ring } from './ring.js';
 
 /**
@@ -23,7 +24,16 @@ export interface StoredLedger {
   heads: Record<string, number>;
   headSubs: Record<string, number>;
   cooldownUntil?: number;
+  /** `<scope>:<remaining>:<until ms>` per cap, base 36, `;`-separated: what release N-1 reads too. */
   caps?: string;
+  /**
+   * The limit (window) of each cap, in order, after a fingerprint of the `caps` text they belong to:
+   * `<fingerprint>:<window code>,...` (limit-plan.ts windowCode; empty: not known). An older release rewrites
+   * `caps` without it: the fingerprint then no longer matches, and the windows are not known (vendor-caps.ts).
+   */
+  capWindows?: string;
+  /** LedgerState.cooldownClaim: the caller's tag, then the end in Unix seconds, base 36. */
+  cooldownClaim?: string;
   /** Spent receipt ids (receipts.ts); a string set in the item. */
   spent: string[];
   /** Write ids since the last full write (receipts.ts); a string set in the item. */
@@ -46,8 +56,32 @@ export const PURGE_SLACK_SECONDS = 3600;
 // Scopes: `*` general, a class name, `~` the shared part of a reserved window, `@<consumer>` a reservation.
 const RING = /^([a-z*~@][a-z0-9-]*\/[0-9a-z]+)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
 const CAP = /^([a-z*][a-z0-9-]*):([0-9a-z]+):([0-9a-z]+)$/;
+const CAP_WINDOWS = new RegExp(
+  `^([A-Za-z0-9_-]{${CAP_FINGERPRINT_LENGTH}}):((?:\\.?[0-9a-z]+)?(?:,(?:\\.?[0-9a-z]+)?)*)$`,
+);
+const COOLDOWN_CLAIM = new RegExp(`^([A-Za-z0-9_-]{${CALLER_TAG_LENGTH}})([0-9a-z]{1,8})$`);
 const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+$/;
 const RESERVATIONS_KEY = new RegExp(`^[A-Za-z0-9_-]{${RESERVATIONS_KEY_LENGTH}}$`);
+
+/** Ties the cap windows to the exact `caps` text they were written with. */
+const capFingerprint = (caps: string): string =>
+  createHash('sha256').update(caps).digest('base64url').slice(0, CAP_FINGERPRINT_LENGTH);
+
+const decodeWindow = (code: string): number | undefined =>
+  code === ''
+    ? undefined
+    : code.startsWith('.')
+      ? Number.parseInt(code.slice(1), 36)
+      : Number.parseInt(code, 36) * 1000;
+
+/** The windows of the caps in `caps` when `capWindows` was written with exactly that text; else none known. */
+function capWindowsOf(caps: string, capWindows: string | undefined, count: number): (number | undefined)[] {
+  if (capWindows === undefined) return [];
+  const match = CAP_WINDOWS.exec(capWindows);
+  if (!match || match[2] === undefined) return unreadable('cap windows');
+  const codes = match[2].split(',');
+  return match[1] === capFingerprint(caps) && codes.length === count ? codes.map(decodeWindow) : [];
+}
 
 const encodeSlots = (ring: Ring, from: number): string =>
   ring.counts
@@ -75,6 +109,7 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
   const lastRelevant = Math.max(
     state.time + retainMs,
     state.cooldownUntil,
+    state.cooldownClaim?.until ?? 0,
     ...state.caps.map((c) => c.until),
   );
   const stored: StoredLedger = {
@@ -96,7 +131,13 @@ export function encodeState(state: LedgerState, retainMs: number, fastWrites = 0
     stored.reservationsChangedAt = state.reservationsChangedAt;
   if (rings.length > 0) stored.rings = rings.join(';');
   if (state.cooldownUntil > 0) stored.cooldownUntil = state.cooldownUntil;
-  if (caps) stored.caps = caps;
+  if (caps) {
+    stored.caps = caps;
+    const windows = state.caps.map((c) => (c.windowMs === undefined ? '' : windowCode(c.windowMs)));
+    stored.capWindows = `${capFingerprint(caps)}:${windows.join(',')}`;
+  }
+  if (state.cooldownClaim)
+    stored.cooldownClaim = `${state.cooldownClaim.caller}${Math.floor(state.cooldownClaim.until / 1000).toString(36)}`;
   return stored;
 }
 
@@ -169,7 +210,14 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     decodeSlots(match[2], ringOf(match[1]));
   }
   state.cooldownUntil = stored.cooldownUntil ?? 0;
-  for (const part of stored.caps ? stored.caps.split(';') : []) {
+  if (stored.cooldownClaim !== undefined) {
+    const match = COOLDOWN_CLAIM.exec(stored.cooldownClaim);
+    if (!match?.[1] || !match[2]) return unreadable('cooldown claim');
+    state.cooldownClaim = { caller: match[1], until: Number.parseInt(match[2], 36) * 1000 };
+  }
+  const parts = stored.caps ? stored.caps.split(';') : [];
+  const windows = capWindowsOf(stored.caps ?? '', stored.capWindows, parts.length);
+  for (const [index, part] of parts.entries()) {
     const match = CAP.exec(part);
     if (!match?.[1] || !match[2] || !match[3]) return unreadable('caps');
     const cap: VendorCap = {
@@ -177,6 +225,8 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
       remaining: Number.parseInt(match[2], 36),
       until: Number.parseInt(match[3], 36),
     };
+    const windowMs = windows[index];
+    if (windowMs !== undefined) cap.windowMs = windowMs;
     state.caps.push(cap);
   }
   return state;
