@@ -29,7 +29,10 @@ const count = (value: number | undefined, min: number): number | undefined =>
   value !== undefined && Number.isInteger(value) && value >= min && value <= MAX_COUNT ? value : undefined;
 
 /**
- * Tells the broker what the vendor said about its quota: every 429 (a cooldown for all consumers of the token),
+ * Tells the broker what the vendor said about its quota: every 429 (a cooldown for all consumers of the token, as
+ * far as the report warrants: the broker holds everyone at most a minute on one caller's Retry-After unless the
+ * headers sent with it show a general limit at 0, so they go with it; this process itself waits the whole
+ * Retry-After, vendor-call.ts),
  * and X-RateLimit-* headers of a success when they show fewer requests left than the ledger believed (the ledger
  * is off: someone else uses the token, or the vendor counts differently). The broker can only become more
  * careful from either. Reports are best effort: a failed report never fails the caller's request.

@@ -4,7 +4,7 @@ import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { LedgerUnavailableError } from '../shared/ledger/errors.js';
 import { headAdditions } from '../shared/ledger/fast-grant.js';
 import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
-import { parseRingKey, planFor } from '../shared/ledger/limit-plan.js';
+import { CAP_UNTIL_MS, parseRingKey, planFor } from '../shared/ledger/limit-plan.js';
 import { subSlot, trimRing } from '../shared/ledger/ring.js';
 import { decodeState, encodeState, PURGE_SLACK_SECONDS } from '../shared/ledger/state-codec.js';
 
@@ -38,12 +38,23 @@ const stateArb = fc
     ),
     cooldown: fc.option(fc.integer({ min: 1, max: 1e7 }), { nil: undefined }),
     caps: fc.array(
-      fc.record({
-        scope: fc.constantFrom('*', 'reports'),
-        remaining: fc.nat({ max: 1000 }),
-        until: fc.integer({ min: 1, max: 1e7 }),
-      }),
+      fc.record(
+        {
+          scope: fc.constantFrom('*', 'reports'),
+          remaining: fc.nat({ max: 1000 }),
+          until: fc.integer({ min: 1, max: 1e7 }),
+          windowMs: fc.constantFrom(60_000, 3600_000, 1500, 250),
+        },
+        { requiredKeys: ['scope', 'remaining', 'until'] },
+      ),
       { maxLength: 6 },
+    ),
+    claim: fc.option(
+      fc.record({
+        caller: fc.stringMatching(/^[A-Za-z0-9_-]{12}$/),
+        seconds: fc.integer({ min: 1, max: 4000 }),
+      }),
+      { nil: undefined },
     ),
     spent: fc.uniqueArray(
       fc.tuple(fc.integer({ min: 1, max: 1e7 }), fc.stringMatching(/^[A-Za-z0-9_-]{4}$/)),
@@ -77,6 +88,11 @@ const stateArb = fc
       ),
       secret: s.secret,
       cooldownUntil: s.cooldown === undefined ? 0 : s.time + s.cooldown,
+      // Whole seconds, as claims are kept.
+      cooldownClaim:
+        s.claim === undefined
+          ? undefined
+          : { caller: s.claim.caller, until: (Math.floor(s.time / 1000) + s.claim.seconds) * 1000 },
       caps: s.caps.map((cap) => ({ ...cap, until: s.time + cap.until })),
     }),
   );
@@ -113,7 +129,12 @@ describe('ledger item codec', () => {
           expect(ring.subs[0]).toBe(subSlot(Math.min(state.time + (offset ?? 0), headEnd), slotMs));
           ring.subs[0] = state.rings.get(key)?.subs[0] ?? 0;
         }
-        expect(normalise(decoded)).toEqual(normalise(state));
+        // A cap's end is kept in 10 ms after the item's time, rounded up: it never ends sooner.
+        const capsKept = state.caps.map((cap) => ({
+          ...cap,
+          until: state.time + Math.ceil((cap.until - state.time) / CAP_UNTIL_MS) * CAP_UNTIL_MS,
+        }));
+        expect(normalise(decoded)).toEqual(normalise({ ...state, caps: capsKept }));
       }),
     );
   });

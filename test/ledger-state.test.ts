@@ -364,7 +364,7 @@ describe('rate ledger core: vendor feedback', () => {
     expect(core.feedback(T0, { limit: 50, remaining: 10, reset })).toBe(true);
     expect(core.feedback(T0, { limit: 50, remaining: 30, reset })).toBe(false);
     expect(core.feedback(T0, { limit: 50, remaining: 10, reset: reset - 5 })).toBe(false);
-    expect(core.state.caps).toEqual([{ scope: '*', remaining: 10, until: reset * 1000 }]);
+    expect(core.state.caps).toEqual([{ scope: '*', remaining: 10, until: reset * 1000, windowMs: 60_000 }]);
     const fresh = new Core(settings());
     fresh.acquire(T0, 45);
     // The minute ring already allows only 5 more until well after the reset.
@@ -396,11 +396,17 @@ describe('rate ledger core: vendor feedback', () => {
     expect(core.acquire(T0, 10).granted).toBe(true);
   });
 
-  it('a reset in the past is ignored; a reset beyond the longest window is shortened to it', () => {
+  it("a reset in the past is ignored; a reset beyond the named limit's window is shortened to it", () => {
     const core = new Core(settings());
     expect(core.feedback(T0, { remaining: 0, reset: Math.floor(T0 / 1000) - 1 })).toBe(false);
-    expect(core.feedback(T0, { remaining: 0, reset: Math.floor(T0 / 1000) + 86_400 })).toBe(true);
+    expect(core.feedback(T0, { limit: 1000, remaining: 0, reset: Math.floor(T0 / 1000) + 86_400 })).toBe(
+      true,
+    );
     expect(core.state.caps[0]?.until).toBe(T0 + 3600_000 + core.plan.marginMs);
+    // No limit named (or one the settings do not know): the shortest window is all it warrants.
+    const unnamed = new Core(settings());
+    expect(unnamed.feedback(T0, { remaining: 0, reset: Math.floor(T0 / 1000) + 86_400 })).toBe(true);
+    expect(unnamed.state.caps[0]?.until).toBe(T0 + 60_000 + core.plan.marginMs);
   });
 });
 

@@ -52,7 +52,7 @@ async function tokenItems(): Promise<string> {
 }
 
 describe('rate-limit reports: Retry-After and reset are capped per set', () => {
-  it('retryAfterSeconds: 86400 pauses everyone for the longest window plus the margin, not a day', async () => {
+  it("retryAfterSeconds: 86400 from one caller pauses everyone a minute plus the margin; a second caller's, the longest window plus the margin, not a day", async () => {
     h = await startHarness();
     const { tokenId } = parseBody<TokenBody>(await getToken(h));
     const reported = await report({ tokenId, retryAfterSeconds: 86_400 });
@@ -62,23 +62,33 @@ describe('rate-limit reports: Retry-After and reset are capped per set', () => {
       decision: 'VENDOR_429_REPORTED',
       reportedRetryAfterSeconds: 86_400,
     });
-    // Everyone is paused (the reporter and another consumer), and told to wait about the hour, not a day.
+    // One caller's word: everyone is paused (the reporter and another consumer) for the shortest window and
+    // the margin, all a single report naming no exhausted hour warrants.
     for (const caller of [PORTFOLIO, BATCH]) {
       const denied = await acquire(tokenId, caller);
       expect(denied.statusCode).toBe(429);
       expect(parseBody(denied)).toMatchObject({ details: { reason: 'COOLDOWN' } });
-      expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(3600 + MARGIN_SECONDS);
-      expect(Number(denied.headers['retry-after'])).toBeLessThanOrEqual(3601 + MARGIN_SECONDS);
+      expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(60 + MARGIN_SECONDS);
+      expect(Number(denied.headers['retry-after'])).toBeLessThanOrEqual(61 + MARGIN_SECONDS);
     }
-    // A real vendor Retry-After past the hour (3700 s) still holds everyone for the whole hour and margin.
-    await h.clock.advance((3599 + MARGIN_SECONDS) * 1000);
+    // A second caller says the same: now everyone waits the hour and the margin from the first report.
+    await h.clock.advance(10_000);
+    expect((await report({ tokenId, retryAfterSeconds: 86_400 }, BATCH)).statusCode).toBe(204);
+    for (const caller of [PORTFOLIO, BATCH]) {
+      const denied = await acquire(tokenId, caller);
+      expect(parseBody(denied)).toMatchObject({ details: { reason: 'COOLDOWN' } });
+      // Claims are kept in whole seconds: up to one less.
+      expect(Number(denied.headers['retry-after'])).toBeGreaterThanOrEqual(3589 + MARGIN_SECONDS);
+      expect(Number(denied.headers['retry-after'])).toBeLessThanOrEqual(3591 + MARGIN_SECONDS);
+    }
+    await h.clock.advance((3599 + MARGIN_SECONDS - 10) * 1000);
     expect((await acquire(tokenId, BATCH)).statusCode).toBe(429);
     await h.clock.advance(1_000);
     expect((await acquire(tokenId, PORTFOLIO)).statusCode).toBe(200);
     expect((await acquire(tokenId, BATCH)).statusCode).toBe(200);
   });
 
-  it('a class window counts as the longest one, and a far reset is capped the same way', async () => {
+  it('a class window counts as the longest one, and a far reset is capped to the window of the limit it names', async () => {
     h = await startHarness({
       setOverrides: {
         rateLimits: {
@@ -96,11 +106,18 @@ describe('rate-limit reports: Retry-After and reset are capped per set', () => {
       decision: 'RATE_HEADERS_REPORTED',
       reportedReset: farReset,
     });
+    // The minute's cap ends with the minute and the margin, not with the far reset.
+    await h.clock.advance(64_000);
+    expect(parseBody(await acquire(tokenId))).toMatchObject({ details: { reason: 'VENDOR_CAP' } });
+    await h.clock.advance(1_000);
+    expect((await acquire(tokenId)).statusCode).toBe(200);
+    // Two callers' Retry-After of 3700 s: held for the class's 600 s window and the margin, the longest.
     expect((await report({ tokenId, retryAfterSeconds: 3_700 }, BATCH)).statusCode).toBe(204);
     expect(auditLines('reportRateLimit').at(-1)).toMatchObject({
       caller: BATCH,
       reportedRetryAfterSeconds: 3_700,
     });
+    expect((await report({ tokenId, retryAfterSeconds: 3_700 })).statusCode).toBe(204);
     await h.clock.advance(604_000);
     expect((await acquire(tokenId)).statusCode).toBe(429);
     await h.clock.advance(1_000);

@@ -235,8 +235,10 @@ export class DynamoRateLedger implements RateLedger {
     const { tokenId, plan, feedback } = checkFeedback(report);
     // Absolute times, fixed once: applying the same report again (a retry) changes nothing.
     const at = this.#clock.now();
+    // Who reported: another caller's report may corroborate a long Retry-After (vendor-feedback.ts).
+    const reporter = callerTag(report.caller ?? '');
     const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g) => {
-      const changed = applyVendorFeedback(state, plan, g, at, feedback);
+      const changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
       return { change: changed ? 'other' : 'none', result: changed };
     });
     this.#telemetry.info('rate ledger: vendor feedback', { tokenId, ...feedback, tightened });

@@ -6,10 +6,12 @@ import type { StoredLedger } from './state-codec.js';
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the
- * last full write, `t` ledger time, `cd` cooldown end, `purgeAt` TTL (Unix seconds), `w` the write ids since the
+ * last full write, `t` ledger time, `cd` cooldown end, `cdr` the furthest cooldown claim and its caller,
+ * `purgeAt` TTL (Unix seconds), `w` the write ids since the
  * last full write (a string set, see receipts.ts), `rk` the reservations' key and `rc` when they last changed
  * (LimitPlan.reservationsKey), `k` the receipt secret (set once, when the item is created). Then by format:
- * - 1 (text): `r` older slots, `cap` vendor caps, per ring with grants in its head slot `h:<ring key>` (count)
+ * - 1 (text): `r` older slots, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not
+ *   `cdr` and `cw`), per ring with grants in its head slot `h:<ring key>` (count)
  *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
  *   ids (a string set), `wp` the write ids carried from before the last full write (newest first, commas);
  * - 2 (packed): `r` = '2' (refused by readers of format 1 only), `rb` the older slots, caps, carried write ids
@@ -74,6 +76,8 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   } else if (item.r?.S !== undefined) stored.rings = item.r.S;
   if (item.cd?.N !== undefined) stored.cooldownUntil = Number(item.cd.N);
   if (item.cap?.S !== undefined) stored.caps = item.cap.S;
+  if (item.cw?.S !== undefined) stored.capWindows = item.cw.S;
+  if (item.cdr?.S !== undefined) stored.cooldownClaim = item.cdr.S;
   if (item.k?.S !== undefined) stored.secret = item.k.S;
   if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
@@ -117,6 +121,8 @@ export function fullWrite(
   attribute('rb', packed ? { B: stored.packed ?? new Uint8Array() } : undefined);
   attribute('cd', stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
   attribute('cap', stored.caps ? { S: stored.caps } : undefined);
+  attribute('cw', stored.capWindows ? { S: stored.capWindows } : undefined);
+  attribute('cdr', stored.cooldownClaim ? { S: stored.cooldownClaim } : undefined);
   attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
   attribute('w', stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
   attribute('wp', stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined);

@@ -20,16 +20,30 @@ import {
   usedAt,
 } from './ring.js';
 import type { DenialReason, WindowRemaining } from './types.js';
+import { normalizeCaps } from './vendor-caps.js';
 
 /**
  * The pure core of the rate ledger: the state of one access token and what a grant, a give-back or a question
  * about what remains does to it. No I/O and no clock: the adapter passes the ledger time `g` and persists.
  */
 
-/** "From now until `until`, at most `remaining` more grants (of `scope`)": from the vendor's headers. */
+/**
+ * "From now until `until`, at most `remaining` more grants (of `scope`)": from the vendor's headers about one of
+ * its limits. It holds every grant of its scope (like the vendor, which answers 429 whichever limit is out), and
+ * there is at most one per limit (vendor-caps.ts).
+ */
 export interface VendorCap {
   scope: string;
   remaining: number;
+  until: number;
+  /** The window of the limit of `scope` it is about; absent when not known (written by an older release). */
+  windowMs?: number;
+}
+
+/** The furthest Retry-After a caller asked for beyond what its report warranted alone (vendor-feedback.ts). */
+export interface CooldownClaim {
+  /** callerTag of the reporting caller. */
+  caller: string;
   until: number;
 }
 
@@ -40,8 +54,10 @@ export interface LedgerState {
   time: number;
   /** By ring key (see RingSpec.key). */
   rings: Map<string, Ring>;
-  /** No grant before this (epoch ms): a vendor 429's Retry-After. */
+  /** No grant before this (epoch ms): a vendor 429's Retry-After, as far as the reports warrant it. */
   cooldownUntil: number;
+  /** The furthest unwarranted Retry-After reported, and by whom: another caller's report may corroborate it. */
+  cooldownClaim: CooldownClaim | undefined;
   caps: VendorCap[];
   /** Ids of the receipts given back that could still be presented again (see receipts.ts). */
   spent: Set<string>;
@@ -65,6 +81,7 @@ export const emptyState = (version = 0): LedgerState => ({
   time: 0,
   rings: new Map(),
   cooldownUntil: 0,
+  cooldownClaim: undefined,
   caps: [],
   spent: new Set(),
   writeIds: new Set(),
@@ -94,6 +111,8 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     time: g,
     rings,
     cooldownUntil: state.cooldownUntil > g ? state.cooldownUntil : 0,
+    cooldownClaim:
+      state.cooldownClaim && state.cooldownClaim.until > g ? { ...state.cooldownClaim } : undefined,
     caps: state.caps.filter((cap) => cap.until > g).map((cap) => ({ ...cap })),
     spent: aliveReceiptIds(state.spent, g),
     writeIds: new Set(state.writeIds),
@@ -196,6 +215,8 @@ export function acquire(
   cls: string | undefined,
   consumer?: string,
 ): AcquireOutcome {
+  // Caps an older release wrote since (vendor-caps.ts): each to its limit, so the item keeps one per limit.
+  normalizeCaps(state, plan, g);
   // Reservations other than those the rings were kept by, while rings hold grants: see LimitPlan.reservationsKey.
   if (state.reservationsKey !== plan.reservationsKey) {
     if (state.rings.size > 0) state.reservationsChangedAt = g;

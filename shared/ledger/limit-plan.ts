@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
 import {
+  CALLER_TAG_LENGTH,
   CARRIED_WRITE_IDS,
   GIVE_BACK_SLACK_MS,
   RECEIPT_ID_LENGTH,
@@ -28,6 +29,8 @@ export const CLASS_SLOTS_PER_WINDOW = 12;
  * general limits and four classes in one write unit; release N-1 cannot read it and fails closed on it.
  */
 export type ItemFormat = 1 | 2;
+/** Format 2 keeps a vendor cap's end in units of this many ms after the item's time, rounded up (never shorter). */
+export const CAP_UNTIL_MS = 10;
 /** Each slot also keeps the 1/36th part of it that holds its latest grant, so a slot frees almost on time. */
 export const SUB_SLOTS = 36;
 export const GENERAL_SCOPE = '*';
@@ -59,8 +62,6 @@ export const ITEM_BYTES_BUDGET = 1024;
  * ones: its item may take up to 4 write units (a few reservations at the default limits take 2).
  */
 export const RESERVED_ITEM_BYTES_BUDGET = 4096;
-/** Vendor caps kept at most (see vendor-feedback.ts): this many, or one per scope if there are more scopes. */
-export const MAX_CAPS = 4;
 
 export interface RingSpec {
   /** `<scope>/<window ms, base 36>[.<slots per window, base 36>]` (see ringKey): names the ring in the stored item. */
@@ -130,6 +131,12 @@ export const slotMsFor = (windowMs: number, slots = SLOTS_PER_WINDOW): number =>
   Math.max(1, Math.floor(windowMs / slots));
 export const ringKey = (scope: string, windowMs: number, slots = SLOTS_PER_WINDOW): string =>
   `${scope}/${windowMs.toString(36)}${slots === SLOTS_PER_WINDOW ? '' : `.${slots.toString(36)}`}`;
+/**
+ * A limit's window as the item's cap windows (`cw`, state-codec.ts) name it: whole seconds in base 36 (`1o` for a
+ * minute, `2s0` for an hour), else `.` and milliseconds in base 36.
+ */
+export const windowCode = (windowMs: number): string =>
+  windowMs % 1000 === 0 ? (windowMs / 1000).toString(36) : `.${windowMs.toString(36)}`;
 /** Slots a ring keeps: every slot that can intersect a span (window + margin) ending at or after the newest slot. */
 export const ringLength = (windowMs: number, marginMs: number, slotMs: number): number =>
   Math.ceil((windowMs + marginMs) / slotMs) + 1;
@@ -376,6 +383,8 @@ function compileReservations(
   return windows;
 }
 
+/** Characters of the `cap` text's fingerprint in `cw` (state-codec.ts). */
+export const CAP_FINGERPRINT_LENGTH = 3;
 const base36Digits = (n: number): number => Math.max(1, Math.ceil(Math.log(n + 1) / Math.log(36)));
 /** DynamoDB's size of a number: about one byte per two significant digits, plus one. */
 const numberBytes = (n: number): number => Math.ceil(String(n).length / 2) + 1;
@@ -406,10 +415,34 @@ function ringFill(spec: RingSpec): {
   };
 }
 
-/** Vendor caps at most: this many, or one per scope if there are more scopes (vendor-feedback.ts). */
-function capBytes(specs: readonly RingSpec[], classCount: number): number {
+/** The limits a vendor cap can be held for (vendor-caps.ts): general or of a class; not reservations' parts. */
+const capLimits = (specs: readonly RingSpec[]): RingSpec[] =>
+  specs.filter((spec) => spec.scope !== SHARED_SCOPE && !spec.scope.startsWith('@'));
+
+/** `cdr`, the furthest cooldown claim: its caller's tag and 7 digits of Unix seconds (both formats). */
+const CLAIM_BYTES = 3 + CALLER_TAG_LENGTH + 7;
+
+/**
+ * Format 1's vendor caps (vendor-caps.ts): at most one per limit; one limit's cap costs its entry in `cap`
+ * (`<scope>:<remaining, below the limit>:<until, 9 digits>;`) and its window in `cw` (`<window code>,`), e.g.
+ * 15 + 3 bytes for a minute general cap. Then `cap`'s and `cw`'s names and `cw`'s fingerprint, and `cdr`.
+ */
+function textCapBytes(specs: readonly RingSpec[]): number {
+  return (
+    capLimits(specs).reduce(
+      (sum, spec) =>
+        sum +
+        (spec.scope.length + 1 + base36Digits(spec.limit) + 1 + 9 + 1) +
+        (windowCode(spec.windowMs).length + 1),
+      3 + 2 + CAP_FINGERPRINT_LENGTH + 1,
+    ) + CLAIM_BYTES
+  );
+}
+
+/** The caps as the previous release counted them: 4, or one per scope if there were more scopes. */
+function previousCapBytes(specs: readonly RingSpec[], classCount: number): number {
   const longestScope = Math.max(1, ...specs.map((spec) => spec.scope.length));
-  const caps = Math.max(MAX_CAPS, classCount + 1);
+  const caps = Math.max(4, classCount + 1);
   return 3 + caps * (longestScope + 1 + base36Digits(Math.max(...specs.map((s) => s.limit))) + 1 + 9 + 1);
 }
 
@@ -449,14 +482,14 @@ export function textItemBound(
     // h:<key> = count, s:<key> = { sub-slots }
     bytes += 2 + spec.key.length + numberBytes(spec.limit) + 2 + spec.key.length + headSubs * numberBytes(35);
   }
-  return bytes + rings + capBytes(specs, classCount);
+  return bytes + rings + (asPreviousRelease ? previousCapBytes(specs, classCount) : textCapBytes(specs));
 }
 
 /**
  * The most bytes a ledger item of item format 2 can take (state-codec.ts, "packed"): `r` marks the format; `rb`
  * holds the rings' scopes (each name once), every ring's window, slots and older slots (one varint each: 0 empty,
- * else (count - 1) * 36 + sub + 1), the vendor caps (one per limit at most: ring, remaining, end after the item's
- * time), the carried write ids (4 bytes each) and the spent receipt ids (their expiry after the item's time, 3
+ * else (count - 1) * 36 + sub + 1), the vendor caps (one per limit at most: scope, window, remaining, end after
+ * the item's time), the carried write ids (4 bytes each) and the spent receipt ids (their expiry after the item's time, 3
  * random bytes); per ring `H<index>` its head count; `T` the offsets (ms) of head additions after the last full
  * write, within the shortest slot (they date the heads' latest grants for every ring at once).
  */
@@ -474,7 +507,16 @@ export function packedItemBound(
     varintBytes(scopes.size) +
     [...scopes].reduce((sum, scope) => sum + 1 + scope.length, 0) +
     varintBytes(specs.length) +
-    (1 + specs.length * (varintBytes(specs.length) + varintBytes(maxLimit) + varintBytes(maxSpanMs))) +
+    (1 +
+      capLimits(specs).reduce(
+        (sum, spec) =>
+          sum +
+          varintBytes(scopes.size) +
+          varintBytes(spec.windowMs % 1000 === 0 ? spec.windowMs / 500 : 2 * spec.windowMs + 1) +
+          varintBytes(maxLimit) +
+          varintBytes(Math.ceil(maxSpanMs / CAP_UNTIL_MS)),
+        0,
+      )) +
     (1 + CARRIED_WRITE_IDS * 4) +
     (1 + SPENT_LIMIT * (varintBytes(receiptSeconds) + 3));
   let heads = 0;
@@ -493,5 +535,7 @@ export function packedItemBound(
     heads += 1 + base36Digits(index + 1) + numberBytes(spec.limit);
   });
   const offsets = 1 + WRITE_IDS_LIMIT * numberBytes(Math.min(...specs.map((spec) => spec.slotMs)) - 1);
-  return FIXED_BYTES + (1 + 1) + (2 + packed) + heads + offsets + idBytes(reservationsKeyLength);
+  return (
+    FIXED_BYTES + (1 + 1) + (2 + packed) + heads + offsets + idBytes(reservationsKeyLength) + CLAIM_BYTES
+  );
 }

@@ -1,5 +1,5 @@
 import type { VendorCap } from './ledger-state.js';
-import { parseRingKey, ringKey, SLOTS_PER_WINDOW } from './limit-plan.js';
+import { CAP_UNTIL_MS, parseRingKey, ringKey, SLOTS_PER_WINDOW } from './limit-plan.js';
 import type { Ring } from './ring.js';
 
 /**
@@ -9,7 +9,8 @@ import type { Ring } from './ring.js';
  *   varint n, n × (u8 length, bytes): the scopes of the rings and caps, each name once
  *   varint n, n × ring: varint scope, varint window ms, varint slots per window, varint k, k × older slot
  *     (older slots newest first; a slot is one varint: 0 empty, else (count - 1) * 36 + sub-slot + 1)
- *   varint n, n × cap: varint scope, varint remaining, zigzag varint (until - time)
+ *   varint n, n × cap: varint scope, varint window (0 not known, else seconds × 2, or ms × 2 + 1 for a window of
+ *     no whole seconds), varint remaining, varint (until - time) in 10 ms, rounded up (a cap lasts no less)
  *   varint n, n × carried write id (30 bits in 4 bytes)
  *   varint n, n × spent receipt id: zigzag varint (expiry seconds - time seconds), 3 bytes of its random part
  *
@@ -25,6 +26,7 @@ export interface PackedState {
 }
 
 const LAYOUT = 1;
+
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const EXPIRY_DIGITS = 7;
 
@@ -138,8 +140,10 @@ export function encodePacked(packed: PackedState, time: number): Uint8Array {
   out.varint(packed.caps.length);
   for (const cap of packed.caps) {
     out.varint(scopes.indexOf(cap.scope));
+    const w = cap.windowMs;
+    out.varint(w === undefined ? 0 : w % 1000 === 0 ? (w / 1000) * 2 : w * 2 + 1);
     out.varint(cap.remaining);
-    out.zigzag(cap.until - time);
+    out.varint(Math.max(0, Math.ceil((cap.until - time) / CAP_UNTIL_MS)));
   }
   out.varint(packed.carriedWriteIds.length);
   for (const id of packed.carriedWriteIds) {
@@ -186,8 +190,11 @@ export function decodePacked(bytes: Uint8Array, time: number, fail: (what: strin
   const caps: VendorCap[] = [];
   for (let n = input.count(); n > 0; n--) {
     const capScope = scope();
+    const window = input.varint();
     const remaining = input.varint();
-    caps.push({ scope: capScope, remaining, until: time + input.zigzag() });
+    const cap: VendorCap = { scope: capScope, remaining, until: time + input.varint() * CAP_UNTIL_MS };
+    if (window > 0) cap.windowMs = window % 2 === 0 ? (window / 2) * 1000 : (window - 1) / 2;
+    caps.push(cap);
   }
   const carriedWriteIds: string[] = [];
   for (let n = input.count(); n > 0; n--) {

@@ -84,9 +84,14 @@ export function aliveReceiptIds(ids: Iterable<string>, now: number): Set<string>
 /** A new receipt secret for a new ledger item: 128 random bits. */
 export const newSecret = (): string => randomBytes(16).toString('base64url');
 
-/** Who a receipt belongs to, in the receipt: a short hash of the caller's identity, never the identity. */
+/** Characters of a caller tag. */
+export const CALLER_TAG_LENGTH = 12;
+/**
+ * Who a receipt belongs to, in the receipt (and who claimed a cooldown, in the item: vendor-feedback.ts): a short
+ * hash of the caller's identity, never the identity.
+ */
 export const callerTag = (caller: string): string =>
-  createHash('sha256').update(caller).digest('base64url').slice(0, 12);
+  createHash('sha256').update(caller).digest('base64url').slice(0, CALLER_TAG_LENGTH);
 
 export interface ReceiptClaims {
   /** The ledger item (token id, or the set's key when the quota is counted per user). */

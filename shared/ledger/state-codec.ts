@@ -1,8 +1,15 @@
+import { createHash } from 'node:crypto';
 import { LedgerUnavailableError } from './errors.js';
 import { emptyState, type LedgerState, type VendorCap } from './ledger-state.js';
-import { type ItemFormat, parseRingKey, RESERVATIONS_KEY_LENGTH } from './limit-plan.js';
+import {
+  CAP_FINGERPRINT_LENGTH,
+  type ItemFormat,
+  parseRingKey,
+  RESERVATIONS_KEY_LENGTH,
+  windowCode,
+} from './limit-plan.js';
 import { decodePacked, encodePacked } from './packed-codec.js';
-import { isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
+import { CALLER_TAG_LENGTH, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
 import { type Ring, subSlot } from './ring.js';
 
 /**
@@ -32,8 +39,17 @@ export interface StoredLedger {
   /** Format 2: the latest head addition's offset after `time` (ms); it dates every head's latest grant. */
   headOffset?: number;
   cooldownUntil?: number;
-  /** Format 1: the vendor caps. */
+  /** Format 1: `<scope>:<remaining>:<until ms>` per cap, base 36, `;`-separated: what release N-1 reads too. */
   caps?: string;
+  /**
+   * Format 1: the limit (window) of each cap, in order, after a fingerprint of the `caps` text they belong to:
+   * `<fingerprint>:<window code>,...` (limit-plan.ts windowCode; empty: not known). An older release rewrites
+   * `caps` without it: the fingerprint then no longer matches, and the windows are not known (vendor-caps.ts).
+   * (Format 2 packs each cap with its window.)
+   */
+  capWindows?: string;
+  /** LedgerState.cooldownClaim: the caller's tag, then the end in Unix seconds, base 36. */
+  cooldownClaim?: string;
   /** Format 1: spent receipt ids (receipts.ts); a string set in the item. */
   spent: string[];
   /** Write ids since the last full write (receipts.ts); a string set in the item. */
@@ -56,8 +72,32 @@ export const PURGE_SLACK_SECONDS = 3600;
 // Scopes: `*` general, a class name, `~` the shared part of a reserved window, `@<consumer>` a reservation.
 const RING = /^([a-z*~@][a-z0-9-]*\/[0-9a-z]+(?:\.[0-9a-z]+)?)=((?:[0-9a-z]{2,})?(?:,(?:[0-9a-z]{2,})?)*)$/;
 const CAP = /^([a-z*][a-z0-9-]*):([0-9a-z]+):([0-9a-z]+)$/;
+const CAP_WINDOWS = new RegExp(
+  `^([A-Za-z0-9_-]{${CAP_FINGERPRINT_LENGTH}}):((?:\\.?[0-9a-z]+)?(?:,(?:\\.?[0-9a-z]+)?)*)$`,
+);
+const COOLDOWN_CLAIM = new RegExp(`^([A-Za-z0-9_-]{${CALLER_TAG_LENGTH}})([0-9a-z]{1,8})$`);
 const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+(?:\.[0-9a-z]+)?$/;
 const RESERVATIONS_KEY = new RegExp(`^[A-Za-z0-9_-]{${RESERVATIONS_KEY_LENGTH}}$`);
+
+/** Ties the cap windows to the exact `caps` text they were written with. */
+const capFingerprint = (caps: string): string =>
+  createHash('sha256').update(caps).digest('base64url').slice(0, CAP_FINGERPRINT_LENGTH);
+
+const decodeWindow = (code: string): number | undefined =>
+  code === ''
+    ? undefined
+    : code.startsWith('.')
+      ? Number.parseInt(code.slice(1), 36)
+      : Number.parseInt(code, 36) * 1000;
+
+/** The windows of the caps in `caps` when `capWindows` was written with exactly that text; else none known. */
+function capWindowsOf(caps: string, capWindows: string | undefined, count: number): (number | undefined)[] {
+  if (capWindows === undefined) return [];
+  const match = CAP_WINDOWS.exec(capWindows);
+  if (!match || match[2] === undefined) return unreadable('cap windows');
+  const codes = match[2].split(',');
+  return match[1] === capFingerprint(caps) && codes.length === count ? codes.map(decodeWindow) : [];
+}
 
 const encodeSlots = (ring: Ring, from: number): string =>
   ring.counts
@@ -92,6 +132,7 @@ export function encodeState(
   const lastRelevant = Math.max(
     state.time + retainMs,
     state.cooldownUntil,
+    state.cooldownClaim?.until ?? 0,
     ...state.caps.map((c) => c.until),
   );
   const stored: StoredLedger = {
@@ -113,6 +154,8 @@ export function encodeState(
   if (state.reservationsChangedAt > 0 && state.reservationsChangedAt + retainMs > state.time)
     stored.reservationsChangedAt = state.reservationsChangedAt;
   if (state.cooldownUntil > 0) stored.cooldownUntil = state.cooldownUntil;
+  if (state.cooldownClaim)
+    stored.cooldownClaim = `${state.cooldownClaim.caller}${Math.floor(state.cooldownClaim.until / 1000).toString(36)}`;
   if (format === 2) {
     // Every ring the state holds is in the directory (its head's index), even one with only a head.
     stored.packed = encodePacked(
@@ -127,7 +170,11 @@ export function encodeState(
     return stored;
   }
   if (rings.length > 0) stored.rings = rings.join(';');
-  if (caps) stored.caps = caps;
+  if (caps) {
+    stored.caps = caps;
+    const windows = state.caps.map((c) => (c.windowMs === undefined ? '' : windowCode(c.windowMs)));
+    stored.capWindows = `${capFingerprint(caps)}:${windows.join(',')}`;
+  }
   return stored;
 }
 
@@ -196,6 +243,12 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     }
     return ring;
   };
+  state.cooldownUntil = stored.cooldownUntil ?? 0;
+  if (stored.cooldownClaim !== undefined) {
+    const match = COOLDOWN_CLAIM.exec(stored.cooldownClaim);
+    if (!match?.[1] || !match[2]) return unreadable('cooldown claim');
+    state.cooldownClaim = { caller: match[1], until: Number.parseInt(match[2], 36) * 1000 };
+  }
   if (stored.format === 2) {
     for (const [key, ring] of packed.rings) {
       if (!RING_KEY.test(key)) unreadable('ring key');
@@ -214,7 +267,6 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
       // Within the head slot (a head addition is only made in the slot of the last full write).
       ring.subs[0] = subSlot(Math.min(latest, (Math.floor(state.time / slotMs) + 1) * slotMs - 1), slotMs);
     }
-    state.cooldownUntil = stored.cooldownUntil ?? 0;
     state.caps.push(...packed.caps);
     return state;
   }
@@ -230,8 +282,9 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     if (!match?.[1] || match[2] === undefined) return unreadable('rings');
     decodeSlots(match[2], ringOf(match[1]));
   }
-  state.cooldownUntil = stored.cooldownUntil ?? 0;
-  for (const part of stored.caps ? stored.caps.split(';') : []) {
+  const parts = stored.caps ? stored.caps.split(';') : [];
+  const windows = capWindowsOf(stored.caps ?? '', stored.capWindows, parts.length);
+  for (const [index, part] of parts.entries()) {
     const match = CAP.exec(part);
     if (!match?.[1] || !match[2] || !match[3]) return unreadable('caps');
     const cap: VendorCap = {
@@ -239,6 +292,8 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
       remaining: Number.parseInt(match[2], 36),
       until: Number.parseInt(match[3], 36),
     };
+    const windowMs = windows[index];
+    if (windowMs !== undefined) cap.windowMs = windowMs;
     state.caps.push(cap);
   }
   return state;

@@ -72,6 +72,11 @@ export interface GiveBackResult {
 /** What a consumer saw on a vendor answer: a 429's Retry-After, or the X-RateLimit-* headers. */
 export interface VendorFeedbackReport {
   tokenId: string;
+  /**
+   * Who reports (a stable id of the consumer, e.g. its principal; default ''): a Retry-After beyond what the
+   * report warrants alone holds the set only once a different caller reports as much (vendor-feedback.ts).
+   */
+  caller?: string;
   limits: RateLimitSettings;
   retryAfterSeconds?: number;
   /** X-RateLimit-Limit: picks the configured limit (or class limit) the report is about. */

@@ -1,6 +1,8 @@
-import type { LedgerState, VendorCap } from './ledger-state.js';
-import { GENERAL_SCOPE, type LimitPlan, MAX_CAPS, type RingSpec } from './limit-plan.js';
-import { emptyRing, usedAfter, usedAt } from './ring.js';
+import type { LedgerState } from './ledger-state.js';
+import { GENERAL_SCOPE, type LimitPlan } from './limit-plan.js';
+import { callerTag } from './receipts.js';
+import { emptyRing, usedAfter } from './ring.js';
+import { limitNamed, normalizeCaps, placeCap, shortestGeneral } from './vendor-caps.js';
 
 export interface VendorFeedback {
   retryAfterSeconds?: number;
@@ -11,13 +13,22 @@ export interface VendorFeedback {
 }
 
 /**
- * Vendor feedback may only make the ledger more careful: a 429's Retry-After becomes a cooldown for every
- * consumer of the token; X-RateLimit-Remaining/-Reset become a cap "at most `remaining` more until `reset`",
- * stored only when it is tighter than what the ledger already enforces for that window. Times count from `at`,
- * when the report arrived, not from the ledger time of the write, so applying a report twice (a retry) gives
- * the same state. No report reaches further than the longest window plus the margin (`plan.maxSpanMs`): no
- * vendor limit can need a longer pause, and one consumer must not be able to stop a set for longer.
- * Returns whether the state changed.
+ * Vendor feedback may only make the ledger more careful, and one caller's word holds the set no longer than the
+ * limit it names warrants.
+ *
+ * X-RateLimit-Remaining/-Reset become a cap "at most `remaining` more until `reset`" on the limit named
+ * (vendor-caps.ts), stored only when it is tighter than what the ledger already enforces there.
+ *
+ * A 429's Retry-After becomes a cooldown for every consumer of the token, reserved ones included, as far as the
+ * report warrants: the shortest general window plus the margin (no minute's burst needs longer), or up to the
+ * reset of a general limit its own headers show exhausted (X-RateLimit-Limit of that limit, Remaining 0), at most
+ * that limit's window plus the margin. Beyond that a Retry-After is a claim: the furthest one is kept with its
+ * caller's tag (`cooldownClaim`), and when a different caller claims too, the set is held as far as both claim
+ * (the nearer of the two). So one consumer, mistaken or lying, holds the set a minute at most; an hour needs the
+ * hour's own headers or a second caller. Nothing reaches beyond the longest window plus the margin.
+ *
+ * Times count from `at`, when the report arrived, not from the ledger time of the write, so applying a report twice
+ * (a retry) gives the same state. `reporter`: callerTag of the reporting caller. Returns whether the state changed.
  */
 export function applyVendorFeedback(
   state: LedgerState,
@@ -25,16 +36,57 @@ export function applyVendorFeedback(
   g: number,
   at: number,
   feedback: VendorFeedback,
+  reporter: string = callerTag(''),
 ): boolean {
+  normalizeCaps(state, plan, g);
   let changed = false;
-  if (feedback.retryAfterSeconds !== undefined) {
-    const until = at + Math.min(Math.ceil(feedback.retryAfterSeconds * 1000), plan.maxSpanMs);
-    if (until > g && until > state.cooldownUntil) {
-      state.cooldownUntil = until;
+  if (feedback.retryAfterSeconds !== undefined)
+    changed = applyRetryAfter(state, plan, g, at, feedback.retryAfterSeconds, feedback, reporter);
+  if (feedback.remaining !== undefined) changed = addCap(state, plan, g, at, feedback) || changed;
+  return changed;
+}
+
+/**
+ * How long after `at` one report's Retry-After may hold the set on its own word: the shortest general window plus
+ * the margin, or, when its headers show a general limit exhausted, until that limit's reset (at most its window
+ * plus the margin).
+ */
+export function warrantedHoldMs(plan: LimitPlan, at: number, feedback: VendorFeedback): number {
+  const warrant = shortestGeneral(plan).spanMs;
+  const { spec, known } = limitNamed(plan, feedback.limit);
+  if (!known || spec.scope !== GENERAL_SCOPE || feedback.remaining !== 0 || feedback.reset === undefined)
+    return warrant;
+  return Math.max(warrant, Math.min(feedback.reset * 1000 - at, spec.spanMs));
+}
+
+function applyRetryAfter(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  at: number,
+  retryAfterSeconds: number,
+  feedback: VendorFeedback,
+  reporter: string,
+): boolean {
+  const askedMs = Math.min(Math.ceil(retryAfterSeconds * 1000), plan.maxSpanMs);
+  let until = at + Math.min(askedMs, warrantedHoldMs(plan, at, feedback));
+  let changed = false;
+  // Kept in whole seconds (as the item stores it), never beyond what was asked.
+  const claim = Math.floor((at + askedMs) / 1000) * 1000;
+  if (claim > until) {
+    const held = state.cooldownClaim;
+    // Two different callers both ask for at least the nearer of their two claims.
+    if (held && held.caller !== reporter) until = Math.max(until, Math.min(held.until, claim));
+    // The furthest claim is all a later caller's report needs to find the furthest two callers agree on.
+    if (claim > g && (!held || claim > held.until)) {
+      state.cooldownClaim = { caller: reporter, until: claim };
       changed = true;
     }
   }
-  if (feedback.remaining !== undefined) changed = addCap(state, plan, g, at, feedback) || changed;
+  if (until > g && until > state.cooldownUntil) {
+    state.cooldownUntil = until;
+    changed = true;
+  }
   return changed;
 }
 
@@ -46,49 +98,17 @@ function addCap(
   feedback: VendorFeedback,
 ): boolean {
   const remaining = feedback.remaining ?? 0;
-  const { scope, spec } = matchLimit(state, plan, g, feedback.limit);
+  const { spec, known } = limitNamed(plan, feedback.limit);
   const reported = feedback.reset !== undefined ? feedback.reset * 1000 : at + spec.windowMs;
-  // No vendor window outlasts the longest configured one; a later reset is not credible.
-  const until = Math.min(reported, at + plan.maxSpanMs);
+  // A limit resets at most its window (and the margin) after the report: a later reset is not credible.
+  const until = Math.min(reported, at + spec.spanMs);
   if (until <= g) return false;
-  // What the ledger already allows in [g, until] in the window the vendor reported on: if the cap allows as
-  // much, it adds nothing. (Only that window: the hour's count matters even while the minute's is lower.)
-  const allowance =
-    spec.limit - usedAfter(spec, state.rings.get(spec.key) ?? emptyRing(), g, until - spec.spanMs);
-  if (remaining >= allowance) return false;
-  const sameScope = state.caps.filter((cap) => cap.scope === scope);
-  if (sameScope.some((cap) => cap.remaining <= remaining && cap.until >= until)) return false;
-  const cap: VendorCap = { scope, remaining, until };
-  if (state.caps.length < MAX_CAPS || sameScope.length === 0) {
-    state.caps.push(cap);
-    return true;
-  }
-  // Merging keeps the smaller allowance for the longer time: tighter than both.
-  const into = sameScope.reduce((a, b) => (b.until > a.until ? b : a));
-  into.remaining = Math.min(into.remaining, remaining);
-  into.until = Math.max(into.until, until);
-  return true;
-}
-
-/**
- * The configured limit the vendor reported on: a general one with that limit, else a class's, else (like the
- * vendor's headers) the general limit with the least room left now.
- */
-function matchLimit(
-  state: LedgerState,
-  plan: LimitPlan,
-  g: number,
-  limit: number | undefined,
-): { scope: string; spec: RingSpec } {
-  const general = limit === undefined ? undefined : plan.general.find((spec) => spec.limit === limit);
-  if (general) return { scope: GENERAL_SCOPE, spec: general };
-  for (const [name, specs] of plan.classes) {
-    const spec = specs.find((candidate) => candidate.limit === limit);
-    if (spec) return { scope: name, spec };
-  }
-  const room = (spec: RingSpec) => spec.limit - usedAt(spec, state.rings.get(spec.key) ?? emptyRing(), g);
-  const tightest = plan.general.reduce((a, b) =>
-    room(b) < room(a) || (room(b) === room(a) && b.windowMs < a.windowMs) ? b : a,
+  // What the ledger already allows in [g, until] in the window the vendor reported on (for a limit the settings
+  // do not know, in every general one): if the cap allows as much, it adds nothing.
+  const checked = known ? [spec] : plan.general;
+  const allowance = Math.min(
+    ...checked.map((s) => s.limit - usedAfter(s, state.rings.get(s.key) ?? emptyRing(), g, until - s.spanMs)),
   );
-  return { scope: GENERAL_SCOPE, spec: tightest };
+  if (remaining >= allowance) return false;
+  return placeCap(state, { scope: spec.scope, remaining, until, windowMs: spec.windowMs });
 }

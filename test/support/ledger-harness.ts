@@ -5,9 +5,10 @@ import type { PermitDecision } from '../../shared/ledger/index.js';
 import { ledgerKey } from '../../shared/ledger/ledger-item.js';
 import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
 import { LedgerTable } from '../../shared/ledger/ledger-table.js';
-import { allRings, MAX_CAPS, planFor } from '../../shared/ledger/limit-plan.js';
+import { allRings, planFor } from '../../shared/ledger/limit-plan.js';
 import {
   CARRIED_WRITE_IDS,
+  callerTag,
   newReceiptId,
   newSecret,
   newWriteId,
@@ -154,8 +155,8 @@ export function countDynamoCalls(client: DynamoDBClient): {
 /**
  * The ledger item of one token driven toward its largest, through the real codec and a real full write: a
  * permit asked every second of every class and of the general limits (so every slot of every ring that the
- * limits allow holds grants), the id set full, a cooldown, and as many vendor caps as the item keeps, each as
- * long as one can be. Each minute the state is written and the stored item measured.
+ * limits allow holds grants), the id set full, a cooldown and a cooldown claim, and a vendor cap on every limit,
+ * each as long as one can be. Each minute the state is written and the stored item measured.
  * Returns the largest measured size and the plan's computed bound.
  */
 export async function fillLedgerItem(options: {
@@ -187,15 +188,19 @@ export async function fillLedgerItem(options: {
     // As if the reservations had just changed: the item keeps when (every item may, for a span after one).
     state.reservationsChangedAt = g;
     if (second % 60 === 59) {
-      // As many vendor caps as the item keeps, each as long as a cap can be (the longest scope's name, the
-      // largest count, the furthest end).
+      // A vendor cap on every limit (one each is what the item keeps), each as long as one can be (the most
+      // remaining below its limit, the furthest end), and a cooldown claim.
       const specs = [...plan.general, ...[...plan.classes.values()].flat()];
-      const scope = specs.reduce((a, b) => (b.scope.length > a.scope.length ? b : a)).scope;
-      state.caps = Array.from({ length: Math.max(MAX_CAPS, plan.classes.size + 1) }, () => ({
-        scope,
-        remaining: Math.max(...specs.map((spec) => spec.limit)),
+      state.caps = specs.map((spec) => ({
+        scope: spec.scope,
+        remaining: spec.limit - 1,
         until: g + plan.maxSpanMs,
+        windowMs: spec.windowMs,
       }));
+      state.cooldownClaim = {
+        caller: callerTag('filler'),
+        until: Math.floor((g + plan.maxSpanMs) / 1000) * 1000,
+      };
       state.cooldownUntil = g + 1;
       state.version = snapshot.state.version + 1;
       state.writeIds = new Set([newWriteId()]);

@@ -185,7 +185,12 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
   const report = capFeedback(context, reported);
   const key = ledgerKeyFor(set, tokenId);
   services.quota.invalidate(key);
-  await services.ledger.reportVendorFeedback({ tokenId: key, limits: set.rateLimits, ...report });
+  await services.ledger.reportVendorFeedback({
+    tokenId: key,
+    caller: context.caller.principal,
+    limits: set.rateLimits,
+    ...report,
+  });
   audit.decision = report.retryAfterSeconds === undefined ? 'RATE_HEADERS_REPORTED' : 'VENDOR_429_REPORTED';
   if (report.retryAfterSeconds !== undefined) {
     services.telemetry.metric(Metric.VendorRateLimitReported, MetricUnit.Count, 1, {

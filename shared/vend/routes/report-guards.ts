@@ -25,12 +25,14 @@ export interface VendorFeedbackFields {
 }
 
 /**
- * Retry-After and reset no later than the set's longest window plus its margin from now. Clamped rather
- * than refused: the report is the vendor's own header, copied; a real Retry-After of 3700 s on an hourly
- * window still pauses everyone for the whole hour (and the margin), which is all the quota can need, while
- * a day (a consumer's mistake or ill will) cannot stop the set for longer than that. Refusing with 400
- * would instead drop the true part of the report (there is no room now) and let the next calls hit the
- * vendor's 429 again. The values as reported go to the audit line when capped.
+ * Retry-After and reset no later than the set's longest window plus its margin from now: the outer bound. The
+ * ledger then holds the set only as long as the report warrants (vendor-feedback.ts): the limit its headers
+ * name, a minute for a bare Retry-After, longer only once a second caller reports as much. Clamped rather than
+ * refused: the report is the vendor's own header, copied; a real Retry-After of 3700 s still pauses everyone
+ * for the whole hour (and the margin) once corroborated, which is all the quota can need, while a day (a
+ * consumer's mistake or ill will) cannot stop the set for longer than that. Refusing with 400 would instead
+ * drop the true part of the report (there is no room now) and let the next calls hit the vendor's 429 again.
+ * The values as reported go to the audit line when capped.
  */
 export function capFeedback(context: SetRouteContext, report: VendorFeedbackFields): VendorFeedbackFields {
   const hold = maxHoldSeconds(context.set.rateLimits);
