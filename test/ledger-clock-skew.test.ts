@@ -254,8 +254,9 @@ describe.each(ENGINES)("rate ledger with a process clock off DynamoDB's on %s", 
           expect(mostSendableInAnySpan(sendable, MINUTE)).toBeGreaterThanOrEqual(45);
         },
       ),
-      { numRuns: 3, seed: 2303, endOnFailure: true },
+      // A process 10 minutes behind, besides the random ones (the seed's happen to be ahead or near zero).
+      { numRuns: 4, seed: 2303, endOnFailure: true, examples: [[-10 * MINUTE, 2, 2305]] },
     );
-    expect(runs).toBe(3);
+    expect(runs).toBeGreaterThanOrEqual(4);
   }, 600_000);
 });
