@@ -14,7 +14,7 @@ const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const LIFETIME_SECONDS = 14_400;
 const set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: 'https://vendor.example.com' });
 
-/** A login answered by a vendor `skewMs` ahead of us; its Date stamped `stampAfterMs` after we sent, read `rttMs` after we sent. */
+/** A login answered by a vendor `skewMs` ahead of us: stamped `stampAfterMs`, read `rttMs` after we sent it. */
 function login(options: { sentAt: number; skewMs: number; stampAfterMs: number; rttMs: number }) {
   const { sentAt, skewMs, stampAfterMs, rttMs } = options;
   const vendorAtStamp = sentAt + stampAfterMs + skewMs;

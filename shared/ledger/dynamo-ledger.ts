@@ -239,8 +239,8 @@ export class DynamoRateLedger implements RateLedger {
 
   async reportVendorFeedback(report: VendorFeedbackReport): Promise<void> {
     const { tokenId, plan, feedback } = checkFeedback(report);
-    // Absolute times, fixed once (at the first attempt, on ledger time): applying the same report again (a retry)
-    // changes nothing.
+    // Absolute times, fixed once (at the first attempt, on ledger time): applying the same report again (a
+    // retry) changes nothing.
     let at: number | undefined;
     const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
       at ??= now;

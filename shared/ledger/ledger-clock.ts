@@ -21,6 +21,11 @@ export const MAX_LEDGER_CLOCK_SKEW_MS = 10 * 60_000;
  * time comes out of that slack.
  */
 export const CORRECTION_SHARE_OF_SLACK = 0.1;
+/**
+ * How late a `Date` may be: servers format it from a per-second cache that a timer refreshes (Node's http does,
+ * as dynalite serves it), so just after a tick a busy server may still send the second before.
+ */
+export const DATE_LAG_MS = 25;
 /** Samples kept: enough to narrow the estimate to a few ms; old ones go, as clocks drift. */
 const MAX_SAMPLES = 512;
 const MAX_SAMPLE_AGE_MS = 30 * 60_000;
@@ -36,11 +41,12 @@ interface Sample extends OffsetInterval {
 }
 
 /**
- * What the answers said of the reference's clock, NTP-like. An answer sent at our `sentAt` and received at our
- * `receivedAt` was stamped between the two, in the reference's whole second `second` (a `Date` header truncates):
- * reference - ours lies in [second - receivedAt, second + 1000 - sentAt]. The intersection over the samples
- * narrows to about a round trip once answers fall on both sides of a second's tick. A sample that contradicts
- * the older ones (one of the clocks was stepped) starts the estimate again from the newest.
+ * What the answers said of the reference's clock, NTP-like. An answer sent at our `sentAt` and received at
+ * our `receivedAt` was stamped between the two, in the reference's whole second `second` (a `Date` header
+ * truncates, and may be up to DATE_LAG_MS late): reference - ours lies in
+ * [second - receivedAt, second + 1000 + DATE_LAG_MS - sentAt]. The intersection over the samples narrows to
+ * about a round trip plus DATE_LAG_MS once answers fall on both sides of a second's tick. A sample that
+ * contradicts the older ones (one of the clocks was stepped) starts the estimate again from the newest.
  */
 export class ClockReference {
   #samples: Sample[] = [];
@@ -50,7 +56,7 @@ export class ClockReference {
     if (!Number.isFinite(sentAt) || !Number.isFinite(receivedAt) || !Number.isFinite(second)) return;
     if (receivedAt < sentAt) return;
     const whole = Math.floor(second / 1000) * 1000;
-    this.#samples.push({ lo: whole - receivedAt, hi: whole + 1000 - sentAt, at: receivedAt });
+    this.#samples.push({ lo: whole - receivedAt, hi: whole + 1000 + DATE_LAG_MS - sentAt, at: receivedAt });
     let lo = Number.NEGATIVE_INFINITY;
     let hi = Number.POSITIVE_INFINITY;
     let kept = 0;
@@ -83,10 +89,11 @@ export interface LedgerClockOptions {
 /**
  * The ledger time of this process: its own clock while DynamoDB's answers agree with it (a clock kept by NTP,
  * as in Lambda: exactly what it was before), else corrected by the smallest offset they allow, which is within
- * the estimate's width of the truth. Which side that is does not matter for the bound; its size does: whichever
- * way a process errs, by e, grants recorded at its time and grants checked at it are e apart from the real ones,
- * and e comes out of the margin's slack (limit-plan.ts, MIN_SLACK_FRACTION). The process's own clock is trusted
- * as before; a corrected one waits for the estimate to be that narrow.
+ * the estimate's width of the truth. Neither side of the estimate is free: a ledger time late by e keeps grants
+ * counted e longer but checks the rings e late (other processes follow the item's time), an early one records
+ * grants e early; either way e comes out of the margin's slack (limit-plan.ts, MIN_SLACK_FRACTION). So a
+ * corrected clock is used only once the estimate is narrower than CORRECTION_SHARE_OF_SLACK of the slack; until
+ * then (its first few dozen DynamoDB answers) the process fails closed.
  */
 export class LedgerClock {
   readonly #local: Clock;
@@ -153,6 +160,6 @@ export class LedgerClock {
   }
 }
 
-/** "2.5 s ahead of" / "660 s behind", from DynamoDB's clock minus ours. */
+/** "2.5 s ahead of" / "659.9 s behind" (to a tenth of a second), from DynamoDB's clock minus ours. */
 const describe = (correctionMs: number): string =>
-  `${Math.abs(correctionMs) / 1000} s ${correctionMs < 0 ? 'ahead of' : 'behind'}`;
+  `${Math.round(Math.abs(correctionMs) / 100) / 10} s ${correctionMs < 0 ? 'ahead of' : 'behind'}`;

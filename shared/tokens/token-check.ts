@@ -16,8 +16,8 @@ export interface CheckedToken {
 }
 
 /**
- * The vendor's clock minus ours (ms), as far as its Date header tells: the vendor stamped it, in that whole second,
- * between our sending the request and `now` (after the answer). Undefined without a Date.
+ * The vendor's clock minus ours (ms), as far as its Date header tells: the vendor stamped it, in that whole
+ * second, between our sending the request and `now` (after the answer). Undefined without a Date.
  */
 export function vendorSkewBounds(
   result: Pick<LoginResult, 'vendorDate' | 'requestSentAt'>,
