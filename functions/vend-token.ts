@@ -6,6 +6,7 @@
 // First: stack traces through the source map, for errors in any module's init too.
 import '../shared/install-source-mapped-stacks.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
+import { attachDateReference } from '../shared/aws/dynamodb-date-reference.js';
 import { SignedLambdaInvoker } from '../shared/aws/lambda-invoke.js';
 import { systemClock } from '../shared/clock.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
@@ -19,6 +20,8 @@ const configStarted = performance.now();
 const config = loadVendConfig(process.env);
 const configLoadMs = performance.now() - configStarted;
 const dynamo = createDynamoDbClient();
+// Every answer of this client tells the ledger DynamoDB's clock: the one all vend containers share.
+const dynamoClock = attachDateReference(dynamo, systemClock);
 const telemetry = createPowertoolsTelemetry();
 telemetry.info('configuration loaded', {
   configRevision: config.revision,
@@ -33,7 +36,12 @@ export const handler = createVendHandler({
   consumers: config.consumers,
   operators: config.operators,
   store: new DynamoTokenStore({ client: dynamo, tableName: config.tokensTableName }),
-  ledger: new DynamoRateLedger({ client: dynamo, tableName: config.ledgerTableName, telemetry }),
+  ledger: new DynamoRateLedger({
+    client: dynamo,
+    tableName: config.ledgerTableName,
+    telemetry,
+    reference: dynamoClock,
+  }),
   // The vend function may not read credentials: re-logins are the refresher's, by synchronous invoke.
   reports: { client: dynamo, tableName: config.ledgerTableName, settings: config.reportLimits },
   refresher: new LambdaRefreshInvoker({

@@ -25,6 +25,7 @@ export const RunbookSection = {
   VendServerErrors: 'vend-5xx-answers',
   VendLatency: 'vend-latency-high',
   CanaryRollback: 'a-canary-rollback-happened',
+  LedgerClockSkew: 'ledger-clock-skew',
 } as const;
 export type RunbookAnchor = (typeof RunbookSection)[keyof typeof RunbookSection];
 

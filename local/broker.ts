@@ -4,6 +4,7 @@ import { ResourceInUseException } from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { type Sandbox, type SandboxSettings, startSandbox } from '../sandbox/index.js';
 import { createDynamoDbClient, createTable } from '../shared/aws/dynamodb.js';
+import { attachDateReference } from '../shared/aws/dynamodb-date-reference.js';
 import { type Clock, systemClock } from '../shared/clock.js';
 import { type CredentialSetConfig, credentialSetSchema } from '../shared/config/credential-sets.js';
 import { FileCredentialsSource } from '../shared/credentials/index.js';
@@ -160,7 +161,15 @@ export async function startLocalBroker(
       consumers: config.consumers,
       operators: config.operators,
       store,
-      ledger: new DynamoRateLedger({ client, tableName: LOCAL_LEDGER_TABLE, clock, telemetry }),
+      ledger: new DynamoRateLedger({
+        client,
+        tableName: LOCAL_LEDGER_TABLE,
+        clock,
+        telemetry,
+        // As in Lambda, ledger time follows DynamoDB's clock; not under a test's simulated clock, which the
+        // engine's real Date would find months away.
+        ...(options.clock === undefined ? { reference: attachDateReference(client, systemClock) } : {}),
+      }),
       refresher: new InProcessRefreshInvoker(refresher),
       // Report windows compress with the rest of time, like the refresher's intervals.
       reports: {

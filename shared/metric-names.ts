@@ -40,7 +40,7 @@ export const Metric = {
   NoUsableToken: 'NoUsableToken',
   /** Another process held the refresh lease. */
   LeaseContention: 'LeaseContention',
-  /** The vendor's clock minus ours, from the login response `Date` header. */
+  /** The vendor's clock minus ours, at most, from the login response `Date` header (whole seconds) and timing. */
   VendorClockSkewSeconds: 'VendorClockSkewSeconds',
   /** 1 per run started by the schedule (not on demand): the heartbeat of the schedule itself. */
   ScheduledRun: 'ScheduledRun',
@@ -57,6 +57,11 @@ export const Metric = {
   VendLatency: 'VendLatency',
   /** 1 per 5xx answer, with dimension ErrorCode (one of VEND_SERVER_ERROR_CODES) and no CredentialSet. */
   VendServerError: 'VendServerError',
+  /**
+   * 1 per ledger decision refused because this process's clock is more than 10 minutes from DynamoDB's (no
+   * dimension but service): that process grants nothing until its clock is fixed.
+   */
+  LedgerClockSkewRefused: 'LedgerClockSkewRefused',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 

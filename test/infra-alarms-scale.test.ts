@@ -12,8 +12,11 @@ import { type AlarmProperties, type Monitoring, synthesizeMonitoring } from './s
  * what CloudWatch and CloudFormation would be given, against their limits.
  */
 
-/** The alarms that are not per set: 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and p99. */
-const OTHER_ALARMS = 3 * 2 + 1 + 2 * 2 + 3 + 1;
+/**
+ * The alarms that are not per set: 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and
+ * p99, the ledger's clock skew.
+ */
+const OTHER_ALARMS = 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1;
 const KINDS_PER_SET = 7;
 /** CloudFormation: resources per stack. CloudWatch: widgets per dashboard, alarms per alarm status widget. */
 const STACK_RESOURCES_MAX = 500;

@@ -58,8 +58,9 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     const topics = Object.keys(template.findResources('AWS::SNS::Topic'));
     expect(topics).toHaveLength(1);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
-    // 7 per credential set, 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and p99.
-    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2 + 3 + 1);
+    // 7 per credential set, 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and p99,
+    // the ledger's clock skew.
+    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1);
     expect(stage.runbookUrl).toMatch(/^https:\/\/[^#\s]+$/);
     for (const alarm of alarms) {
       const [, url, link] = /Runbook: (https:\/\/\S+)#([a-z0-9-]+)$/.exec(alarm.AlarmDescription) ?? [];

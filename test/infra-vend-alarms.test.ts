@@ -7,7 +7,12 @@ import { parseStageConfig } from '../infra/stage-config.js';
 import { STAGES } from '../infra/stages/index.js';
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
+import { ManualClock } from '../shared/clock.js';
+import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { ConfigurationError } from '../shared/errors.js';
+import { LedgerClockSkewError } from '../shared/ledger/errors.js';
+import { ClockReference, LedgerClock } from '../shared/ledger/ledger-clock.js';
+import { planFor } from '../shared/ledger/limit-plan.js';
 import { DIMENSION_ERROR_CODE, Metric, VEND_SERVER_ERROR_CODES } from '../shared/metric-names.js';
 import { MetricUnit } from '../shared/observability.js';
 import { emittedDimensions } from './support/emitted-metrics.js';
@@ -15,6 +20,7 @@ import { type Deployed, SKIP_BUNDLING, stageOf, synthesizeStages } from './suppo
 import { variant } from './support/stage-variants.js';
 
 let deployed: Record<string, Deployed> = {};
+const T_REFUSED = Date.UTC(2026, 0, 5, 9, 0, 0);
 
 // Synthesizing both stages takes seconds, and longer on a loaded machine: a generous bound, not a measurement.
 beforeAll(() => {
@@ -93,6 +99,30 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     );
     expect(nearTimeout?.Threshold).toBe(VEND_TIMEOUT.toMilliseconds() * stage.alarms.durationShareOfTimeout);
     expect(stage.alarms.vendLatencyP99Ms).toBeLessThanOrEqual((nearTimeout?.Threshold ?? 0) / 4);
+  });
+
+  it("alarms on the first permit decision refused for a process clock too far from DynamoDB's", () => {
+    const alarm = alarms().find((a) => a.AlarmName === `TokenBroker-${name}-ledger-clock-skew`);
+    expect(alarm).toMatchObject({
+      Namespace: 'TokenBroker',
+      MetricName: Metric.LedgerClockSkewRefused,
+      Statistic: 'Sum',
+      Period: 300,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 1,
+      TreatMissingData: 'notBreaching',
+    });
+    expect((alarm as unknown as { AlarmDescription: string }).AlarmDescription).toMatch(
+      /more than 10 minutes from DynamoDB's.*#ledger-clock-skew$/,
+    );
+    // The dimensions the ledger's clock writes when it refuses (service only): the alarm's series is that one.
+    const emitted = emittedDimensions((telemetry) => {
+      const reference = new ClockReference();
+      reference.record(T_REFUSED, T_REFUSED, T_REFUSED + 11 * 60_000);
+      const clock = new LedgerClock({ local: new ManualClock(T_REFUSED), reference, telemetry });
+      expect(() => clock.now([planFor(rateLimitSettingsSchema.parse({}))])).toThrow(LedgerClockSkewError);
+    });
+    expect(emitted).toEqual([(alarm?.Dimensions ?? []).map((x) => x.Name).sort()]);
   });
 
   it('takes the refresher heartbeat from ScheduledRun with the dimensions the refresher emits', () => {

@@ -154,7 +154,9 @@ describe.each(ENGINES)(
         betweenAttempts(faulty.client, async () => {
           await b.giveBack({ tokenId: TOKEN, caller: 'b', count: 1, receipt: again.receipt, limits });
         });
-        await expect(a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits })).resolves.toEqual({
+        await expect(
+          a.giveBack({ tokenId: TOKEN, count: 4, receipt: grant.receipt, limits }),
+        ).resolves.toEqual({
           returned: 4,
         });
         expect(await minuteRemaining()).toBe(50 - 3);

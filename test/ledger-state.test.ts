@@ -479,7 +479,9 @@ describe('rate ledger core: input checks', () => {
     const one = planFor(settings({ classes: { reports } }));
     expect(one.itemFormat).toBe(1);
     expect(one.itemBytesBound).toBeGreaterThan(1024);
-    expect(planFor(settings({ itemFormat: 2, classes: { reports } })).itemBytesBound).toBeLessThanOrEqual(1024);
+    expect(planFor(settings({ itemFormat: 2, classes: { reports } })).itemBytesBound).toBeLessThanOrEqual(
+      1024,
+    );
     // Classes fit one write unit only packed: unset, the format is 2 (was: reports + rebalancing refused).
     const both = planFor(settings({ classes: { reports, rebalancing } }));
     expect(both.itemFormat).toBe(2);

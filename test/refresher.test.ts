@@ -43,7 +43,8 @@ describe('a scheduled run', () => {
       expect.objectContaining({
         credentialSetId: set.id,
         action: 'LOGGED_IN',
-        validitySeconds: LIFETIME,
+        // A second less than the lifetime: the vendor's Date has whole seconds: the broker takes its clock as far ahead as that allows.
+        validitySeconds: LIFETIME - 1,
         usable: true,
       }),
     ]);
@@ -55,7 +56,7 @@ describe('a scheduled run', () => {
       issuedAt: T0 / 1000,
       env: 'uat',
       obtainedAt: T0,
-      usableUntil: (T0 / 1000 + LIFETIME - 300) * 1000,
+      usableUntil: (T0 / 1000 + LIFETIME - 300 - 1) * 1000,
       tenant: user?.tenant,
       companyKey: user?.companyKey,
       executionPlatformKey: user?.executionPlatformKey,
@@ -66,7 +67,10 @@ describe('a scheduled run', () => {
       defaultCompanyInventorySource: 'MARKET',
       usable: true,
     });
-    expect(health(state, clock.now(), set)).toMatchObject({ state: 'HEALTHY', validitySeconds: LIFETIME });
+    expect(health(state, clock.now(), set)).toMatchObject({
+      state: 'HEALTHY',
+      validitySeconds: LIFETIME - 1,
+    });
 
     await clock.advance(300_000);
     const second = await refresher.runScheduled();
@@ -75,17 +79,18 @@ describe('a scheduled run', () => {
     expect(world.telemetry.sum(Metric.LoginSuccess, { CredentialSet: set.id })).toBe(1);
     expect(
       world.telemetry.metrics.filter((m) => m.name === Metric.TokenValiditySeconds).map((m) => m.value),
-    ).toEqual([LIFETIME, LIFETIME - 300]);
+    ).toEqual([LIFETIME - 1, LIFETIME - 1 - 300]);
   });
 
   it('re-logs in once the soft threshold is reached, and keeps the previous token until its exp', async () => {
     const refresher = world.refresher('p1', [set]);
     const first = await refresher.runScheduled();
     const soft = softThresholdSeconds(set, LIFETIME);
-    // One second before the threshold: still fresh.
-    clock.set(T0 + (LIFETIME - soft - 1) * 1000);
+    // One second before the threshold: still fresh. The vendor's clock is taken a second ahead of what its Date
+    // says (its whole second), so by ours the threshold comes a second before LIFETIME - soft.
+    clock.set(T0 + (LIFETIME - soft - 2) * 1000);
     expect((await refresher.runScheduled()).sets[0]?.action).toBe('FRESH');
-    clock.set(T0 + (LIFETIME - soft) * 1000);
+    clock.set(T0 + (LIFETIME - soft - 1) * 1000);
     const second = await refresher.runScheduled();
     expect(second.sets[0]).toMatchObject({ action: 'LOGGED_IN' });
     expect(second.sets[0]?.tokenId).not.toBe(first.sets[0]?.tokenId);

@@ -12,6 +12,7 @@ import type { IAlias, IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { ConfigurationError } from '../../shared/errors.js';
+import { MAX_LEDGER_CLOCK_SKEW_MS } from '../../shared/ledger/ledger-clock.js';
 import {
   Metric as BrokerMetric,
   DIMENSION_ERROR_CODE,
@@ -112,6 +113,7 @@ export class BrokerAlarms extends Construct {
     const vendErrors = this.functionAlarms('vend', props.vend.fn, props.vend.timeout);
     this.rollbackAlarms.push(vendErrors, ...this.vendServerErrors(), this.vendLatency());
     this.refresherNotRunning();
+    this.ledgerClockSkew();
     for (const [name, table] of Object.entries(props.tables)) this.tableAlarms(name, table);
   }
 
@@ -348,6 +350,20 @@ export class BrokerAlarms extends Construct {
       missing: TreatMissingData.BREACHING,
       meaning: `The refresher has not started a scheduled run for two schedule periods (${2 * minutes} min): tokens are not being renewed.`,
       runbook: RunbookSection.RefresherNotRunning,
+    });
+  }
+
+  /**
+   * A vend process whose clock is more than MAX_LEDGER_CLOCK_SKEW_MS from DynamoDB's grants nothing: the ledger
+   * counts each decision it refuses (ledger-clock.ts). Not a rollback alarm: a host's clock is not a release's.
+   */
+  private ledgerClockSkew(): void {
+    this.add('ledger-clock-skew', {
+      metric: serviceMetric(BrokerMetric.LedgerClockSkewRefused, {}, 'Sum', FIVE_MINUTES),
+      threshold: 1,
+      comparison: AT_LEAST,
+      meaning: `A vend process's clock is more than ${MAX_LEDGER_CLOCK_SKEW_MS / 60_000} minutes from DynamoDB's: it refuses every permit (503 LEDGER_UNAVAILABLE) until its clock is fixed.`,
+      runbook: RunbookSection.LedgerClockSkew,
     });
   }
 

@@ -6,6 +6,7 @@ import { availableTo } from './available.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
+import { type ClockReference, LedgerClock } from './ledger-clock.js';
 import {
   ALL_CLASSES,
   acquire,
@@ -61,6 +62,11 @@ export interface DynamoRateLedgerOptions {
    * Default 1000.
    */
   cacheFreshMs?: number;
+  /**
+   * DynamoDB's clock as this process sees it (shared/aws/dynamodb-date-reference.ts on `client`, with `clock`):
+   * ledger time is then corrected to it (ledger-clock.ts). Unset: `clock` is the ledger's time.
+   */
+  reference?: ClockReference;
 }
 
 /**
@@ -111,6 +117,7 @@ const MAX_HINT_SPREAD_MS = 1000;
 export class DynamoRateLedger implements RateLedger {
   readonly #table: LedgerTable;
   readonly #clock: Clock;
+  readonly #time: LedgerClock;
   readonly #telemetry: Telemetry;
   readonly #maxConflictRetries: number;
   readonly #jitterMs: number;
@@ -121,8 +128,15 @@ export class DynamoRateLedger implements RateLedger {
 
   constructor(options: DynamoRateLedgerOptions) {
     this.#clock = options.clock ?? systemClock;
-    this.#table = new LedgerTable(options.client, options.tableName, this.#clock);
     this.#telemetry = options.telemetry ?? new MemoryTelemetry();
+    this.#time = new LedgerClock({
+      local: this.#clock,
+      reference: options.reference,
+      telemetry: this.#telemetry,
+    });
+    this.#table = new LedgerTable(options.client, options.tableName, this.#clock, () =>
+      this.#time.earliest(),
+    );
     this.#maxConflictRetries = options.maxConflictRetries ?? 12;
     this.#jitterMs = options.conflictJitterMs ?? 10;
     this.#random = options.random ?? Math.random;
@@ -233,11 +247,13 @@ export class DynamoRateLedger implements RateLedger {
 
   async reportVendorFeedback(report: VendorFeedbackReport): Promise<void> {
     const { tokenId, plan, feedback } = checkFeedback(report);
-    // Absolute times, fixed once: applying the same report again (a retry) changes nothing.
-    const at = this.#clock.now();
+    // Absolute times, fixed once (at the first attempt, on ledger time): applying the same report again (a
+    // retry) changes nothing.
+    let at: number | undefined;
     // Who reported: another caller's report may corroborate a long Retry-After (vendor-feedback.ts).
     const reporter = callerTag(report.caller ?? '');
-    const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g) => {
+    const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
+      at ??= now;
       const changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
       return { change: changed ? 'other' : 'none', result: changed };
     });
@@ -269,7 +285,7 @@ export class DynamoRateLedger implements RateLedger {
         ? error
         : new LedgerUnavailableError('rate ledger unavailable', { cause: error });
     }
-    const g = Math.max(this.#clock.now(), read.state.time);
+    const g = Math.max(this.#time.now([plan]), read.state.time);
     return { state: stateAt(read.state, g, plan.marginMs), g };
   }
 
@@ -313,7 +329,7 @@ export class DynamoRateLedger implements RateLedger {
     let snapshot: Snapshot = usable ?? (await this.#table.read(tokenId));
     for (let conflicts = 0; ; ) {
       const read = snapshot.state;
-      const now = this.#clock.now();
+      const now = this.#time.now(plans);
       const g = Math.max(now, read.time);
       const work = stateAt(read, g, marginMs);
       // The first write creates the item's receipt secret; a concurrent creator wins by the condition.

@@ -8,6 +8,22 @@ export class LedgerUnavailableError extends BrokerError {
   readonly code = 'LEDGER_UNAVAILABLE';
 }
 
+/**
+ * This process's clock disagrees with DynamoDB's (ledger-clock.ts): beyond the accepted skew (`refused`: the
+ * process grants nothing until its clock is fixed), or not yet measured closely enough to be corrected.
+ */
+export class LedgerClockSkewError extends LedgerUnavailableError {
+  /** DynamoDB's clock minus ours, as far as known (ms). */
+  readonly offsetMs: number | undefined;
+  readonly refused: boolean;
+
+  constructor(message: string, details: { offsetMs: number | undefined; refused: boolean }) {
+    super(message);
+    this.offsetMs = details.offsetMs;
+    this.refused = details.refused;
+  }
+}
+
 /** Bad input to the ledger: the vend API answers 400 with the code. Messages never echo a token id. */
 export abstract class LedgerRequestError extends BrokerError {}
 

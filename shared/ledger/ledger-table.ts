@@ -39,11 +39,23 @@ export class LedgerTable {
   readonly #client: DynamoDBClient;
   readonly #tableName: string;
   readonly #clock: Clock;
+  readonly #purgeNow: () => number;
 
-  constructor(client: DynamoDBClient, tableName: string, clock: Clock) {
+  /**
+   * `clock` times the snapshots (how old the ledger's cache is); `purgeNow`, the time an item's purge time is
+   * compared with, must never be later than DynamoDB's (an item taken for purged too early forgets its grants):
+   * the earliest DynamoDB's clock can read (ledger-clock.ts). Default: `clock`.
+   */
+  constructor(
+    client: DynamoDBClient,
+    tableName: string,
+    clock: Clock,
+    purgeNow: () => number = () => clock.now(),
+  ) {
     this.#client = client;
     this.#tableName = tableName;
     this.#clock = clock;
+    this.#purgeNow = purgeNow;
   }
 
   async read(tokenId: string): Promise<Snapshot> {
@@ -116,7 +128,7 @@ export class LedgerTable {
   #decode(item: Parameters<typeof toStored>[0]): Snapshot {
     const stored = toStored(item);
     const at = this.#clock.now();
-    const state = decodeState(stored, at);
+    const state = decodeState(stored, this.#purgeNow());
     return {
       state,
       fastWrites: stored.fastWrites,

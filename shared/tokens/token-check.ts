@@ -6,10 +6,27 @@ import { type StoredToken, tokenIdOf } from './token-state.js';
 
 export interface CheckedToken {
   token: StoredToken;
-  /** The vendor's clock minus ours, from the response Date header (whole seconds; 1 s resolution). */
+  /**
+   * The vendor's clock minus ours, from the response Date header: the most it can be (ms precision), so that a
+   * token's remaining life, which every later decision reads through it, is never overstated.
+   */
   vendorClockSkewSeconds?: number;
   /** False when the token had no env claim to check (the vendor says it "may" have one): logged as a warning. */
   envClaimed: boolean;
+}
+
+/**
+ * The vendor's clock minus ours (ms), as far as its Date header tells: the vendor stamped it, in that whole
+ * second, between our sending the request and `now` (after the answer). Undefined without a Date.
+ */
+export function vendorSkewBounds(
+  result: Pick<LoginResult, 'vendorDate' | 'requestSentAt'>,
+  now: number,
+): { least: number; most: number } | undefined {
+  if (result.vendorDate === undefined) return undefined;
+  const second = Math.floor(result.vendorDate / 1000) * 1000;
+  const sentAt = Math.min(result.requestSentAt ?? now, now);
+  return { least: second - now, most: second + 1000 - sentAt };
 }
 
 /**
@@ -26,14 +43,15 @@ export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, 
       `set ${set.id} declares environment ${set.environment} but token ${tokenId} is for ${result.env}`,
     );
   }
-  // The Date header has whole seconds, truncated: when the clocks agree it reads up to a second behind ours.
-  // Truncating toward zero keeps that from showing as a second of skew (`|| 0`: no negative zero).
-  const skew =
-    result.vendorDate === undefined ? undefined : Math.trunc((result.vendorDate - now) / 1000) || 0;
+  const bounds = vendorSkewBounds(result, now);
+  // Decisions take the vendor's clock as far ahead as it can be: a token then never seems to live longer than it
+  // does. It is refused only when even the nearest value the Date allows is beyond the accepted skew.
+  const skew = bounds && bounds.most / 1000;
   const { maxClockSkewSeconds, maxTokenLifetimeSeconds } = set.refresh;
-  if (skew !== undefined && Math.abs(skew) > maxClockSkewSeconds) {
+  if (bounds && (bounds.least / 1000 > maxClockSkewSeconds || bounds.most / 1000 < -maxClockSkewSeconds)) {
+    const nearest = bounds.least > 0 ? bounds.least : bounds.most;
     throw new ClockSkewError(
-      `set ${set.id}: the vendor's clock is ${skew} s from ours (at most ${maxClockSkewSeconds} s accepted); token ${tokenId} discarded`,
+      `set ${set.id}: the vendor's clock is ${Math.round(nearest / 1000)} s from ours (at most ${maxClockSkewSeconds} s accepted); token ${tokenId} discarded`,
     );
   }
   const vendorNowSeconds = now / 1000 + (skew ?? 0);
@@ -56,7 +74,7 @@ export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, 
     // Without a claim the set's own environment is recorded; `envClaimed` says it was not verified.
     env: result.env ?? set.environment,
     obtainedAt: now,
-    usableUntil: (result.exp - floor - (skew ?? 0)) * 1000,
+    usableUntil: (result.exp - floor) * 1000 - (bounds?.most ?? 0),
     lifetimeSeconds,
     tenant: result.tenant,
     companyKey: result.companyKey,

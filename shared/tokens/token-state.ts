@@ -21,7 +21,8 @@ export interface StoredToken {
    */
   usableUntil: number;
   /**
-   * The vendor's clock minus ours at login, whole seconds, from the response `Date` header (absent: not
+   * The vendor's clock minus ours at login, seconds, from the response `Date` header: the most it can be (to the
+   * ms; written as whole seconds by earlier releases), so that the token's life is never overstated (absent: not
    * measured, taken as 0). Every validity decision on this token adds it to our clock.
    */
   vendorClockSkewSeconds?: number;

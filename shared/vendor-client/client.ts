@@ -100,9 +100,12 @@ export class VendorClient implements VendorLogin {
     }
     const body = JSON.stringify({ username, password });
     return this.#withRetry({ method: 'POST', path: LOGIN_PATH }, options, async () => {
+      const sentAt = this.#clock.now();
       const response = await this.#exchange('POST', LOGIN_PATH, undefined, body, options.signal);
       if (!isSuccess(response.status)) throw this.#errorOf(response, [password]);
-      return toLoginResult(response, this.#clock.now());
+      const result = toLoginResult(response, this.#clock.now());
+      result.requestSentAt = sentAt;
+      return result;
     });
   }
 

@@ -27,8 +27,13 @@ export interface LoginResult {
   env?: string;
   /** The JWT's `iat` claim, when present (Unix seconds). */
   issuedAt?: number;
-  /** The vendor's clock from the response `Date` header (epoch ms), for skew measurement. */
+  /** The vendor's clock from the response `Date` header (epoch ms, whole seconds), for skew measurement. */
   vendorDate?: number;
+  /**
+   * Our clock (epoch ms) when the request this answer came to was sent: the vendor stamped its `Date` after it,
+   * which bounds how far ahead the vendor's clock can be (token-check.ts).
+   */
+  requestSentAt?: number;
   /** The vendor's request id from the response headers, when it sent one. */
   requestId?: string;
 }

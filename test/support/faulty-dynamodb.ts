@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 // The SDK's own core (the client depends on it): its real retry strategy and response type, not copies.
 import { HttpResponse } from '@smithy/core/protocols';
 import { ConfiguredRetryStrategy } from '@smithy/core/retry';
+import type { Clock } from '../../shared/clock.js';
 import { seededRandom } from './ledger-harness.js';
 
 /**
@@ -62,6 +63,12 @@ export interface FaultyDynamoDbOptions extends FaultRates {
   maxAttempts?: number;
   /** Delay before each SDK retry, instead of the SDK's 50 ms / 1 s backoff bases. Default 1 ms. */
   retryDelayMs?: number;
+  /**
+   * The simulated true clock: the engine's answers then carry a `Date` header of this clock's time (whole
+   * seconds, as DynamoDB sends it) instead of the real one, so that a ledger on a simulated clock can measure
+   * its clock against DynamoDB's (shared/aws/dynamodb-date-reference.ts). Default: the engine's own.
+   */
+  date?: Clock;
 }
 
 export interface AttemptCounts {
@@ -117,7 +124,7 @@ const emptyCounts = (): AttemptCounts => ({ sent: 0, lostAnswer: 0, throttle: 0,
  * into the same exception class the service's answer would give.
  */
 export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): FaultyDynamoDb {
-  const { endpoint, seed = 1, maxAttempts = 3, retryDelayMs = 1 } = options;
+  const { endpoint, seed = 1, maxAttempts = 3, retryDelayMs = 1, date } = options;
   let rates = checked(options);
   const client = new DynamoDBClient({
     endpoint,
@@ -126,6 +133,8 @@ export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): Faul
     maxAttempts,
     // The SDK's standard strategy (which errors to retry, retry capacity) with a short fixed backoff.
     retryStrategy: new ConfiguredRetryStrategy(maxAttempts, retryDelayMs),
+    // A simulated Date months from the real one would otherwise move the SDK's signing clock with it.
+    ...(date ? { disableClockSkewCorrection: true } : {}),
   });
 
   const random = seededRandom(seed);
@@ -176,6 +185,21 @@ export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): Faul
     },
     { step: 'deserialize', priority: 'low', name: 'faultyDynamoDb' },
   );
+  if (date) {
+    // Below the faults (added after them, same step and priority): only what the engine answered gets a Date.
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const result = await next(args);
+        if (HttpResponse.isInstance(result.response)) {
+          const { headers } = result.response;
+          delete headers.Date;
+          headers.date = new Date(date.now()).toUTCString();
+        }
+        return result;
+      },
+      { step: 'deserialize', priority: 'low', name: 'simulatedDynamoDbDate' },
+    );
+  }
 
   return {
     client,

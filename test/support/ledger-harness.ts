@@ -1,5 +1,5 @@
 import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { ManualClock } from '../../shared/clock.js';
+import { type Clock, ManualClock } from '../../shared/clock.js';
 import type { RateLimitSettings } from '../../shared/config/credential-sets.js';
 import type { PermitDecision } from '../../shared/ledger/index.js';
 import { ledgerKey } from '../../shared/ledger/ledger-item.js';
@@ -52,6 +52,17 @@ export async function advanceInRandomSteps(
   await everyoneWaiting();
 }
 
+/**
+ * A process's own clock, `offsetMs` off the true (simulated) one: its sleeps are the true clock's (a skewed clock
+ * still ticks at the right rate), so `advanceInRandomSteps` counts its sleepers.
+ */
+export function offsetClock(truth: ManualClock, offsetMs: number): Clock {
+  return {
+    now: () => truth.now() + offsetMs,
+    sleep: (ms, signal) => truth.sleep(ms, signal),
+  };
+}
+
 export interface TimedCount {
   time: number;
   count: number;
@@ -69,6 +80,33 @@ export function maxInAnySpan(events: readonly TimedCount[], spanMs: number): num
     best = Math.max(best, sum);
   }
   return best;
+}
+
+/** Permits that may be sent at any moment of [from, to] (their validity as the consumer sees it). */
+export interface SendableCount {
+  from: number;
+  to: number;
+  count: number;
+}
+
+/**
+ * The most permits a closed span [a, a + spanMs] could see, wherever in its interval each one is sent: the
+ * vendor's count at its worst. An interval [from, to] can meet the span iff a lies in [from - spanMs, to].
+ */
+export function mostSendableInAnySpan(permits: readonly SendableCount[], spanMs: number): number {
+  const events = permits.flatMap((p) => [
+    { at: p.from - spanMs, delta: p.count },
+    { at: p.to, delta: -p.count },
+  ]);
+  // At equal times the starts first: both ends are closed.
+  events.sort((x, y) => x.at - y.at || y.delta - x.delta);
+  let open = 0;
+  let most = 0;
+  for (const event of events) {
+    open += event.delta;
+    most = Math.max(most, open);
+  }
+  return most;
 }
 
 /**
