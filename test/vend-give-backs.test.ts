@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../shared/config/credential-sets.js';
 import { SPENT_PER_CALLER } from '../shared/ledger/receipts.js';
 import { Metric } from '../shared/metric-names.js';
+import { reportLimitSettingsSchema } from '../shared/vend/report-limits.js';
 import type { VendResult } from '../shared/vend/responses.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
@@ -134,35 +136,50 @@ describe.each(ENGINES)('give-backs through the vend API on %s', (engine) => {
   });
 
   it('limits give-backs per caller and per set like reports: 429 REPORT_LIMIT, nothing given back', async () => {
-    const harness = await start({ reportLimits: { giveBacks: { perCaller: 2, perSet: 3 } } });
+    // A 2 s window, so that the next one starts while the refused receipt is still young (5 s).
+    const harness = await start({
+      reportLimits: { windowSeconds: 2, giveBacks: { perCaller: 2, perSet: 3 } },
+    });
+    await harness.clock.advance(2000 - (harness.clock.now() % 2000));
     const grants = [];
     for (let i = 0; i < 3; i++) grants.push(parseBody<Grant>(await acquire(harness, 2)));
+    const others = [];
+    for (let i = 0; i < 2; i++) others.push(parseBody<Grant>(await acquire(harness, 1, BATCH_RUNNER)));
     const [first, second, third] = grants as [Grant, Grant, Grant];
-    expect(parseBody(await giveBack(harness, { count: 2, receipt: first.receipt }))).toMatchObject({
-      returned: 2,
-    });
-    expect(parseBody(await giveBack(harness, { count: 2, receipt: second.receipt }))).toMatchObject({
-      returned: 2,
-    });
+    for (const g of [first, second])
+      expect(parseBody(await giveBack(harness, { count: 2, receipt: g.receipt }))).toMatchObject({
+        returned: 2,
+      });
     const left = await minuteLeft(harness);
     const limited = await giveBack(harness, { count: 2, receipt: third.receipt });
     expect(limited.statusCode).toBe(429);
     expect(errorBodyProblems(limited)).toEqual([]);
     expect(parseBody(limited)).toMatchObject({
       errorCode: 'RATE_LIMIT_EXCEEDED',
-      details: { reason: 'REPORT_LIMIT', scope: 'caller', limit: 2, windowSeconds: 60 },
+      details: { reason: 'REPORT_LIMIT', scope: 'caller', limit: 2, windowSeconds: 2 },
     });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
     expect(await minuteLeft(harness)).toBe(left);
-    // Another caller still has the set's third.
-    const b = parseBody<Grant>(await acquire(harness, 1, BATCH_RUNNER));
-    expect((await giveBack(harness, { count: 1, receipt: b.receipt }, BATCH_RUNNER)).statusCode).toBe(200);
-    // Nothing was done for the limited one: its receipt is unspent and gives back in the next window.
-    await harness.clock.advance(60_000 - (harness.clock.now() % 60_000));
-    const late = await giveBack(harness, { count: 2, receipt: third.receipt });
-    // The receipt's own window (5 s) has passed by now unless the minute ended soon after: either way, it was
-    // never spent (410 expired, or 200 given back), never 409.
-    expect([200, 410]).toContain(late.statusCode);
+    // Another caller has the set's third (a caller over its own limit used none of the set's), then the set is full.
+    const [b1, b2] = others as [Grant, Grant];
+    expect((await giveBack(harness, { count: 1, receipt: b1.receipt }, BATCH_RUNNER)).statusCode).toBe(200);
+    const setLimited = await giveBack(harness, { count: 1, receipt: b2.receipt }, BATCH_RUNNER);
+    expect(parseBody(setLimited)).toMatchObject({
+      details: { reason: 'REPORT_LIMIT', scope: 'set', limit: 3 },
+    });
+    const decisions = harness.telemetry.logs
+      .filter((l) => l.message === 'vend request' && l.attributes.route === 'returnPermits')
+      .map((l) => l.attributes.decision);
+    expect(decisions.filter((d) => String(d).startsWith('REPORT_LIMITED_'))).toEqual([
+      'REPORT_LIMITED_CALLER',
+      'REPORT_LIMITED_SET',
+    ]);
+    // Nothing was done for the limited ones: in the next window their receipts, never spent, give back.
+    await harness.clock.advance(2000);
+    expect(parseBody(await giveBack(harness, { count: 2, receipt: third.receipt }))).toMatchObject({
+      returned: 2,
+    });
+    expect(await minuteLeft(harness)).toBe((left ?? 0) + 1 + 2); // b1, then the third
     expect(harness.telemetry.sum(Metric.VendServerError)).toBe(0);
   });
 
@@ -196,5 +213,20 @@ describe.each(ENGINES)('give-backs through the vend API on %s', (engine) => {
     );
     const back = await giveBack(harness, { count: 50, receipt: grant.receipt }, BATCH_RUNNER);
     expect(parseBody(back)).toMatchObject({ returned: 1 });
+  });
+});
+
+describe('REPORT_LIMITS giveBacks', () => {
+  const parse = (json: string) => parseConfig(reportLimitSettingsSchema, json, 'REPORT_LIMITS');
+  it('defaults to 120 per caller and 600 per set a minute, and keeps the other limits when set alone', () => {
+    expect(parse('{}').giveBacks).toEqual({ perCaller: 120, perSet: 600 });
+    const set = parse('{"giveBacks": {"perCaller": 240, "perSet": 1200}}');
+    expect([set.giveBacks, set.rateLimitReports]).toEqual([
+      { perCaller: 240, perSet: 1200 },
+      { perCaller: 120, perSet: 600 },
+    ]);
+  });
+  it('refuses a per-caller limit at or above the per-set one, naming the field', () => {
+    expect(() => parse('{"giveBacks": {"perCaller": 600, "perSet": 600}}')).toThrow(/giveBacks\.perCaller/);
   });
 });
