@@ -78,7 +78,7 @@ describe('places for spent receipt ids', () => {
     expect(later.spent.has(over.id)).toBe(true);
   });
 
-  it('records a receipt of release N-1 (no caller mark) only while a whole share is left beside it', () => {
+  it('records receipts of release N-1 (no caller mark) only while two whole shares are left beside them', () => {
     const state = stateAt(emptyState(), T0, plan.marginMs);
     state.time = T0;
     let recorded = 0;
@@ -87,10 +87,11 @@ describe('places for spent receipt ids', () => {
       if (typeof outcome === 'object' && !outcome.notRecorded) recorded++;
       else expect(outcome).toEqual({ returned: 0, notRecorded: 'LEDGER_BUSY' });
     }
-    expect(recorded).toBe(SPENT_KEPT - SPENT_PER_CALLER);
-    // A marked caller still gets its whole share.
-    for (let i = 0; i < SPENT_PER_CALLER; i++)
-      expect(giveBack(state, plan, grant(state, 'e'), 1)).toEqual({ returned: 1 });
+    expect(recorded).toBe(SPENT_KEPT - 2 * SPENT_PER_CALLER);
+    // Whoever gave those back, and one more caller with its whole share, leave another caller its whole share.
+    for (const caller of ['e', 'f'])
+      for (let i = 0; i < SPENT_PER_CALLER; i++)
+        expect(giveBack(state, plan, grant(state, caller), 1)).toEqual({ returned: 1 });
     expect(state.spent.size).toBe(SPENT_KEPT);
   });
 });

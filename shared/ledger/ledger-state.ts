@@ -257,8 +257,9 @@ export function acquire(
 /**
  * Why a give-back would find no place among the spent ids (receipts.ts), or undefined when it has one: its
  * caller holds its share (CALLER_SHARE), or the set is full of others' (LEDGER_BUSY). A receipt without its
- * caller's mark (issued by release N-1, during a canary or a rollback) cannot be counted in a share: it is
- * recorded only while a whole share is left for the marked ones beside it.
+ * caller's mark (issued by release N-1, during a canary or a rollback) cannot be counted in its caller's share:
+ * it is recorded only while two whole shares are left beside it, so that unmarked ids and one caller's share
+ * together still leave a share to everyone else.
  */
 export function spentPlaceFor(
   spent: ReadonlySet<string>,
@@ -266,7 +267,7 @@ export function spentPlaceFor(
 ): NotRecordedReason | undefined {
   const mark = spentMark(claims.caller);
   if (!hasMark(claims.id, mark))
-    return spent.size + 1 + SPENT_PER_CALLER <= SPENT_KEPT ? undefined : 'LEDGER_BUSY';
+    return spent.size + 1 + 2 * SPENT_PER_CALLER <= SPENT_KEPT ? undefined : 'LEDGER_BUSY';
   if ([...spent].filter((id) => hasMark(id, mark)).length >= SPENT_PER_CALLER) return 'CALLER_SHARE';
   return spent.size < SPENT_KEPT ? undefined : 'LEDGER_BUSY';
 }
