@@ -7,6 +7,7 @@ import { serveFunctionUrl } from '../local/function-url-server.js';
 import { type LocalCaller, SigV4Verifier } from '../local/sigv4-verifier.js';
 import { systemClock } from '../shared/clock.js';
 import type { OperatorConfig } from '../shared/config/operators.js';
+import { SPENT_PER_CALLER } from '../shared/ledger/receipts.js';
 import {
   permitRequestBody,
   permitReturnBody,
@@ -535,6 +536,36 @@ describe('docs/vend-api.openapi.yaml', () => {
       withChanges(fixture('list-credential-sets'), { path: '/v2/credential-sets' }),
       404,
     );
+  });
+
+  it('matches the give-back answers: not recorded (200 notRecorded), a count above any grant (400), over the limit (429)', async () => {
+    const h = await startHarness({
+      reportLimits: { giveBacks: { perCaller: SPENT_PER_CALLER + 1, perSet: SPENT_PER_CALLER + 2 } },
+    });
+    const send = (name: string, event: VendEvent, status: number) => check(h.invoke, name, event, status);
+    const { tokenId } = parseBody<{ tokenId: string }>(await send('token', fixture('get-token'), 200));
+    const grants: { receipt: string }[] = [];
+    for (let i = 0; i <= SPENT_PER_CALLER; i++)
+      grants.push(parseBody(await send('permits', withBody('acquire-permits', { tokenId, count: 1 }), 200)));
+    const [first] = grants as [{ receipt: string }];
+    // Not counted against the limit: bad input is refused before.
+    await send(
+      'return, count above any grant',
+      withBody('return-permits', { tokenId, count: 51, receipt: first.receipt }),
+      400,
+    );
+    for (const [i, { receipt }] of grants.entries()) {
+      const answer = parseBody(
+        await send(`return ${i}`, withBody('return-permits', { tokenId, count: 1, receipt }), 200),
+      );
+      expect(answer.notRecorded, `return ${i}`).toBe(i < SPENT_PER_CALLER ? undefined : 'CALLER_SHARE');
+    }
+    const limited = await send(
+      'return over the give-back limit',
+      withBody('return-permits', { tokenId, count: 1, receipt: first.receipt }),
+      429,
+    );
+    expect(parseBody(limited)).toMatchObject({ details: { reason: 'REPORT_LIMIT', scope: 'caller' } });
   });
 
   it('matches the outage and failure answers: 503 TOKEN_UNAVAILABLE and LEDGER_UNAVAILABLE, 500', async () => {

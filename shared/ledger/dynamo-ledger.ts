@@ -163,7 +163,7 @@ export class DynamoRateLedger implements RateLedger {
     const decision = await this.#enqueue<PermitDecision>(tokenId, plan, (state, g, now) => {
       const outcome = acquire(state, plan, g, count, cls, consumer);
       if (outcome.granted) {
-        const id = newReceiptId(g + receiptTtlMs(plan));
+        const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
         const { split, ...granted } = outcome;
         const receipt = issueReceipt(state.secret as string, {
           key: tokenId,
@@ -204,7 +204,9 @@ export class DynamoRateLedger implements RateLedger {
 
   /**
    * Takes back unused permits of one grant, named by its receipt: at most what it gave, once, for the caller
-   * it was issued to. A receipt that cannot be honoured throws ReceiptRejectedError and changes nothing.
+   * it was issued to. A receipt that cannot be honoured throws ReceiptRejectedError and changes nothing. A
+   * give-back the item has no place to record (`notRecorded`, see spentPlaceFor) changes nothing either and is
+   * no failure: its permits age out, and nobody else's give-back is kept from being recorded by it.
    */
   async giveBack(request: GiveBackRequest): Promise<GiveBackResult> {
     const { tokenId, plan, count, receipt } = checkGiveBack(request);
@@ -224,22 +226,13 @@ export class DynamoRateLedger implements RateLedger {
         return { change: 'none', result: reject('EXPIRED', `older than ${ttlMs / 1000} s`) };
       const outcome = giveBack(state, plan, claims, count);
       if (outcome === 'SPENT') return { change: 'none', result: reject('SPENT', 'already given back') };
-      if (outcome === 'FULL')
-        return {
-          change: 'none',
-          result: new LedgerUnavailableError('rate ledger busy: too many give-backs at once; try again'),
-        };
-      return { change: 'other', result: outcome };
+      return { change: outcome.notRecorded ? 'none' : 'other', result: outcome };
     });
     this.#telemetry.debug('rate ledger: give-back', {
       tokenId,
       count,
       class: claims.cls,
-      ...(result instanceof ReceiptRejectedError
-        ? { refused: result.problem }
-        : result instanceof Error
-          ? { refused: 'BUSY' }
-          : result),
+      ...(result instanceof ReceiptRejectedError ? { refused: result.problem } : result),
     });
     if (result instanceof Error) throw result;
     return result;

@@ -13,6 +13,7 @@ export type {
   GiveBackRequest,
   GiveBackResult,
   LedgerUsage,
+  NotRecordedReason,
   PartUsage,
   PermitDecision,
   PermitRequest,

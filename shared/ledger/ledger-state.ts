@@ -7,7 +7,15 @@ import {
   ringLength,
   ringsFor,
 } from './limit-plan.js';
-import { aliveReceiptIds, consumerTag, type ReceiptClaims, SPENT_LIMIT } from './receipts.js';
+import {
+  aliveReceiptIds,
+  consumerTag,
+  hasMark,
+  type ReceiptClaims,
+  SPENT_KEPT,
+  SPENT_PER_CALLER,
+  spentMark,
+} from './receipts.js';
 import {
   earliestFit,
   emptyRing,
@@ -19,7 +27,7 @@ import {
   slotIndex,
   usedAt,
 } from './ring.js';
-import type { DenialReason, WindowRemaining } from './types.js';
+import type { DenialReason, NotRecordedReason, WindowRemaining } from './types.js';
 import { normalizeCaps } from './vendor-caps.js';
 
 /**
@@ -263,19 +271,39 @@ export function acquire(
 }
 
 /**
+ * Why a give-back would find no place among the spent ids (receipts.ts), or undefined when it has one: its
+ * caller holds its share (CALLER_SHARE), or the set is full of others' (LEDGER_BUSY). A receipt without its
+ * caller's mark (issued by release N-1, during a canary or a rollback) cannot be counted in its caller's share:
+ * it is recorded only while two whole shares are left beside it, so that unmarked ids and one caller's share
+ * together still leave a share to everyone else.
+ */
+export function spentPlaceFor(
+  spent: ReadonlySet<string>,
+  claims: ReceiptClaims,
+): NotRecordedReason | undefined {
+  const mark = spentMark(claims.caller);
+  if (!hasMark(claims.id, mark))
+    return spent.size + 1 + 2 * SPENT_PER_CALLER <= SPENT_KEPT ? undefined : 'LEDGER_BUSY';
+  if ([...spent].filter((id) => hasMark(id, mark)).length >= SPENT_PER_CALLER) return 'CALLER_SHARE';
+  return spent.size < SPENT_KEPT ? undefined : 'LEDGER_BUSY';
+}
+
+/**
  * Takes back up to `k` permits of the grant a (verified, unexpired) receipt names, out of the slots they were
- * recorded in, and spends the receipt: its id joins the spent ones. 'SPENT' when it was given back already,
- * 'FULL' when the spent ids fill their place (a flood of give-backs: the ledger keeps counting): then nothing
- * changes. Vendor caps are not refilled: the vendor may have counted the request anyway (more careful).
+ * recorded in, and spends the receipt: its id joins the spent ones. 'SPENT' when it was given back already;
+ * `notRecorded` when the spent ids have no place for it (spentPlaceFor): then nothing changes, the receipt is
+ * not spent, and its permits age out (the ledger over-counts, which is safe). Vendor caps are not refilled:
+ * the vendor may have counted the request anyway (more careful).
  */
 export function giveBack(
   state: LedgerState,
   plan: LimitPlan,
   claims: ReceiptClaims,
   k: number,
-): { returned: number } | 'SPENT' | 'FULL' {
+): { returned: number; notRecorded?: NotRecordedReason } | 'SPENT' {
   if (state.spent.has(claims.id)) return 'SPENT';
-  if (state.spent.size >= SPENT_LIMIT) return 'FULL';
+  const notRecorded = spentPlaceFor(state.spent, claims);
+  if (notRecorded) return { returned: 0, notRecorded };
   state.spent.add(claims.id);
   if (claims.grantedAt > state.time) return { returned: 0 };
   const count = Math.min(k, claims.count);

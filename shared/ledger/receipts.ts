@@ -16,6 +16,13 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * receipts: tracking spent receipts costs item space per give-back (a full write anyway), tracking open ones
  * would cost it per grant and take the cheap concurrent path (fast-grant.ts) away from busy tokens.
  *
+ * The spent set is short (it is in every write of the item), so it is shared out: each caller may hold at
+ * most SPENT_PER_CALLER of its SPENT_KEPT places, told by a mark of the caller inside the receipt id. A
+ * give-back that finds no place (its caller's share taken, or the set full of others') is not recorded: it
+ * changes nothing and returns nothing, and its permits age out with their window, which only over-counts.
+ * So no caller, nor two, can keep another's give-backs from being recorded, and nothing is ever evicted: an
+ * evicted id would let a replay of its receipt be honoured again by release N-1, which knows only `g`.
+ *
  * Write ids (`w`, a string set): every write adds its own, so that after a lost answer (the SDK re-sends a write
  * that was applied, and the copy fails its condition) the ledger can tell its own applied write from someone
  * else's by reading the item. A full write replaces the set with its own id; head additions add theirs, and a
@@ -34,8 +41,20 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * before reservations ignore; inside `rb` in format 2).
  */
 export const CARRIED_WRITE_IDS = 12;
-/** Spent receipt ids kept at most; a give-back beyond finds the ledger busy (503: try again in a second). */
+/** Spent receipt ids an item holds at most (the item's size bound counts this many). */
 export const SPENT_LIMIT = 10;
+/**
+ * Spent receipt ids this release records at most: one fewer than SPENT_LIMIT, because release N-1 answers 503
+ * to every give-back while the set holds SPENT_LIMIT, and a canary or a rollback runs both releases at once.
+ */
+export const SPENT_KEPT = SPENT_LIMIT - 1;
+/**
+ * Of those, one caller's at most: give-backs are made when unused permits lapse, within the 5 s a receipt
+ * lives (twice the 2 s validity, plus 1 s), so a consumer process holding one lease at a time spends about one
+ * receipt every 2 s: 3 alive at once. Three callers are needed to fill the set, and a third of it is always
+ * left to any caller by the other two.
+ */
+export const SPENT_PER_CALLER = 3;
 /** Write ids at most; head additions beyond go without one (see above) until a full write resets the set. */
 export const WRITE_IDS_LIMIT = 12;
 /**
@@ -58,15 +77,34 @@ const randomChars = (n: number): string =>
     .toString('base64url')
     .slice(0, n);
 
+/** Characters of a receipt id that mark its caller (spentMark), after the expiry. */
+const MARK_LENGTH = 2;
+
 /**
- * A receipt id: its end of life (seconds, base 36, fixed width) and 24 random bits: it must differ only from the
- * other receipts of the same item, ledger key, caller, count and grant time that are spent at the same time.
+ * The mark of a caller in its receipt ids: 12 bits of its callerTag (a hash), so that the spent set can tell
+ * how many places a caller holds. Two callers share a mark once in 4096 pairs: they then share one share.
  */
-export function newReceiptId(expiresAtMs: number): string {
+export const spentMark = (callerTag: string): string => callerTag.slice(0, MARK_LENGTH);
+/** Whether a receipt id carries this mark (ids of release N-1, all random, carry one by chance: 1 in 4096). */
+export const hasMark = (id: string, mark: string): boolean =>
+  id.slice(EXPIRY_DIGITS, EXPIRY_DIGITS + MARK_LENGTH) === mark;
+
+/**
+ * A receipt id: its end of life (seconds, base 36, fixed width), then the caller's mark (spentMark of the
+ * caller's tag) and 12 random bits, or without a caller 24 random bits (the shape release N-1 checks either
+ * way). The random bits must tell it from the caller's other receipts of the same second that are spent at the
+ * same time (at most SPENT_PER_CALLER): two alike, once in about 1400 give-backs at the worst, make the second
+ * one answer "spent" and return nothing (an over-count, safe). `avoid`: ids it must not be (the spent ones).
+ */
+export function newReceiptId(expiresAtMs: number, callerTag?: string, avoid?: ReadonlySet<string>): string {
   const expiry = Math.ceil(expiresAtMs / 1000)
     .toString(36)
     .padStart(EXPIRY_DIGITS, '0');
-  return `${expiry}${randomChars(4)}`;
+  const mark = callerTag === undefined ? '' : spentMark(callerTag);
+  for (;;) {
+    const id = `${expiry}${mark}${randomChars(4 - mark.length)}`;
+    if (!avoid?.has(id)) return id;
+  }
 }
 
 export const newWriteId = (): string => randomChars(WRITE_ID_LENGTH);

@@ -64,9 +64,19 @@ export interface GiveBackRequest {
   limits: RateLimitSettings;
 }
 
-/** What a give-back did: permits taken out of the ledger (0 when the grant's slot had already aged out). */
+/**
+ * Why a give-back was not recorded (ledger-state.ts, spentPlaceFor): the caller's share of the item's spent
+ * receipt ids is taken (CALLER_SHARE), or they are full of other callers' (LEDGER_BUSY).
+ */
+export type NotRecordedReason = 'CALLER_SHARE' | 'LEDGER_BUSY';
+
+/**
+ * What a give-back did: permits taken out of the ledger (0 when the grant's slot had already aged out). With
+ * `notRecorded`: nothing changed and 0 came back; the receipt is not spent, and its permits age out.
+ */
 export interface GiveBackResult {
   returned: number;
+  notRecorded?: NotRecordedReason;
 }
 
 /** What a consumer saw on a vendor answer: a 429's Retry-After, or the X-RateLimit-* headers. */

@@ -30,6 +30,12 @@ import { VendError } from './vend-errors.js';
  *   Lambda's default account concurrency (1000) processes, all seeing the same rejection at once. Past the
  *   first, these reports name a token that is no longer current and cost one cached read. Hence 1000 per
  *   caller and 5000 per set a minute.
+ * - Give-backs (POST .../permits/returns): each names one grant's receipt, honoured once, and a grant is at least
+ *   one permit, so a token sees at most as many give-backs as its quota grants (50 a minute by default), a
+ *   set at most twice that (its current and previous token), plus the re-sends of give-backs whose answer was
+ *   lost. As for rate-limit reports, 120 per caller and 600 per set a minute leave more than twice that; they
+ *   bound the ledger writes and reads one caller can cause by presenting receipts, and the spent receipt ids
+ *   it can take (ledger-state.ts, spentPlaceFor, keeps it to its share of those in any case).
  * - Re-logins driven by rejection reports: at most one per set every 300 s whatever the number of reports or
  *   callers (the refresher's storm guard alone allows one a minute). A rejected token is replaced at once
  *   the first time; only a token rejected again within 5 minutes of that re-login waits. The refresher's
@@ -50,6 +56,12 @@ export const reportLimitSettingsSchema = z
         perSet: z.number().int().positive().default(5000),
       })
       .default({ perCaller: 1000, perSet: 5000 }),
+    giveBacks: z
+      .object({
+        perCaller: z.number().int().positive().default(120),
+        perSet: z.number().int().positive().default(600),
+      })
+      .default({ perCaller: 120, perSet: 600 }),
     rejectionReloginIntervalSeconds: z.number().positive().default(300),
   })
   // A per-caller limit at or above the per-set one would let one caller use up everyone's reports.
@@ -60,11 +72,16 @@ export const reportLimitSettingsSchema = z
   .refine((s) => s.rejectionReports.perCaller < s.rejectionReports.perSet, {
     message: 'perCaller must be below perSet',
     path: ['rejectionReports', 'perCaller'],
+  })
+  .refine((s) => s.giveBacks.perCaller < s.giveBacks.perSet, {
+    message: 'perCaller must be below perSet',
+    path: ['giveBacks', 'perCaller'],
   });
 export type ReportLimitSettings = z.infer<typeof reportLimitSettingsSchema>;
 export type ReportLimitSettingsInput = z.input<typeof reportLimitSettingsSchema>;
 
-export type ReportKind = 'rateLimitReports' | 'rejectionReports';
+/** What is limited: the two kinds of report, and give-backs (counted the same way, with their own figures). */
+export type ReportKind = 'rateLimitReports' | 'rejectionReports' | 'giveBacks';
 
 /**
  * 429 for a report over its limit (`details.reason` REPORT_LIMIT) or a rejection past the set's re-login bound
@@ -77,7 +94,16 @@ export class ReportLimitedError extends VendError {
 
 /** Kept for this long after its window, so a late read never finds a purged item mid-window. */
 const PURGE_SLACK_SECONDS = 60;
-const KIND_KEY: Record<ReportKind, string> = { rateLimitReports: 'rate', rejectionReports: 'rejection' };
+const KIND_KEY: Record<ReportKind, string> = {
+  rateLimitReports: 'rate',
+  rejectionReports: 'rejection',
+  giveBacks: 'return',
+};
+const KIND_NOUN: Record<ReportKind, string> = {
+  rateLimitReports: 'reports',
+  rejectionReports: 'reports',
+  giveBacks: 'give-backs',
+};
 
 /** A short, fixed-length stand-in for the caller's principal (an IAM ARN can be long); logs name the ARN. */
 export function callerKeyOf(callerArn: string): string {
@@ -128,7 +154,7 @@ export class ReportLimiter {
       ['set', `${base}#set#${window}`, limits.perSet],
     ] as const) {
       if (!(await this.#countOne(key, max, windowEnd))) {
-        throw new ReportLimitedError(`too many reports from this ${scope}; try again later`, {
+        throw new ReportLimitedError(`too many ${KIND_NOUN[kind]} from this ${scope}; try again later`, {
           retryAfterSeconds: (windowEnd - now) / 1000,
           details: {
             reason: 'REPORT_LIMIT',

@@ -72,6 +72,21 @@ function checkCount(count: number, maxCount: number): void {
     throw new BadRequestError('INVALID_VALUE', 'count', `must be at most ${maxCount}`, { maxCount });
 }
 
+/**
+ * A give-back returns at most what its grant gave, and no grant of the set can give more than its largest
+ * (ledger's largestGrant: the smallest general limit, or with reservations the shared part plus the largest
+ * reservation; a class only lowers it): a count above that is not a mistake of the grant's size but bad input.
+ * The set's, not this caller's: the receipt's grant may have been made under the reservations of before a deploy.
+ */
+function checkReturnCount(set: CredentialSetConfig, count: number): void {
+  const plan = planFor(set.rateLimits);
+  const largest = Math.max(
+    largestGrant(plan, undefined, undefined),
+    ...(set.rateLimits.reservations ?? []).map((r) => largestGrant(plan, undefined, r.consumer)),
+  );
+  if (count > largest) throw new BadRequestError('INVALID_VALUE', 'count', `must be at most ${largest}`);
+}
+
 /** The token must be the set's current or previous one and not expired: nothing is written for any other id. */
 async function requireLiveToken(context: SetRouteContext, tokenId: string): Promise<void> {
   context.audit.tokenId = tokenId;
@@ -142,30 +157,40 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
  * POST /v1/credential-sets/{id}/permits/returns {"tokenId", "receipt", "count"}
  * Gives back up to `count` unused permits of the grant the receipt names, taken out of the slot they were
  * counted in; the receipt is spent. A receipt that is forged, another caller's or token's, spent or expired
- * gives nothing back and is answered with a 4xx naming the reason (ReceiptRefusedError).
+ * gives nothing back and is answered with a 4xx naming the reason (ReceiptRefusedError). Give-backs are
+ * limited per caller and set like reports (429). One the ledger has no place to record (`notRecorded`) is a
+ * 200 that returned 0: its permits age out, which is safe, and it is neither an error nor an outage.
  */
 export async function returnPermits(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
   const request = parseBody(permitReturnBody(), readJsonBody(context.request, services.maxBodyBytes));
+  checkReturnCount(set, request.count);
   await requireLiveToken(context, request.tokenId);
+  // Counted only once it would act, like a report: bad input is refused for free and writes nothing.
+  await admitReport(context, 'giveBacks');
   audit.count = request.count;
   const key = ledgerKeyFor(set, request.tokenId);
   services.quota.invalidate(key);
   try {
-    const { returned } = await services.ledger.giveBack({
+    const { returned, notRecorded } = await services.ledger.giveBack({
       tokenId: key,
       caller: context.caller.principal,
       receipt: request.receipt,
       count: request.count,
       limits: set.rateLimits,
     });
-    audit.decision = 'RETURNED';
+    audit.decision = notRecorded ? `RETURN_NOT_RECORDED_${notRecorded}` : 'RETURNED';
     audit.returned = returned;
     if (returned > 0) {
       const [dimensions, perConsumer] = permitDimensions(context, consumerOf(context));
       services.telemetry.metric(Metric.PermitsReturned, MetricUnit.Count, returned, dimensions, perConsumer);
     }
-    return jsonResult(200, { credentialSet: set.id, tokenId: request.tokenId, returned });
+    return jsonResult(200, {
+      credentialSet: set.id,
+      tokenId: request.tokenId,
+      returned,
+      ...(notRecorded ? { notRecorded } : {}),
+    });
   } catch (error) {
     if (error instanceof ReceiptRejectedError) audit.decision = `RETURN_REFUSED_${error.problem}`;
     throw error;
