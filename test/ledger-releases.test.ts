@@ -151,11 +151,14 @@ async function handOver(world: World, from: LedgerRelease, to: LedgerRelease): P
   expect(world.keptInSpanEndingNow(reader, minute as { windowSeconds: number })).toBe(minute?.limit);
   for (const side of [reader, writer]) await world.expectRemainingSafe(side);
 
-  // A give-back of the reader's grant to the writer frees room the reader sees.
+  // A give-back of the reader's grant to the writer frees room the reader sees. The current release records a
+  // receipt of release N-1 (it carries no caller mark) only while two whole caller shares of the spent places
+  // are left beside it (three places are taken here): else 200 "not recorded", its permits age out (safe).
   const last = world.grants.filter((g) => g.by === to.name && g.count === 5).at(-1) as Granted;
   await world.clock.advance(500);
-  expect(await world.giveBack(writer, last, 3)).toBe(3);
-  await world.grant(reader, { count: 3, caller: 'svc-c' });
+  const back = await world.giveBack(writer, last, 3);
+  expect(back).toBe(from === currentRelease ? 0 : 3);
+  if (back > 0) await world.grant(reader, { count: back, caller: 'svc-c' });
   expect((await world.deny(reader, { count: 1, caller: 'svc-c' })).reason).toBe('QUOTA');
 
   // After the span, both grant again.

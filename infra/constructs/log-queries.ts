@@ -21,6 +21,19 @@ export interface LogQuerySpec {
  */
 export const LOG_QUERIES: readonly LogQuerySpec[] = [
   {
+    name: 'ledger-clock-skew',
+    sources: ['vend'],
+    runbook: [RunbookSection.LedgerClockSkew],
+    query: {
+      filterStatements: ['message like /clock is (too far from|off) DynamoDB/'],
+      statsStatements: [
+        'count(*) as lines, min(offsetMs) as minOffsetMs, max(offsetMs) as maxOffsetMs, ' +
+          'latest(message) as lastMessage by @logStream',
+      ],
+      sort: 'lines desc',
+    },
+  },
+  {
     name: 'login-failures',
     sources: ['refresher'],
     runbook: [

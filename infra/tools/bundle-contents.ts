@@ -96,8 +96,12 @@ export function largestInputs(
   return [...byPackage].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes);
 }
 
-/** Each function's bundle must stay under this (checked in test/infra-bundle.test.ts). */
-export const BUNDLE_BUDGET_KIB = 550;
+/**
+ * Each function's bundle must stay under this (checked in test/infra-bundle.test.ts). 560: the ledger's second
+ * item format, its clock reference, per-limit vendor caps and per-user budgets took vend from 540 to 553 KiB;
+ * the cold-start issue (#25) brings both bundles under 400.
+ */
+export const BUNDLE_BUDGET_KIB = 560;
 
 /** A table of the largest inputs of a bundle, one line each: KiB, share, package. */
 export function formatInputs(inputs: readonly BundleInput[], total: number, top = 10): string[] {

@@ -111,9 +111,8 @@ export class ReleaseWorld {
    * `side` gives back `count` of a grant (by the caller it was made for): the consumer will not send them,
    * whatever the answer, so the books drop them first.
    */
+  /** What came back: 0 when the ledger did not record it (a receipt the current release has no place for). */
   async giveBack(side: Side, grant: Granted, count: number): Promise<number> {
-    grant.kept -= count;
-    grant.returned = true;
     const { returned } = await side.ledger.giveBack({
       tokenId: TOKEN,
       caller: grant.caller,
@@ -121,6 +120,8 @@ export class ReleaseWorld {
       count,
       limits: side.limits,
     });
+    grant.kept -= returned;
+    grant.returned ||= returned > 0;
     return returned;
   }
 
