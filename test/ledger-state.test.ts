@@ -8,73 +8,19 @@ import {
   ReceiptRejectedError,
   UnknownPermitClassError,
 } from '../shared/ledger/errors.js';
-import {
-  type AcquireOutcome,
-  acquire,
-  emptyState,
-  giveBack,
-  type LedgerState,
-  remainingAt,
-  stateAt,
-} from '../shared/ledger/ledger-state.js';
+import { acquire, emptyState, stateAt } from '../shared/ledger/ledger-state.js';
 import { largestGrant, planFor } from '../shared/ledger/limit-plan.js';
-import { newReceiptId } from '../shared/ledger/receipts.js';
 import { checkFeedback, checkGiveBack, checkPermit } from '../shared/ledger/validation.js';
-import { applyVendorFeedback } from '../shared/ledger/vendor-feedback.js';
+import { LedgerCore } from './support/ledger-core.js';
 import { maxInAnySpan, type TimedCount } from './support/ledger-harness.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const settings = (input: Partial<RateLimitSettings> = {}): RateLimitSettings =>
   rateLimitSettingsSchema.parse(input);
 
-/** The pure core driven the way the adapter drives it: move the state to g, then act on it. */
-class Core {
-  state: LedgerState = emptyState();
-  constructor(readonly limits: RateLimitSettings) {}
-  get plan() {
-    return planFor(this.limits);
-  }
-  #at(g: number): number {
-    const time = Math.max(g, this.state.time);
-    this.state = stateAt(this.state, time, this.plan.marginMs);
-    return time;
-  }
-  acquire(g: number, k: number, cls?: string): AcquireOutcome {
-    const time = this.#at(g);
-    return acquire(this.state, this.plan, time, k, cls);
-  }
-  /** Asks without keeping a grant (the state is restored). */
-  probe(g: number, k: number, cls?: string): AcquireOutcome {
-    const saved = this.state;
-    const copy = stateAt(saved, Math.max(g, saved.time), this.plan.marginMs);
-    const outcome = acquire(copy, this.plan, Math.max(g, saved.time), k, cls);
-    this.state = saved;
-    return outcome;
-  }
-  /** Gives back k of a grant of k at grantedAt (its receipt verified): whether any permit came back. */
-  giveBack(g: number, k: number, grantedAt: number, cls?: string): boolean {
-    this.#at(g);
-    const claims = { key: 'token', cls, count: k, grantedAt, caller: '', id: newReceiptId(g + 10_000) };
-    const outcome = giveBack(this.state, this.plan, claims, k);
-    return typeof outcome === 'object' && outcome.returned > 0;
-  }
-  feedback(g: number, report: Parameters<typeof applyVendorFeedback>[4]): boolean {
-    const time = this.#at(g);
-    return applyVendorFeedback(this.state, this.plan, time, time, report);
-  }
-  remaining(g: number, cls?: string) {
-    return remainingAt(
-      stateAt(this.state, Math.max(g, this.state.time), this.plan.marginMs),
-      this.plan,
-      g,
-      cls,
-    );
-  }
-}
-
 describe('rate ledger core: limits and windows', () => {
   it('grants up to the limit in one go, then denies for quota with a wait > 0', () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     const first = core.acquire(T0, 50);
     expect(first).toMatchObject({
       granted: true,
@@ -91,7 +37,7 @@ describe('rate ledger core: limits and windows', () => {
   });
 
   it('keeps a grant counted for the window plus the margin, and frees it right after', () => {
-    const core = new Core(settings({ marginSeconds: 5 }));
+    const core = new LedgerCore(settings({ marginSeconds: 5 }));
     core.acquire(T0, 50);
     const denied = core.acquire(T0 + 65_000, 1);
     expect(denied.granted).toBe(false);
@@ -104,7 +50,7 @@ describe('rate ledger core: limits and windows', () => {
   });
 
   it('counts the hour too: 1000 per 3600 s holds even when the minute has room', () => {
-    const core = new Core(settings({ marginSeconds: 5 }));
+    const core = new LedgerCore(settings({ marginSeconds: 5 }));
     let granted = 0;
     let g = T0;
     while (granted < 1000) {
@@ -137,7 +83,7 @@ describe('rate ledger core: limits and windows', () => {
       [100, 66],
       [6000, 62],
     ]);
-    const core = new Core(limits);
+    const core = new LedgerCore(limits);
     core.acquire(T0 + 50, 50);
     const denied = core.acquire(T0 + 1000, 1);
     if (denied.granted) throw new Error('expected a denial');
@@ -147,7 +93,7 @@ describe('rate ledger core: limits and windows', () => {
 
   it('a class permit counts against its class and the general limits; a general one only against the general', () => {
     const limits = settings({ classes: { reports: [{ limit: 5, windowSeconds: 60 }] } });
-    const core = new Core(limits);
+    const core = new LedgerCore(limits);
     expect(core.acquire(T0, 5, 'reports').granted).toBe(true);
     expect(core.acquire(T0, 1, 'reports')).toMatchObject({ granted: false, reason: 'QUOTA' });
     expect(core.acquire(T0, 45).granted).toBe(true);
@@ -160,7 +106,7 @@ describe('rate ledger core: limits and windows', () => {
   });
 
   it('never lets the ledger clock run backwards: a caller behind the last write is served at the newer time', () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     core.acquire(T0 + 10_000, 1);
     const late = core.acquire(T0, 1);
     expect(late).toMatchObject({ granted: true, grantedAt: T0 + 10_000 });
@@ -203,7 +149,7 @@ describe('rate ledger core: properties', () => {
   it('never exceeds any limit in any span, wherever in their validity the permits are sent', () => {
     fc.assert(
       fc.property(settingsArb, stepsArb, (limits, steps) => {
-        const core = new Core(limits);
+        const core = new LedgerCore(limits);
         const plan = core.plan;
         const general: TimedCount[] = [];
         const heavy: TimedCount[] = [];
@@ -284,7 +230,7 @@ describe('rate ledger core: properties', () => {
   it('says exactly when to come back: denied 1 ms before retryAt, granted at it (lone consumer)', () => {
     fc.assert(
       fc.property(settingsArb, stepsArb, (limits, steps) => {
-        const core = new Core(limits);
+        const core = new LedgerCore(limits);
         let g = T0;
         let denials = 0;
         for (const step of steps) {
@@ -310,7 +256,7 @@ describe('rate ledger core: properties', () => {
 
 describe('rate ledger core: give back', () => {
   it('returns permits to the slot they were granted in, so they can be granted again', () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     const grant = core.acquire(T0, 50);
     if (!grant.granted) throw new Error('expected a grant');
     expect(core.acquire(T0 + 1000, 1).granted).toBe(false);
@@ -320,7 +266,7 @@ describe('rate ledger core: give back', () => {
   });
 
   it('never goes below zero, and ignores slots that have aged out or lie in the future', () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     const grant = core.acquire(T0, 3);
     if (!grant.granted) throw new Error('expected a grant');
     expect(core.giveBack(T0, 10, grant.grantedAt)).toBe(true);
@@ -337,7 +283,7 @@ describe('rate ledger core: give back', () => {
 
 describe('rate ledger core: vendor feedback', () => {
   it('a 429 Retry-After denies everyone until it passes, and only ever lengthens', () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     expect(core.feedback(T0, { retryAfterSeconds: 30 })).toBe(true);
     expect(core.feedback(T0 + 1000, { retryAfterSeconds: 5 })).toBe(false);
     const denied = core.acquire(T0 + 2000, 1);
@@ -347,7 +293,7 @@ describe('rate ledger core: vendor feedback', () => {
   });
 
   it('X-RateLimit-Remaining/-Reset cap the grants until the reset, counting the grants since the report', () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     const reset = Math.floor((T0 + 40_000) / 1000);
     expect(core.feedback(T0, { limit: 50, remaining: 4, reset })).toBe(true);
     expect(core.acquire(T0 + 1, 3).granted).toBe(true);
@@ -359,13 +305,13 @@ describe('rate ledger core: vendor feedback', () => {
   });
 
   it('a cap only tightens: a looser report, or one the rings already enforce, changes nothing', () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     const reset = Math.floor((T0 + 40_000) / 1000);
     expect(core.feedback(T0, { limit: 50, remaining: 10, reset })).toBe(true);
     expect(core.feedback(T0, { limit: 50, remaining: 30, reset })).toBe(false);
     expect(core.feedback(T0, { limit: 50, remaining: 10, reset: reset - 5 })).toBe(false);
     expect(core.state.caps).toEqual([{ scope: '*', remaining: 10, until: reset * 1000, windowMs: 60_000 }]);
-    const fresh = new Core(settings());
+    const fresh = new LedgerCore(settings());
     fresh.acquire(T0, 45);
     // The minute ring already allows only 5 more until well after the reset.
     expect(fresh.feedback(T0 + 1000, { limit: 50, remaining: 5, reset })).toBe(false);
@@ -373,7 +319,7 @@ describe('rate ledger core: vendor feedback', () => {
   });
 
   it("the hour's remaining count tightens the ledger even while 50 or more are left (the minute's limit)", () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     expect(core.acquire(T0, 40).granted).toBe(true);
     // The vendor says 60 are left of its hour until half an hour from now; the ledger believes 960.
     const reset = Math.floor((T0 + 1800_000) / 1000);
@@ -388,7 +334,7 @@ describe('rate ledger core: vendor feedback', () => {
   });
 
   it('a report naming a class limit caps only that class', () => {
-    const core = new Core(settings({ classes: { reports: [{ limit: 7, windowSeconds: 60 }] } }));
+    const core = new LedgerCore(settings({ classes: { reports: [{ limit: 7, windowSeconds: 60 }] } }));
     const reset = Math.floor((T0 + 30_000) / 1000);
     expect(core.feedback(T0, { limit: 7, remaining: 1, reset })).toBe(true);
     expect(core.acquire(T0, 1, 'reports').granted).toBe(true);
@@ -397,14 +343,14 @@ describe('rate ledger core: vendor feedback', () => {
   });
 
   it("a reset in the past is ignored; a reset beyond the named limit's window is shortened to it", () => {
-    const core = new Core(settings());
+    const core = new LedgerCore(settings());
     expect(core.feedback(T0, { remaining: 0, reset: Math.floor(T0 / 1000) - 1 })).toBe(false);
     expect(core.feedback(T0, { limit: 1000, remaining: 0, reset: Math.floor(T0 / 1000) + 86_400 })).toBe(
       true,
     );
     expect(core.state.caps[0]?.until).toBe(T0 + 3600_000 + core.plan.marginMs);
     // No limit named (or one the settings do not know): the shortest window is all it warrants.
-    const unnamed = new Core(settings());
+    const unnamed = new LedgerCore(settings());
     expect(unnamed.feedback(T0, { remaining: 0, reset: Math.floor(T0 / 1000) + 86_400 })).toBe(true);
     expect(unnamed.state.caps[0]?.until).toBe(T0 + 60_000 + core.plan.marginMs);
   });

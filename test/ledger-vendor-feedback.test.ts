@@ -5,18 +5,12 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
-import {
-  type AcquireOutcome,
-  acquire,
-  emptyState,
-  type LedgerState,
-  stateAt,
-} from '../shared/ledger/ledger-state.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
 import { callerTag } from '../shared/ledger/receipts.js';
-import { applyVendorFeedback, type VendorFeedback } from '../shared/ledger/vendor-feedback.js';
+import type { VendorFeedback } from '../shared/ledger/vendor-feedback.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
+import { LedgerCore } from './support/ledger-core.js';
 import { denied, granted } from './support/ledger-harness.js';
 
 /**
@@ -32,28 +26,6 @@ const MARGIN_MS = defaults.marginSeconds * 1000;
 /** What one caller's Retry-After can hold the set for with the default limits: the minute plus the margin. */
 const SHORTEST_HOLD_MS = 60_000 + MARGIN_MS;
 const seconds = (ms: number) => Math.floor(ms / 1000);
-
-/** The pure core driven as the adapter drives it: move the state to g, then act. */
-class Core {
-  state: LedgerState = emptyState();
-  constructor(readonly limits: RateLimitSettings) {}
-  get plan() {
-    return planFor(this.limits);
-  }
-  #at(g: number): number {
-    const time = Math.max(g, this.state.time);
-    this.state = stateAt(this.state, time, this.plan.marginMs);
-    return time;
-  }
-  acquire(g: number, k: number, cls?: string, consumer?: string): AcquireOutcome {
-    const time = this.#at(g);
-    return acquire(this.state, this.plan, time, k, cls, consumer);
-  }
-  report(g: number, feedback: VendorFeedback, caller = 'consumer-a'): boolean {
-    const time = this.#at(g);
-    return applyVendorFeedback(this.state, this.plan, time, time, feedback, callerTag(caller));
-  }
-}
 
 /**
  * Four caps held, then a fifth: the vendor's minute window counting down to "3 left, resets in 30 s" (its reset
@@ -72,10 +44,10 @@ const FIFTH_CAP = {
 
 describe('vendor caps (pure core)', () => {
   it('a fifth minute cap "3 left, resets in 30 s" ends at its reset, not with the hour cap', () => {
-    const core = new Core(defaults);
-    expect(core.report(T0, FIFTH_CAP.hour)).toBe(true);
+    const core = new LedgerCore(defaults);
+    expect(core.feedback(T0, FIFTH_CAP.hour)).toBe(true);
     for (const [after, remaining] of FIFTH_CAP.minutes)
-      expect(core.report(T0 + after, { limit: 50, remaining, reset: FIFTH_CAP.minuteReset })).toBe(true);
+      expect(core.feedback(T0 + after, { limit: 50, remaining, reset: FIFTH_CAP.minuteReset })).toBe(true);
     expect(core.acquire(T0 + 20_000, 3).granted).toBe(true);
     expect(core.acquire(T0 + 20_001, 1)).toMatchObject({
       granted: false,
@@ -92,16 +64,16 @@ describe('vendor caps (pure core)', () => {
   });
 
   it('keeps one cap per limit: a tighter report replaces it, one that disagrees is put together within the limit', () => {
-    const core = new Core(defaults);
+    const core = new LedgerCore(defaults);
     const reset = seconds(T0) + 40;
-    core.report(T0, { limit: 50, remaining: 10, reset });
-    core.report(T0 + 1000, { limit: 50, remaining: 4, reset });
+    core.feedback(T0, { limit: 50, remaining: 10, reset });
+    core.feedback(T0 + 1000, { limit: 50, remaining: 4, reset });
     expect(core.state.caps).toEqual([{ scope: '*', remaining: 4, until: reset * 1000, windowMs: 60_000 }]);
     // Fewer left but an earlier reset: both hold, within the minute's own reach.
-    core.report(T0 + 2000, { limit: 50, remaining: 2, reset: reset - 20 });
+    core.feedback(T0 + 2000, { limit: 50, remaining: 2, reset: reset - 20 });
     expect(core.state.caps).toEqual([{ scope: '*', remaining: 2, until: reset * 1000, windowMs: 60_000 }]);
     // A limit the settings do not know is taken as the shortest window: the same cap.
-    core.report(T0 + 3000, { limit: 7, remaining: 1, reset: reset + 3600 });
+    core.feedback(T0 + 3000, { limit: 7, remaining: 1, reset: reset + 3600 });
     expect(core.state.caps).toEqual([
       { scope: '*', remaining: 1, until: T0 + 3000 + SHORTEST_HOLD_MS, windowMs: 60_000 },
     ]);
@@ -110,8 +82,8 @@ describe('vendor caps (pure core)', () => {
 
 describe('reported Retry-After (pure core)', () => {
   it('one caller holds the set, reserved consumers included, at most the shortest window plus the margin', () => {
-    const core = new Core(reserved);
-    expect(core.report(T0, { retryAfterSeconds: 3600 }, 'consumer-a')).toBe(true);
+    const core = new LedgerCore(reserved);
+    expect(core.feedback(T0, { retryAfterSeconds: 3600 }, 'consumer-a')).toBe(true);
     expect(core.acquire(T0 + 1, 1, undefined, 'order-service')).toMatchObject({
       granted: false,
       reason: 'COOLDOWN',
@@ -119,7 +91,7 @@ describe('reported Retry-After (pure core)', () => {
     });
     // The same caller again (another of its processes) is no second opinion: its report holds a minute and
     // the margin from its own arrival, like the first.
-    core.report(T0 + 10_000, { retryAfterSeconds: 3590 }, 'consumer-a');
+    core.feedback(T0 + 10_000, { retryAfterSeconds: 3590 }, 'consumer-a');
     expect(core.acquire(T0 + 10_001, 1)).toMatchObject({
       reason: 'COOLDOWN',
       retryAt: T0 + 10_000 + SHORTEST_HOLD_MS,
@@ -129,9 +101,9 @@ describe('reported Retry-After (pure core)', () => {
   });
 
   it('a second, different caller corroborates it: the set is held as far as both ask', () => {
-    const core = new Core(reserved);
-    core.report(T0, { retryAfterSeconds: 3600 }, 'consumer-a');
-    expect(core.report(T0 + 20_000, { retryAfterSeconds: 1800 }, 'consumer-b')).toBe(true);
+    const core = new LedgerCore(reserved);
+    core.feedback(T0, { retryAfterSeconds: 3600 }, 'consumer-a');
+    expect(core.feedback(T0 + 20_000, { retryAfterSeconds: 1800 }, 'consumer-b')).toBe(true);
     expect(core.acquire(T0 + 25_000, 1, undefined, 'order-service')).toMatchObject({
       granted: false,
       reason: 'COOLDOWN',
@@ -140,17 +112,17 @@ describe('reported Retry-After (pure core)', () => {
   });
 
   it("the hour's own headers (remaining 0, reset far away) warrant holding until that reset", () => {
-    const core = new Core(defaults);
+    const core = new LedgerCore(defaults);
     const reset = seconds(T0) + 3000;
-    core.report(T0, { retryAfterSeconds: 3600, limit: 1000, remaining: 0, reset });
+    core.feedback(T0, { retryAfterSeconds: 3600, limit: 1000, remaining: 0, reset });
     expect(core.acquire(T0 + 100_000, 1)).toMatchObject({
       granted: false,
       reason: 'COOLDOWN',
       retryAt: reset * 1000,
     });
     // The minute's headers warrant only the minute.
-    const minute = new Core(defaults);
-    minute.report(T0, { retryAfterSeconds: 3600, limit: 50, remaining: 0, reset });
+    const minute = new LedgerCore(defaults);
+    minute.feedback(T0, { retryAfterSeconds: 3600, limit: 50, remaining: 0, reset });
     expect(minute.acquire(T0 + 1, 1)).toMatchObject({ reason: 'COOLDOWN', retryAt: T0 + SHORTEST_HOLD_MS });
   });
 });
@@ -291,7 +263,7 @@ describe('vendor feedback property (pure core)', () => {
     const seen = { capDenials: 0, cooldownDenials: 0, corroborated: 0, capsHeld: 0 };
     fc.assert(
       fc.property(fc.array(event, { minLength: 1, maxLength: 120 }), (events) => {
-        const core = new Core(limits);
+        const core = new LedgerCore(limits);
         const reports: Report[] = [];
         const grants: Grant[] = [];
         let t = T0;
@@ -356,7 +328,7 @@ describe('vendor feedback property (pure core)', () => {
             if (feedback.remaining !== undefined && feedback.reset === undefined) delete feedback.remaining;
           }
           const caller = CALLERS[e.caller] as string;
-          core.report(t, feedback, caller);
+          core.feedback(t, feedback, caller);
           reports.push({ index, at: Math.max(t, core.state.time), caller, feedback });
         });
       }),
