@@ -146,6 +146,7 @@ async function quotaRow(
     limiter: contender.name,
     'permits asked': result.asked,
     'permits granted': granted,
+    'grants (answers)': result.grants.length,
     'max in any 60 s': maxInAnySpan(result.grants, 60_000),
     'max in any 3600 s': maxInAnySpan(result.grants, 3600_000),
     'vendor would refuse': refused,
@@ -269,7 +270,7 @@ export async function run(): Promise<BenchTable[]> {
         title: `Rate limits 50/60 s + 1000/3600 s on one token, SIMULATED time: ${HOURS} simulated hours (DynamoDB takes no simulated time; the hour limit binds), in-process (no HTTP), same dynalite (grant times; vendor = exact sliding windows)`,
         rows: quota,
         footnote:
-          "Item columns (ledger only): the item measured around every write attempt that reached DynamoDB (item-sizes.ts; a refused condition and a lost answer are charged too, throttles are not), write units by the larger of before and after. goals: >= 97 % used, <= 1 write per granted permit, 0 writes over 1 KB, 0 vendor refusals. rate-limiter-flexible: two RateLimiterDynamo (fixed windows from the first consume) in a RateLimiterUnion, and on a rejection the request's points given back to both limiters with reward() (the union consumes from every limiter, the rejecting one included); its writes include those rewards. Its RateLimiterQueue is not used: it takes one limiter (it reads get() and points, which a union lacks) and queues in one process only.",
+          "DynamoDB writes: every write attempt sent (SDK retries, throttled ones included). Ledger only: writes reaching DynamoDB (charged: refused conditions, whether another process wrote first or a re-sent copy of an applied write, and writes whose answer was lost included; throttles and 500s not), with the item measured around each (item-sizes.ts) and write units by the larger of before and after. goals: >= 97 % used, <= 1 write per granted permit, 0 writes over 1 KB, 0 vendor refusals. rate-limiter-flexible: two RateLimiterDynamo (fixed windows from the first consume) in a RateLimiterUnion, and on a rejection the request's points given back to both limiters with reward() (the union consumes from every limiter, the rejecting one included); its writes include those rewards. Its RateLimiterQueue is not used: it takes one limiter (it reads get() and points, which a union lacks) and queues in one process only.",
       },
       {
         title: `Four request classes (${CLASSES.join(', ')}: 25/60 s + 500/3600 s each) beside the general 50/60 s + 1000/3600 s, SIMULATED time: ${HOURS} simulated hours, ${LEDGER_PROCESSES} ledger processes, in-process (no HTTP), dynalite; one row per run`,

@@ -106,6 +106,7 @@ export async function classRun(
       DynamoDB: dynamoLabel,
       'permits asked': result.asked,
       'permits granted': granted,
+      'grants (answers)': result.grants.length,
       'vendor would refuse': refused,
       'DynamoDB writes': writes,
       'writes per granted permit': perPermit,

@@ -18,6 +18,10 @@ export interface ItemSizes {
   overOneUnit: number;
   /** Write units charged in all (each write: the larger of before and after, rounded up to whole units). */
   units: number;
+  /** Of `writes`, those refused by their condition (another process wrote first, or a re-sent copy of an applied write). */
+  refused: number;
+  /** Of `writes`, the head additions (an ADD to the head slots; the others are full writes). */
+  headAdditions: number;
 }
 
 type Item = Record<string, AttributeValue>;
@@ -33,7 +37,7 @@ const WRITES = new Set(['UpdateItemCommand', 'PutItemCommand', 'DeleteItemComman
  * state that no answer or read ever showed (one a lost answer left, written over before the read back).
  */
 export function measureItemSizes(client: DynamoDBClient, reader: DynamoDBClient): () => ItemSizes {
-  const sizes: ItemSizes = { writes: 0, largest: 0, overOneUnit: 0, units: 0 };
+  const sizes: ItemSizes = { writes: 0, largest: 0, overOneUnit: 0, units: 0, refused: 0, headAdditions: 0 };
   let latest = 0;
   const seen = (item: Item | undefined): number => {
     latest = item ? dynamoItemSize(item) : 0;
@@ -56,6 +60,7 @@ export function measureItemSizes(client: DynamoDBClient, reader: DynamoDBClient)
         return result;
       }
       const before = latest;
+      const headAddition = (args.input as { UpdateExpression?: string }).UpdateExpression?.startsWith('ADD ');
       const after = async (item: Item | undefined) =>
         charge(
           before,
@@ -71,11 +76,15 @@ export function measureItemSizes(client: DynamoDBClient, reader: DynamoDBClient)
       try {
         const result = await next(args);
         await after((result.output as { Attributes?: Item }).Attributes);
+        if (headAddition) sizes.headAdditions++;
         return result;
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) await after(error.Item);
-        else if ((error as Error).name === 'TimeoutError') await after(undefined);
+        const refused = error instanceof ConditionalCheckFailedException;
         // Throttles and 500s: refused unapplied, not charged.
+        if (!refused && (error as Error).name !== 'TimeoutError') throw error;
+        await after(refused ? error.Item : undefined);
+        if (refused) sizes.refused++;
+        if (headAddition) sizes.headAdditions++;
         throw error;
       }
     },

@@ -87,6 +87,9 @@ export function quotaUsed(
 /** The item columns of a ledger row: what every write was charged, and its largest item. */
 export function itemColumns(sizes: ItemSizes, granted: number): Record<string, number> {
   return {
+    'writes reaching DynamoDB': sizes.writes,
+    'of which head additions': sizes.headAdditions,
+    'of which refused by their condition': sizes.refused,
     'write units per write': sizes.writes ? sizes.units / sizes.writes : 0,
     'write units per granted permit': granted ? sizes.units / granted : 0,
     'largest item (bytes)': sizes.largest,
