@@ -8,7 +8,10 @@
  *   an exact sliding-window vendor would refuse, DynamoDB writes per granted permit, and the share of the quota
  *   used (permits the vendor accepts / the most any scheduler could get through in the same 3 hours, see
  *   idealGrantTimes). Here the hour limit binds; ledger-realtime.bench.ts has the minute limit binding on the
- *   real clock.
+ *   real clock. For the ledger, the item is measured around every write (item-sizes.ts): the write units each
+ *   write is charged and the largest item.
+ * - The same, SIMULATED, with four request classes (class-rows.ts): general and class requests mixed, quota use
+ *   and vendor refusals per scope, writes and write units, without and with DynamoDB faults.
  * - REAL time: grants per second at 1, 8 and 32 callers, limits out of reach: one process batching concurrent
  *   callers, and one instance per caller serving one request at a time (what Lambda instances do).
  */
@@ -16,7 +19,6 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock, systemClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { startDynalite } from '../test/support/dynalite.js';
-import { createFaultyDynamoDbClient } from '../test/support/faulty-dynamodb.js';
 import {
   countDynamoCalls,
   fillLedgerItem,
@@ -25,6 +27,7 @@ import {
   seededRandom,
 } from '../test/support/ledger-harness.js';
 import type { BenchRow, BenchTable } from './format-table.js';
+import { CLASS_SETTINGS, CLASSES, classRun, GOAL_USED, GOAL_WRITES_PER_PERMIT } from './ledger/class-rows.js';
 import {
   type Contender,
   createFlexibleTable,
@@ -32,10 +35,19 @@ import {
   flexibleContender,
   ledgerContender,
 } from './ledger/contenders.js';
+import {
+  type Dynamo,
+  FAULTS_LABEL,
+  itemColumns,
+  LEDGER_PROCESSES,
+  ledgerRun,
+  percent,
+} from './ledger/ledger-run.js';
 import { type Scenario, simulate, slidingVendorRejections } from './ledger/simulation.js';
 import { measureThroughput } from './ledger/throughput.js';
 
-const HOURS = 3;
+/** Simulated hours of each quota run; BENCH_LEDGER_HOURS changes it (a quick look: 0.2). */
+const HOURS = Number(process.env.BENCH_LEDGER_HOURS || 3);
 const VENDOR_LIMITS = [
   { limit: 50, windowMs: 60_000 },
   { limit: 1000, windowMs: 3600_000 },
@@ -44,19 +56,22 @@ const FLEXIBLE_LIMITS = [
   { points: 50, duration: 60 },
   { points: 1000, duration: 3600 },
 ];
-const LEDGER_PROCESSES = 20;
 const CONCURRENCY = [1, 8, 32];
 const THROUGHPUT_MS = 2000;
-/** The default general limits with no class, and at the class bound (one class of 10 a minute). */
+/** The default general limits with no class, with two classes, and with the four classes of the class rows. */
 const ITEM_CASES: [string, unknown][] = [
   ['50/60 s + 1000/3600 s, no class', {}],
   [
-    '50/60 s + 1000/3600 s + class 10/60 s (the class bound)',
-    { classes: { reports: [{ limit: 10, windowSeconds: 60 }] } },
+    '50/60 s + 1000/3600 s + reports 10/60 s + rebalancing 20/3600 s',
+    {
+      classes: {
+        reports: [{ limit: 10, windowSeconds: 60 }],
+        rebalancing: [{ limit: 20, windowSeconds: 3600 }],
+      },
+    },
   ],
+  [`50/60 s + 1000/3600 s + ${CLASSES.join(', ')} each 25/60 s + 500/3600 s`, CLASS_SETTINGS],
 ];
-
-type Dynamo = Awaited<ReturnType<typeof startDynalite>>;
 
 /** Date.now() follows the simulated clock while `body` runs (rate-limiter-flexible reads no other clock). */
 async function onClock<T>(clock: ManualClock, body: () => Promise<T>): Promise<T> {
@@ -69,9 +84,6 @@ async function onClock<T>(clock: ManualClock, body: () => Promise<T>): Promise<T
   }
 }
 
-/** Faults of the faulty-DynamoDB row: a lost answer of an applied write, a throttle, a 500, per attempt. */
-const FAULTS = { lostAnswer: 0.08, throttle: 0.03, serverError: 0.03 };
-
 async function quotaRow(
   dynamo: Dynamo,
   scenario: Scenario,
@@ -83,25 +95,21 @@ async function quotaRow(
   let contender: Contender;
   let writes: () => number;
   let destroy: () => void;
+  let items: (granted: number) => Record<string, number> = () => ({});
   if (kind !== 'flexible') {
-    const client =
-      kind === 'ledger'
-        ? createDynamoDbClient({ endpoint: dynamo.endpoint })
-        : createFaultyDynamoDbClient({ endpoint: dynamo.endpoint, seed, ...FAULTS }).client;
-    writes = countDynamoCalls(client).writes;
-    destroy = () => client.destroy();
-    contender = ledgerContender({
+    const run = await ledgerRun({
+      dynamo,
+      faulty: kind === 'ledger-faulty',
+      limits: rateLimitSettingsSchema.parse({}),
+      clock,
+      seed,
       name:
         kind === 'ledger'
           ? `DynamoRateLedger, ${LEDGER_PROCESSES} processes`
-          : `DynamoRateLedger, ${LEDGER_PROCESSES} processes, DynamoDB losing ${FAULTS.lostAnswer * 100} % of write answers, ${FAULTS.throttle * 100} % throttles, ${FAULTS.serverError * 100} % 500s`,
-      client,
-      tableName: await dynamo.createTable('bench-ledger'),
-      clock,
-      limits: rateLimitSettingsSchema.parse({}),
-      processes: LEDGER_PROCESSES,
-      tokenId: 'bench-token',
+          : `DynamoRateLedger, ${LEDGER_PROCESSES} processes, ${FAULTS_LABEL}`,
     });
+    ({ contender, writes, destroy } = run);
+    items = (granted) => itemColumns(run.sizes(), granted);
   } else {
     const client = flexibleClient(dynamo.endpoint);
     const tableName = `bench-flexible-${scenario}-${seed}`;
@@ -124,18 +132,30 @@ async function quotaRow(
   const granted = result.grants.reduce((sum, g) => sum + g.count, 0);
   const refused = slidingVendorRejections(result.grants, VENDOR_LIMITS);
   const allowed = idealGrantTimes(VENDOR_LIMITS, start, start + durationMs).length;
+  const used = (granted - refused) / allowed;
+  const perPermit = granted ? writes() / granted : 0;
+  const columns = items(granted);
+  const misses = [
+    ...(used < GOAL_USED ? [`${percent(used)} used`] : []),
+    ...(perPermit > GOAL_WRITES_PER_PERMIT ? [`${perPermit.toFixed(3)} writes per permit`] : []),
+    ...(columns['writes over 1 KB'] ? [`${columns['writes over 1 KB']} writes over 1 KB`] : []),
+    ...(refused > 0 ? [`${refused} refused by the vendor`] : []),
+  ];
   return {
     demand: scenario,
     limiter: contender.name,
     'permits asked': result.asked,
     'permits granted': granted,
+    'grants (answers)': result.grants.length,
     'max in any 60 s': maxInAnySpan(result.grants, 60_000),
     'max in any 3600 s': maxInAnySpan(result.grants, 3600_000),
     'vendor would refuse': refused,
     'DynamoDB writes': writes(),
-    'writes per granted permit': granted ? writes() / granted : 0,
-    'quota used': `${(((granted - refused) / allowed) * 100).toFixed(1)} %`,
+    'writes per granted permit': perPermit,
+    'quota used': percent(used),
+    ...columns,
     errors: result.failures,
+    ...(kind === 'flexible' ? {} : { goals: misses.length === 0 ? 'met' : `NOT MET: ${misses.join(', ')}` }),
   };
 }
 
@@ -218,6 +238,14 @@ export async function run(): Promise<BenchTable[]> {
     for (const [index, scenario] of (['steady', 'bursts'] as const).entries())
       for (const kind of ['ledger', 'ledger-faulty', 'flexible'] as const)
         quota.push(await quotaRow(dynamo, scenario, kind, 100 + index));
+    const classSummaries: BenchRow[] = [];
+    const classScopes: BenchRow[] = [];
+    for (const [index, scenario] of (['steady', 'bursts', 'one-class-busy'] as const).entries())
+      for (const faulty of [false, true]) {
+        const { summary, scopes } = await classRun(dynamo, scenario, faulty, 200 + index, HOURS);
+        classSummaries.push(summary);
+        classScopes.push(...scopes);
+      }
     const items: BenchRow[] = [];
     for (const [name, input] of ITEM_CASES) {
       const limits = rateLimitSettingsSchema.parse(input);
@@ -242,7 +270,18 @@ export async function run(): Promise<BenchTable[]> {
         title: `Rate limits 50/60 s + 1000/3600 s on one token, SIMULATED time: ${HOURS} simulated hours (DynamoDB takes no simulated time; the hour limit binds), in-process (no HTTP), same dynalite (grant times; vendor = exact sliding windows)`,
         rows: quota,
         footnote:
-          "rate-limiter-flexible: two RateLimiterDynamo (fixed windows from the first consume) in a RateLimiterUnion, and on a rejection the request's points given back to both limiters with reward() (the union consumes from every limiter, the rejecting one included); its writes include those rewards. Its RateLimiterQueue is not used: it takes one limiter (it reads get() and points, which a union lacks) and queues in one process only.",
+          "DynamoDB writes: every write attempt sent (SDK retries, throttled ones included). Ledger only: writes reaching DynamoDB (charged: refused conditions, whether another process wrote first or a re-sent copy of an applied write, and writes whose answer was lost included; throttles and 500s not), with the item measured around each (item-sizes.ts) and write units by the larger of before and after. goals: >= 97 % used, <= 1 write per granted permit, 0 writes over 1 KB, 0 vendor refusals. rate-limiter-flexible: two RateLimiterDynamo (fixed windows from the first consume) in a RateLimiterUnion, and on a rejection the request's points given back to both limiters with reward() (the union consumes from every limiter, the rejecting one included); its writes include those rewards. Its RateLimiterQueue is not used: it takes one limiter (it reads get() and points, which a union lacks) and queues in one process only.",
+      },
+      {
+        title: `Four request classes (${CLASSES.join(', ')}: 25/60 s + 500/3600 s each) beside the general 50/60 s + 1000/3600 s, SIMULATED time: ${HOURS} simulated hours, ${LEDGER_PROCESSES} ledger processes, in-process (no HTTP), dynalite; one row per run`,
+        rows: classSummaries,
+        footnote: `Demand as in the table above, each consumer asking for one scope in turn (general, ${CLASSES.join(', ')}; a class permit counts against its class and the general limits); one-class-busy: 17 consumers of ${CLASSES[0]} as in steady, 3 trickling (general, ${CLASSES[1]}, ${CLASSES[2]}). Item format 2 (packed) is what the settings get by themselves; release 668d70e refuses these settings (its item would not fit one write unit), so it has no such rows. goals: >= 97 % used of each binding limit (next table), <= 1 write per granted permit, 0 writes over 1 KB, 0 vendor refusals.`,
+      },
+      {
+        title: `The same runs per scope: the permits counted against each scope's limits, SIMULATED time (${HOURS} h), in-process (no HTTP); vendor = exact sliding windows of every limit`,
+        rows: classScopes,
+        footnote:
+          "binds: the demand asks more of these limits than they allow (steady and bursts: the general limits, whose share each class gets; one-class-busy: the busy class's). quota used: the permits of the scope the vendor accepts over the most any scheduler could get through these limits alone in the run (idealGrantTimes): for a limit that does not bind it says how much of it the demand took, not how well the ledger did.",
       },
       {
         title: `Grants per second, REAL time, in-process (no HTTP), dynalite on 127.0.0.1, limits out of reach, ${THROUGHPUT_MS / 1000} s per cell; a caller asks again when answered`,

@@ -7,9 +7,11 @@ import { DynamoRateLedger } from '../../shared/ledger/index.js';
 /** One rate limiter under test, as consumers see it: ask for permits, get them (at a time) or a wait. */
 export interface Contender {
   name: string;
+  /** `cls`: a request class of the set (only the ledger has classes). */
   acquire(
     consumer: number,
     count: number,
+    cls?: string,
   ): Promise<{ granted: true; at: number } | { granted: false; retryAfterMs: number }>;
 }
 
@@ -30,9 +32,14 @@ export function ledgerContender(options: {
   );
   return {
     name: options.name,
-    async acquire(consumer, count) {
+    async acquire(consumer, count, cls) {
       const ledger = ledgers[consumer % ledgers.length] as DynamoRateLedger;
-      const decision = await ledger.acquire({ tokenId: options.tokenId, count, limits: options.limits });
+      const decision = await ledger.acquire({
+        tokenId: options.tokenId,
+        count,
+        limits: options.limits,
+        ...(cls === undefined ? {} : { class: cls }),
+      });
       return decision.granted
         ? { granted: true, at: decision.grantedAt }
         : { granted: false, retryAfterMs: decision.retryAfterMs };
@@ -91,7 +98,8 @@ export function flexibleContender(options: {
   const union = new RateLimiterUnion(...limiters);
   return {
     name: options.name,
-    async acquire(_consumer, count) {
+    async acquire(_consumer, count, cls) {
+      if (cls !== undefined) throw new Error('the rate-limiter-flexible contender has no request classes');
       try {
         await union.consume(options.key, count);
         return { granted: true, at: Date.now() };
