@@ -317,22 +317,25 @@ describe.each(ENGINES)('ledger releases side by side on %s', (engine) => {
               const count = Math.max(1, Math.round(step.share * grant.kept));
               // Like the client library: re-sent with the same receipt while the ledger gives no answer.
               let resent = false;
-              grant.kept -= count;
               grant.returned = true;
               for (let attempt = 0; attempt < 3; attempt++) {
                 try {
-                  await side.ledger.giveBack({
+                  const result: { notRecorded?: string } = await side.ledger.giveBack({
                     tokenId: TOKEN,
                     caller: grant.caller,
                     receipt: grant.receipt,
                     count,
                     limits: side.limits,
                   });
+                  // Not recorded (the current release had no place for it): nothing changed, it still counts.
+                  if (result.notRecorded === undefined) grant.kept -= count;
                   return;
                 } catch (error) {
                   if (error instanceof side.release.ReceiptRejectedError) {
                     const problem = (error as Error & { problem: string }).problem;
                     const late = world.clock.now() > grant.validUntil;
+                    // Spent on a re-send: an earlier attempt applied it.
+                    if (problem === 'SPENT' && resent) grant.kept -= count;
                     if ((problem === 'SPENT' && resent) || (problem === 'EXPIRED' && late)) return;
                     throw error;
                   }

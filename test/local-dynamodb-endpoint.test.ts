@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { paginateListTables, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LOCAL_LEDGER_TABLE, LOCAL_TOKENS_TABLE, startLocalBroker } from '../local/broker.js';
 import { loadLocalConfig } from '../local/config.js';
@@ -17,7 +17,12 @@ const run = promisify(execFile);
 describe('npm start on DynamoDB Local (BROKER_DYNAMODB_ENDPOINT)', () => {
   const endpoint = inject('dynamoDbLocalEndpoint');
   const client = createDynamoDbClient({ endpoint });
-  const tables = async () => (await client.send(new ListTablesCommand({}))).TableNames ?? [];
+  /** Every table of the run's DynamoDB Local: ListTables answers 100 at a time, and other files make many. */
+  const tables = async () => {
+    const names: string[] = [];
+    for await (const page of paginateListTables({ client }, {})) names.push(...(page.TableNames ?? []));
+    return names;
+  };
   let broker: { child: ChildProcess; banner: string };
   let before: string[];
 
