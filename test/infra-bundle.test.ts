@@ -154,6 +154,78 @@ describe('function bundles', () => {
     }
   });
 
+  it('carry only the credentials Lambda gives (the environment), and no event streams', () => {
+    for (const bundle of bundles) {
+      const map = JSON.parse(readFileSync(path.join(bundle.dir, 'index.js.map'), 'utf8'));
+      const sources: string[] = map.sources;
+      // The stand-ins are in (infra/constructs/broker-function.ts), the modules they replace are not.
+      expect(
+        sources.some((s) => s.endsWith('shared/aws/bundle/environment-credentials.ts')),
+        bundle.id,
+      ).toBe(true);
+      expect(
+        sources.some((s) => s.endsWith('shared/aws/bundle/no-event-streams.ts')),
+        bundle.id,
+      ).toBe(true);
+      for (const gone of [
+        '@aws-sdk/credential-provider-node/',
+        '@aws-sdk/credential-provider-ini/',
+        '@aws-sdk/credential-provider-sso/',
+        '@aws-sdk/nested-clients/',
+        '@smithy/credential-provider-imds/',
+        '@smithy/core/dist-es/submodules/event-streams/',
+      ]) {
+        expect(
+          sources.filter((s) => s.includes(gone)),
+          `${bundle.id}: ${gone}`,
+        ).toEqual([]);
+      }
+    }
+    // The refresher's DynamoDB client signs its first call with the environment's credentials, and without
+    // them fails naming them: a local endpoint records the request's Authorization header.
+    const refresher = bundles.find((b) => b.id.startsWith('Refresher'));
+    if (!refresher) throw new Error('no refresher bundle');
+    const probe = `
+const { createServer } = await import('node:http');
+let authorization = 'none';
+const server = createServer((request, response) => {
+  authorization = request.headers.authorization ?? 'unsigned';
+  response.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
+  response.end(JSON.stringify({ __type: 'com.amazon.coral.validate#ValidationException', message: 'recorded' }));
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+process.env.AWS_ENDPOINT_URL_DYNAMODB = 'http://127.0.0.1:' + server.address().port;
+const { handler } = await import(BUNDLE);
+const context = { awsRequestId: 'probe', functionName: 'probe', functionVersion: '1', invokedFunctionArn: 'arn:aws:lambda:eu-west-1:123456789012:function:probe', memoryLimitInMB: '256', getRemainingTimeInMillis: () => 10000 };
+let failure = 'none';
+try {
+  await handler({ action: 'refresh', credentialSetId: 'uat-advisor', reason: 'NO_USABLE_TOKEN' }, context);
+} catch (error) {
+  failure = error.message;
+}
+server.close();
+process.stdout.write('\\n' + JSON.stringify({ authorization, failure }));
+`;
+    const result = (env: Record<string, string>) => {
+      const output = runWithBundle(refresher, probe, env);
+      return JSON.parse(output.slice(output.lastIndexOf('\n') + 1)) as {
+        authorization: string;
+        failure: string;
+      };
+    };
+    const signed = result({
+      AWS_ACCESS_KEY_ID: 'AKIDLAMBDAROLE',
+      AWS_SECRET_ACCESS_KEY: 'not-a-secret',
+      AWS_SESSION_TOKEN: 'session',
+    });
+    expect(signed.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDLAMBDAROLE\/\d{8}\/eu-west-1\/dynamodb\//,
+    );
+    const unsigned = result({});
+    expect(unsigned.authorization).toBe('none');
+    expect(unsigned.failure).toMatch(/CredentialsProviderError/);
+  });
+
   it(`stay under the size budget (${BUNDLE_BUDGET_KIB} KiB each), and say what they are made of`, () => {
     for (const bundle of bundles) {
       const file = path.join(bundle.dir, 'index.js');

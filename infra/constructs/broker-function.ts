@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Duration, Names, RemovalPolicy, Stage } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -55,6 +56,15 @@ export interface BrokerFunctionProps {
   /** Reserved concurrency: both a guaranteed share of the account's concurrency and a cap. */
   reservedConcurrentExecutions?: number;
 }
+
+const bundleModule = (name: string): string =>
+  fileURLToPath(new URL(`../../shared/aws/bundle/${name}.ts`, import.meta.url));
+
+/** SDK modules replaced in the bundles, by what runs in Lambda instead (test/infra-bundle.test.ts checks). */
+export const BUNDLE_ALIASES: readonly { module: string; file: string }[] = [
+  { module: '@aws-sdk/credential-provider-node', file: bundleModule('environment-credentials') },
+  { module: '@smithy/core/event-streams', file: bundleModule('no-event-streams') },
+];
 
 /**
  * Every broker function's defaults in one place: Node 24 on arm64, one minified CommonJS bundle with source maps
@@ -116,6 +126,9 @@ export class BrokerFunction extends NodejsFunction {
         sourcesContent: false,
         bundleAwsSDK: true,
         externalModules: [],
+        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams. Each
+        // module stands in for an SDK module the SDK clients import; it says why (shared/aws/bundle/).
+        esbuildArgs: { '--alias': BUNDLE_ALIASES.map(({ module, file }) => `${module}=${file}`) },
         forceDockerBundling: false,
         commandHooks: {
           beforeBundling: () => [],
