@@ -64,6 +64,7 @@ const bundleModule = (name: string): string =>
 export const BUNDLE_ALIASES: readonly { module: string; file: string }[] = [
   { module: '@aws-sdk/credential-provider-node', file: bundleModule('environment-credentials') },
   { module: '@smithy/core/event-streams', file: bundleModule('no-event-streams') },
+  { module: 'zod', file: bundleModule('zod-on-first-use') },
 ];
 
 /**
@@ -126,7 +127,8 @@ export class BrokerFunction extends NodejsFunction {
         sourcesContent: false,
         bundleAwsSDK: true,
         externalModules: [],
-        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams. Each
+        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams, zod when a
+        // schema is first built. Each
         // module stands in for an SDK module the SDK clients import; it says why (shared/aws/bundle/).
         esbuildArgs: { '--alias': BUNDLE_ALIASES.map(({ module, file }) => `${module}=${file}`) },
         forceDockerBundling: false,
