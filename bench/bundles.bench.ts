@@ -133,10 +133,8 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
       };
     });
 
-    // What remains: each import split into parts, the yardstick's beside.
-    const remains: Row[] = [];
-    const yardstickParts = measureInitBreakdown(yardstickFile, plainEnv, [], RUNS);
-    const partsOf = (parts: typeof yardstickParts) => {
+    // What remains: each import split into parts, the yardstick's beside; round after round, interleaved too.
+    const partsOf = (parts: ReturnType<typeof measureInitBreakdown>) => {
       const sourceMapsMs = parts.importMs - parts.importWithoutSourceMapsMs;
       return {
         compile: parts.compileMs,
@@ -146,7 +144,23 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
         import: parts.importMs,
       } as Record<string, number>;
     };
-    const yardstickByPart = partsOf(yardstickParts);
+    const samples = new Map<string, Map<string, number[]>>();
+    const builtinsOf = new Map<string, string[]>();
+    for (let round = 0; round < RUNS; round++) {
+      for (const subject of [yardstick, ...functions]) {
+        const parts = measureInitBreakdown(subject.file, subject.env, subject.nodeOptions, 1);
+        builtinsOf.set(subject.name, parts.builtins);
+        const bySubject = samples.get(subject.name) ?? new Map<string, number[]>();
+        samples.set(subject.name, bySubject);
+        for (const [part, partMs] of Object.entries(partsOf(parts))) {
+          bySubject.set(part, [...(bySubject.get(part) ?? []), partMs]);
+        }
+      }
+    }
+    const partMedian = (name: string, part: string): number | undefined => {
+      const values = samples.get(name)?.get(part);
+      return values ? median([...values].sort((a, b) => a - b)) : undefined;
+    };
     const WHAT: Record<string, string> = {
       compile:
         'V8 parses the whole bundle and compiles its top level (functions pre-parsed), before anything runs',
@@ -156,10 +170,11 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
       'source maps': '--enable-source-maps: import with it less import without',
       import: 'the whole import (each part a median of its own runs; evaluation is what the others leave)',
     };
+    const remains: Row[] = [];
     for (const subject of functions) {
-      const parts = measureInitBreakdown(subject.file, subject.env, subject.nodeOptions, RUNS);
-      for (const [part, partMs] of Object.entries(partsOf(parts))) {
-        const base = yardstickByPart[part];
+      for (const part of samples.get(subject.name)?.keys() ?? []) {
+        const partMs = partMedian(subject.name, part) ?? Number.NaN;
+        const base = partMedian(yardstick.name, part);
         remains.push({
           function: subject.name,
           part,
@@ -168,7 +183,7 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
           'x yardstick part': base ? ratio(partMs, base) : '-',
           what:
             part === 'built-ins'
-              ? `${WHAT[part]}: ${parts.builtins.join(' ') || 'none'}`
+              ? `${WHAT[part]}: ${builtinsOf.get(subject.name)?.join(' ') || 'none'}`
               : (WHAT[part] ?? ''),
         });
       }
