@@ -23,6 +23,7 @@ import {
   measureInterleaved,
   median,
 } from '../infra/tools/bundle-init.js';
+import { ZOD_FUNCTIONS_FILE } from '../shared/aws/bundle/zod-functions-file.js';
 
 /** Rounds: each a fresh process per subject. 21 at least, for medians that hold on a loaded machine. */
 const RUNS = 21;
@@ -124,6 +125,10 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
       return {
         module: subject.name,
         KiB: kib(readFileSync(subject.file).length),
+        // What a first request loads beside the bundle (shared/aws/bundle/zod-on-first-use.ts): not imported.
+        'KiB on first use': functions.includes(subject)
+          ? kib(readFileSync(path.join(path.dirname(subject.file), ZOD_FUNCTIONS_FILE)).length)
+          : '-',
         runs: RUNS,
         'wall ms p50': ms(wall),
         'cpu ms p50': ms(cpu),

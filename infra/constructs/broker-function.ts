@@ -8,6 +8,8 @@ import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { buildSync } from 'esbuild';
+import { ZOD_FUNCTIONS_FILE } from '../../shared/aws/bundle/zod-functions-file.js';
 import {
   BROKER_CONFIG_FILE,
   type BrokerConfigDocument,
@@ -91,6 +93,21 @@ export class BrokerFunction extends NodejsFunction {
     const configFile = path.join(configDir, `${Names.uniqueId(scope)}-${id}.json`);
     const configText = brokerConfigText(props.config);
     writeFileSync(configFile, configText);
+    // The zod functions, loaded on first use from beside the bundle (shared/aws/bundle/zod-on-first-use.ts).
+    const zodFile = path.join(configDir, `${Names.uniqueId(scope)}-${id}-${ZOD_FUNCTIONS_FILE}`);
+    buildSync({
+      entryPoints: [bundleModule('zod-functions')],
+      outfile: zodFile,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node24',
+      mainFields: ['module', 'main'],
+      minify: true,
+      // zod's own frames need no mapping: the frames of ours that call it are mapped through the bundle's map.
+      sourcemap: false,
+      logLevel: 'error',
+    });
     super(scope, id, {
       entry: props.entry,
       handler: 'handler',
@@ -137,6 +154,7 @@ export class BrokerFunction extends NodejsFunction {
           beforeInstall: () => [],
           afterBundling: (_inputDir: string, outputDir: string) => [
             `cp ${JSON.stringify(configFile)} ${JSON.stringify(path.join(outputDir, BROKER_CONFIG_FILE))}`,
+            `cp ${JSON.stringify(zodFile)} ${JSON.stringify(path.join(outputDir, ZOD_FUNCTIONS_FILE))}`,
           ],
         },
       },

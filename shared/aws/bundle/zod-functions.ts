@@ -1,7 +1,7 @@
 /**
  * The zod functions the functions call at run time, and nothing else of zod: what zod-on-first-use.ts loads on
- * first use. A module of its own so that esbuild still tree-shakes zod (a required module keeps all its exports:
- * here, only these). A path, not the package name: the bundles' alias maps `zod` to zod-on-first-use.ts.
+ * first use, bundled on its own beside each function's bundle (infra/constructs/broker-function.ts). A path, not
+ * the package name: the bundles' alias maps `zod` to zod-on-first-use.ts.
  */
 export {
   array,

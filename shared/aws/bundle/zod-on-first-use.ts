@@ -7,14 +7,18 @@
  * first request that validates something, or at cold start by a configuration no one vouches for.
  *
  * The same functions, forwarded: every `z.<name>` the functions call at run time (zod-functions.ts; a missing one
- * fails the bundle tests that run the functions). esbuild turns the `require` of an ES module into a lazy init of it.
+ * fails the bundle tests that run the functions).
  */
+import path from 'node:path';
 import type * as Zod from 'zod';
+import { ZOD_FUNCTIONS_FILE } from './zod-functions-file.js';
 
 type ZodModule = typeof Zod;
 let loaded: ZodModule | undefined;
 const zod = (): ZodModule => {
-  loaded ??= require('./zod-functions.js') as ZodModule;
+  // Beside the bundle in the code asset, its own file (infra/constructs/broker-function.ts): a cold start's V8
+  // parse of the bundle never reads zod, about a tenth of the import. A computed path: esbuild leaves it alone.
+  loaded ??= require(path.join(__dirname, ZOD_FUNCTIONS_FILE)) as ZodModule;
   return loaded;
 };
 
