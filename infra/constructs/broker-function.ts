@@ -62,7 +62,7 @@ export interface BrokerFunctionProps {
 const bundleModule = (name: string): string =>
   fileURLToPath(new URL(`../../shared/aws/bundle/${name}.ts`, import.meta.url));
 
-/** SDK modules replaced in the bundles, by what runs in Lambda instead (test/infra-bundle.test.ts checks). */
+/** Modules replaced in the bundles, by what runs in Lambda instead (test/infra-bundle.test.ts checks). */
 export const BUNDLE_ALIASES: readonly { module: string; file: string }[] = [
   { module: '@aws-sdk/credential-provider-node', file: bundleModule('environment-credentials') },
   { module: '@smithy/core/event-streams', file: bundleModule('no-event-streams') },
@@ -144,9 +144,8 @@ export class BrokerFunction extends NodejsFunction {
         sourcesContent: false,
         bundleAwsSDK: true,
         externalModules: [],
-        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams, zod when a
-        // schema is first built. Each
-        // module stands in for an SDK module the SDK clients import; it says why (shared/aws/bundle/).
+        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams, and zod
+        // from beside the bundle when a schema is first built. Each stand-in says why (shared/aws/bundle/).
         esbuildArgs: { '--alias': BUNDLE_ALIASES.map(({ module, file }) => `${module}=${file}`) },
         forceDockerBundling: false,
         commandHooks: {
