@@ -1,6 +1,7 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
+import { DEFAULT_REPORT_LIMITS, reportLimitSettingsSchema } from '../shared/vend/report-limits.js';
 import type { VendEvent } from '../shared/vend/vend-handler.js';
 import {
   advisorLogins,
@@ -50,6 +51,12 @@ async function tokenItems(): Promise<string> {
   const items = (scan.Items ?? []).filter((item) => item.pk?.S?.startsWith('token#'));
   return JSON.stringify(items.sort((a, b) => String(a.pk?.S).localeCompare(String(b.pk?.S))));
 }
+
+describe('report limits with REPORT_LIMITS unset', () => {
+  it("are the schema's defaults, written out so that the cold start needs no parse", () => {
+    expect(DEFAULT_REPORT_LIMITS).toEqual(reportLimitSettingsSchema.parse({}));
+  });
+});
 
 describe('rate-limit reports: Retry-After and reset are capped per set', () => {
   it("retryAfterSeconds: 86400 from one caller pauses everyone a minute plus the margin; a second caller's, the longest window plus the margin, not a day", async () => {

@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Duration, Names, RemovalPolicy, Stage } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -7,6 +8,8 @@ import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { buildSync } from 'esbuild';
+import { ZOD_FUNCTIONS_FILE } from '../../shared/aws/bundle/zod-functions-file.js';
 import {
   BROKER_CONFIG_FILE,
   type BrokerConfigDocument,
@@ -56,6 +59,16 @@ export interface BrokerFunctionProps {
   reservedConcurrentExecutions?: number;
 }
 
+const bundleModule = (name: string): string =>
+  fileURLToPath(new URL(`../../shared/aws/bundle/${name}.ts`, import.meta.url));
+
+/** Modules replaced in the bundles, by what runs in Lambda instead (test/infra-bundle.test.ts checks). */
+export const BUNDLE_ALIASES: readonly { module: string; file: string }[] = [
+  { module: '@aws-sdk/credential-provider-node', file: bundleModule('environment-credentials') },
+  { module: '@smithy/core/event-streams', file: bundleModule('no-event-streams') },
+  { module: 'zod', file: bundleModule('zod-on-first-use') },
+];
+
 /**
  * Every broker function's defaults in one place: Node 24 on arm64, one minified CommonJS bundle with source maps
  * (the AWS SDK included, so the tested versions are the deployed ones), an explicit log group with retention,
@@ -80,6 +93,21 @@ export class BrokerFunction extends NodejsFunction {
     const configFile = path.join(configDir, `${Names.uniqueId(scope)}-${id}.json`);
     const configText = brokerConfigText(props.config);
     writeFileSync(configFile, configText);
+    // The zod functions, loaded on first use from beside the bundle (shared/aws/bundle/zod-on-first-use.ts).
+    const zodFile = path.join(configDir, `${Names.uniqueId(scope)}-${id}-${ZOD_FUNCTIONS_FILE}`);
+    buildSync({
+      entryPoints: [bundleModule('zod-functions')],
+      outfile: zodFile,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node24',
+      mainFields: ['module', 'main'],
+      minify: true,
+      // zod's own frames need no mapping: the frames of ours that call it are mapped through the bundle's map.
+      sourcemap: false,
+      logLevel: 'error',
+    });
     super(scope, id, {
       entry: props.entry,
       handler: 'handler',
@@ -116,12 +144,16 @@ export class BrokerFunction extends NodejsFunction {
         sourcesContent: false,
         bundleAwsSDK: true,
         externalModules: [],
+        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams, and zod
+        // from beside the bundle when a schema is first built. Each stand-in says why (shared/aws/bundle/).
+        esbuildArgs: { '--alias': BUNDLE_ALIASES.map(({ module, file }) => `${module}=${file}`) },
         forceDockerBundling: false,
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],
           afterBundling: (_inputDir: string, outputDir: string) => [
             `cp ${JSON.stringify(configFile)} ${JSON.stringify(path.join(outputDir, BROKER_CONFIG_FILE))}`,
+            `cp ${JSON.stringify(zodFile)} ${JSON.stringify(path.join(outputDir, ZOD_FUNCTIONS_FILE))}`,
           ],
         },
       },

@@ -76,6 +76,62 @@ export function measureInit(
   }
 }
 
+/** Like PROBE, and the CPU time the import took beside its real time (user + system, all of the process's threads). */
+const CPU_PROBE = `
+const started = performance.now();
+const cpu = process.cpuUsage();
+const module = await import(process.env.PROBE_MODULE);
+const used = process.cpuUsage(cpu);
+const elapsed = performance.now() - started;
+if (process.env.PROBE_HANDLER && typeof module.handler !== 'function') throw new Error('no handler export');
+process.stdout.write(elapsed + ' ' + (used.user + used.system) / 1000);
+`;
+
+/** One module to import: its file and the environment and Node options it is imported with. */
+export interface ImportSubject {
+  name: string;
+  file: string;
+  env: Record<string, string>;
+  nodeOptions: string[];
+}
+
+/** Each subject's imports, real and CPU time in ms, sorted ascending. */
+export interface ImportTimes {
+  wallMs: number[];
+  cpuMs: number[];
+}
+
+/**
+ * `runs` rounds; in each, every subject imported once in a fresh Node process, one after the other. The
+ * subjects of a round share the machine's load of that moment, so ratios of their medians stay fair on a
+ * loaded machine.
+ */
+export function measureInterleaved(
+  subjects: readonly ImportSubject[],
+  runs: number,
+): Map<string, ImportTimes> {
+  const times = new Map(subjects.map((subject) => [subject.name, { wallMs: [], cpuMs: [] } as ImportTimes]));
+  for (let round = 0; round < runs; round++) {
+    for (const subject of subjects) {
+      const [wall, cpu] = node([...subject.nodeOptions, '--input-type=module', '-e', CPU_PROBE], {
+        ...subject.env,
+        PROBE_MODULE: pathToFileURL(subject.file).href,
+        PROBE_HANDLER: '1',
+      })
+        .split(' ')
+        .map(Number);
+      const entry = times.get(subject.name);
+      entry?.wallMs.push(wall ?? Number.NaN);
+      entry?.cpuMs.push(cpu ?? Number.NaN);
+    }
+  }
+  for (const entry of times.values()) {
+    entry.wallMs.sort((a, b) => a - b);
+    entry.cpuMs.sort((a, b) => a - b);
+  }
+  return times;
+}
+
 export const median = (sorted: readonly number[]): number =>
   sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 

@@ -3,6 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { ZOD_FUNCTIONS_FILE } from '../../shared/aws/bundle/zod-functions-file.js';
 import { BUNDLE_BUDGET_KIB, formatInputs, largestInputs } from './bundle-contents.js';
 import { measureInit, median } from './bundle-init.js';
 
@@ -46,6 +47,7 @@ for (const [id, resource] of Object.entries(template.Resources)) {
   const bundle = path.resolve(outdir, asset, 'index.js');
   const code = readFileSync(bundle);
   const mapBytes = statSync(`${bundle}.map`).size;
+  const zodBytes = statSync(path.join(path.dirname(bundle), ZOD_FUNCTIONS_FILE)).size;
   const environment: Record<string, string> = {};
   for (const [name, value] of Object.entries(resource.Properties.Environment?.Variables ?? {})) {
     environment[name] = typeof value === 'string' ? value : `placeholder-${name.toLowerCase()}`;
@@ -108,7 +110,9 @@ for (const [id, resource] of Object.entries(template.Resources)) {
       ),
       emptyModuleImportMsMedian: Number(median(init.emptyMs).toFixed(1)),
       initRatioToEmptyModule: Number((median(init.bundleMs) / median(init.emptyMs)).toFixed(1)),
-      budget: `${BUNDLE_BUDGET_KIB} KiB: ${code.length <= BUNDLE_BUDGET_KIB * 1024 ? 'within' : 'OVER'}`,
+      // zod, loaded on first use from beside the bundle (shared/aws/bundle/zod-on-first-use.ts), counts too.
+      zodOnFirstUse: kib(zodBytes),
+      budget: `${BUNDLE_BUDGET_KIB} KiB: ${code.length + zodBytes <= BUNDLE_BUDGET_KIB * 1024 ? 'within' : 'OVER'}`,
     }),
   );
   const map = JSON.parse(readFileSync(`${bundle}.map`, 'utf8')) as { sources: string[]; mappings: string };

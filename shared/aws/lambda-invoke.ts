@@ -1,5 +1,5 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 
 /** What an invoke answers: the function's payload, and its error kind when it threw (`Unhandled`). */
@@ -58,6 +58,7 @@ export class SignedLambdaInvoker implements LambdaInvoker {
       service: 'lambda',
       region: options.region,
       credentials: options.credentials ?? defaultProvider(),
+      // Node's own SHA-256, the one the SDK clients in the bundle sign with (not a second, JavaScript one).
       sha256: Sha256,
     });
     this.#maxAttempts = options.maxAttempts ?? 2;

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
+import { lazySchema } from '../lazy-schema.js';
 import { parseConfig } from './credential-sets.js';
 
 /**
@@ -7,25 +8,29 @@ import { parseConfig } from './credential-sets.js';
  * as an assumed-role session (`arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION`) matches the rule written for
  * `arn:aws:iam::ACCOUNT:role/ROLE`.
  */
-export const principalArnSchema = z
-  .string()
-  .regex(
-    /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/[\w+=,.@/-]+$/,
-    'an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/portfolio-service',
-  );
+export const principalArnSchema = lazySchema(() =>
+  z
+    .string()
+    .regex(
+      /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/[\w+=,.@/-]+$/,
+      'an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/portfolio-service',
+    ),
+);
 
 /** The name of a consumer or operator rule, for logs. */
-export const ruleNameSchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/);
+export const ruleNameSchema = lazySchema(() => z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/));
 
-export const consumerSchema = z.object({
-  /** A human name for logs, e.g. `portfolio-service`. */
-  name: ruleNameSchema,
-  principalArn: principalArnSchema,
-  credentialSets: z.array(z.string().min(1)).min(1),
-});
+export const consumerSchema = lazySchema(() =>
+  z.object({
+    /** A human name for logs, e.g. `portfolio-service`. */
+    name: ruleNameSchema,
+    principalArn: principalArnSchema,
+    credentialSets: z.array(z.string().min(1)).min(1),
+  }),
+);
 export type ConsumerConfig = z.infer<typeof consumerSchema>;
 
-export const consumersSchema = z.array(consumerSchema);
+export const consumersSchema = lazySchema(() => z.array(consumerSchema));
 
 /** Parses the consumers once, at cold start; every set a consumer names must exist. */
 export function parseConsumers(

@@ -1,15 +1,18 @@
 import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
+import { lazySchema } from '../lazy-schema.js';
 import { planFor } from '../ledger/limit-plan.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor-client/types.js';
 import { isLoopbackHostname } from '../vendor-client/vendor-url.js';
 import { userBudgetIssues } from './user-budgets.js';
 
 /** One limit of the vendor's quota: at most `limit` requests in any span of `windowSeconds`. */
-export const rateLimitSchema = z.object({
-  limit: z.number().int().positive(),
-  windowSeconds: z.number().positive(),
-});
+export const rateLimitSchema = lazySchema(() =>
+  z.object({
+    limit: z.number().int().positive(),
+    windowSeconds: z.number().positive(),
+  }),
+);
 export type RateLimit = z.infer<typeof rateLimitSchema>;
 
 /** The vendor's documented quota per access token (vendor-api.md §8). */
@@ -19,196 +22,207 @@ export const VENDOR_DEFAULT_LIMITS: RateLimit[] = [
 ];
 
 /** HTTPS only; plain HTTP only for loopback (the sandbox), by the vendor client's own loopback rule. */
-export const vendorBaseUrlSchema = z
-  .string()
-  .url()
-  .refine(
-    (value) => {
-      if (!URL.canParse(value)) return false;
-      const url = new URL(value);
-      return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHostname(url.hostname));
-    },
-    { message: 'must be https:// (plain http:// is accepted only for loopback addresses)' },
-  );
+export const vendorBaseUrlSchema = lazySchema(() =>
+  z
+    .string()
+    .url()
+    .refine(
+      (value) => {
+        if (!URL.canParse(value)) return false;
+        const url = new URL(value);
+        return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHostname(url.hostname));
+      },
+      { message: 'must be https:// (plain http:// is accepted only for loopback addresses)' },
+    ),
+);
 
-export const refreshSettingsSchema = z
-  .object({
-    /**
-     * Re-login when the token has less than this left (before jitter). An hour leaves room for a dozen
-     * 5-minute scheduled runs, their retries, and a vendor outage of 40 minutes before the hard floor.
-     */
-    softThresholdSeconds: z.number().positive().default(3600),
-    /** Up to this much more, chosen per set from its id, so sets that logged in together part ways. */
-    softThresholdJitterSeconds: z.number().nonnegative().default(900),
-    /** No token is handed out or kept as usable past `exp` minus this (the vendor's 5-minute rule). */
-    hardFloorSeconds: z.number().positive().default(300),
-    /**
-     * Each soft and hard threshold is also at most this fraction of the token's own lifetime (from its `iat`,
-     * else from the login), so a short-lived token is used for most of its life and re-logged in once: with
-     * the defaults a 4-hour token is replaced with 19-20 % of its life left (the configured hour for 8 hours).
-     */
-    softThresholdLifetimeFraction: z.number().gt(0).lt(1).default(0.2),
-    /** Up to this fraction of the lifetime less, chosen per set from its id (the lifetime-bound jitter). */
-    softThresholdLifetimeJitterFraction: z.number().min(0).lt(1).default(0.01),
-    /**
-     * The hard floor is at most this fraction of the lifetime: the vendor's 5 minutes are 1-2 % of a 4-8 hour
-     * token, but half of a 10-minute one (30 s of it with the default).
-     */
-    hardFloorLifetimeFraction: z.number().gt(0).lt(1).default(0.05),
-    /**
-     * The largest vendor clock offset (from its `Date` header) the broker accepts. Every validity decision is
-     * made on the vendor's clock as measured at login; a login measuring more than this is refused (the
-     * clock, or the header, is wrong) and the current token, if any, stays in use.
-     */
-    maxClockSkewSeconds: z.number().nonnegative().default(900),
-    /**
-     * After INVALID_CREDENTIALS, no new attempt with the same secret version for this long; each further
-     * rejection of that version multiplies it by `credentialsCooldownGrowth`, up to the max (15 min, 1 h, 4 h,
-     * 16 h, then daily). A new secret version is tried at once and starts again from the first step.
-     */
-    credentialsCooldownSeconds: z.number().positive().default(900),
-    credentialsCooldownGrowth: z.number().min(1).default(4),
-    credentialsCooldownMaxSeconds: z.number().positive().default(86_400),
-    /** A token whose `exp` is further away than this is refused as absurd. */
-    maxTokenLifetimeSeconds: z
-      .number()
-      .positive()
-      .default(24 * 3600),
-    /** Across all processes, at most one login attempt per set in this span (the storm guard). */
-    minAttemptIntervalSeconds: z.number().positive().default(60),
-    /**
-     * After a vendor failure (5xx, 429, timeout), wait base·2^(n-1) seconds, at most the cap. The cap stays
-     * below the 5-minute schedule period, so the first scheduled run after an outage logs in.
-     */
-    retryBackoffBaseSeconds: z.number().positive().default(60),
-    retryBackoffMaxSeconds: z.number().positive().default(240),
-    /** How long a refresh lease holds when its holder dies: about twice the vendor client's retry budget. */
-    leaseSeconds: z.number().positive().default(60),
-  })
-  .refine((s) => s.softThresholdSeconds > s.hardFloorSeconds, {
-    message: 'softThresholdSeconds must be greater than hardFloorSeconds',
-    path: ['softThresholdSeconds'],
-  })
-  .refine(
-    (s) =>
-      s.softThresholdLifetimeFraction - s.softThresholdLifetimeJitterFraction > s.hardFloorLifetimeFraction,
-    {
-      message: 'softThresholdLifetimeFraction less its jitter must be greater than hardFloorLifetimeFraction',
-      path: ['softThresholdLifetimeFraction'],
-    },
-  )
-  .refine((s) => s.credentialsCooldownMaxSeconds >= s.credentialsCooldownSeconds, {
-    message: 'credentialsCooldownMaxSeconds must be at least credentialsCooldownSeconds',
-    path: ['credentialsCooldownMaxSeconds'],
-  })
-  .refine((s) => s.retryBackoffMaxSeconds >= s.retryBackoffBaseSeconds, {
-    message: 'retryBackoffMaxSeconds must be at least retryBackoffBaseSeconds',
-    path: ['retryBackoffMaxSeconds'],
-  });
+export const refreshSettingsSchema = lazySchema(() =>
+  z
+    .object({
+      /**
+       * Re-login when the token has less than this left (before jitter). An hour leaves room for a dozen
+       * 5-minute scheduled runs, their retries, and a vendor outage of 40 minutes before the hard floor.
+       */
+      softThresholdSeconds: z.number().positive().default(3600),
+      /** Up to this much more, chosen per set from its id, so sets that logged in together part ways. */
+      softThresholdJitterSeconds: z.number().nonnegative().default(900),
+      /** No token is handed out or kept as usable past `exp` minus this (the vendor's 5-minute rule). */
+      hardFloorSeconds: z.number().positive().default(300),
+      /**
+       * Each soft and hard threshold is also at most this fraction of the token's own lifetime (from its `iat`,
+       * else from the login), so a short-lived token is used for most of its life and re-logged in once: with
+       * the defaults a 4-hour token is replaced with 19-20 % of its life left (the configured hour for 8 hours).
+       */
+      softThresholdLifetimeFraction: z.number().gt(0).lt(1).default(0.2),
+      /** Up to this fraction of the lifetime less, chosen per set from its id (the lifetime-bound jitter). */
+      softThresholdLifetimeJitterFraction: z.number().min(0).lt(1).default(0.01),
+      /**
+       * The hard floor is at most this fraction of the lifetime: the vendor's 5 minutes are 1-2 % of a 4-8 hour
+       * token, but half of a 10-minute one (30 s of it with the default).
+       */
+      hardFloorLifetimeFraction: z.number().gt(0).lt(1).default(0.05),
+      /**
+       * The largest vendor clock offset (from its `Date` header) the broker accepts. Every validity decision is
+       * made on the vendor's clock as measured at login; a login measuring more than this is refused (the
+       * clock, or the header, is wrong) and the current token, if any, stays in use.
+       */
+      maxClockSkewSeconds: z.number().nonnegative().default(900),
+      /**
+       * After INVALID_CREDENTIALS, no new attempt with the same secret version for this long; each further
+       * rejection of that version multiplies it by `credentialsCooldownGrowth`, up to the max (15 min, 1 h, 4 h,
+       * 16 h, then daily). A new secret version is tried at once and starts again from the first step.
+       */
+      credentialsCooldownSeconds: z.number().positive().default(900),
+      credentialsCooldownGrowth: z.number().min(1).default(4),
+      credentialsCooldownMaxSeconds: z.number().positive().default(86_400),
+      /** A token whose `exp` is further away than this is refused as absurd. */
+      maxTokenLifetimeSeconds: z
+        .number()
+        .positive()
+        .default(24 * 3600),
+      /** Across all processes, at most one login attempt per set in this span (the storm guard). */
+      minAttemptIntervalSeconds: z.number().positive().default(60),
+      /**
+       * After a vendor failure (5xx, 429, timeout), wait base·2^(n-1) seconds, at most the cap. The cap stays
+       * below the 5-minute schedule period, so the first scheduled run after an outage logs in.
+       */
+      retryBackoffBaseSeconds: z.number().positive().default(60),
+      retryBackoffMaxSeconds: z.number().positive().default(240),
+      /** How long a refresh lease holds when its holder dies: about twice the vendor client's retry budget. */
+      leaseSeconds: z.number().positive().default(60),
+    })
+    .refine((s) => s.softThresholdSeconds > s.hardFloorSeconds, {
+      message: 'softThresholdSeconds must be greater than hardFloorSeconds',
+      path: ['softThresholdSeconds'],
+    })
+    .refine(
+      (s) =>
+        s.softThresholdLifetimeFraction - s.softThresholdLifetimeJitterFraction > s.hardFloorLifetimeFraction,
+      {
+        message:
+          'softThresholdLifetimeFraction less its jitter must be greater than hardFloorLifetimeFraction',
+        path: ['softThresholdLifetimeFraction'],
+      },
+    )
+    .refine((s) => s.credentialsCooldownMaxSeconds >= s.credentialsCooldownSeconds, {
+      message: 'credentialsCooldownMaxSeconds must be at least credentialsCooldownSeconds',
+      path: ['credentialsCooldownMaxSeconds'],
+    })
+    .refine((s) => s.retryBackoffMaxSeconds >= s.retryBackoffBaseSeconds, {
+      message: 'retryBackoffMaxSeconds must be at least retryBackoffBaseSeconds',
+      path: ['retryBackoffMaxSeconds'],
+    }),
+);
 export type RefreshSettings = z.infer<typeof refreshSettingsSchema>;
 
-export const rateLimitSettingsSchema = z
-  .object({
-    general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
-    /**
-     * Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). Bounded so that the
-     * token's ledger item stays within one DynamoDB write unit (see planFor): at the default general limits, item
-     * format 1 fits one class of about 10 a minute, item format 2 four classes of 25 a minute and 500 an hour.
-     */
-    classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
-    /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
-    marginSeconds: z.number().nonnegative().default(3),
-    /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
-    permitValiditySeconds: z.number().positive().default(2),
-    /**
-     * How the set's ledger item is written: 1, text rings that the previous release reads too; 2, packed, which
-     * fits four classes in one write unit and which releases before this one cannot read (they fail closed on
-     * it). Unset: 1 where the item fits one write unit in it (no classes), else 2 (docs/deploying.md, "Rolling
-     * forward and back").
-     */
-    itemFormat: z.union([z.literal(1), z.literal(2)]).optional(),
-    /**
-     * Shares of the general limits held for named consumers (their `name` in `consumers`), per general window
-     * (its `windowSeconds`, as a JSON key): `[{ "consumer": "order-service", "perWindow": { "60": 20 } }]`. A
-     * reserved consumer always obtains up to its reservation in every window it holds one for; everyone shares
-     * the rest (it too, beyond its reservation). Unused reservations are not lent (README, "Reservations":
-     * why, and what it costs). At most 10 consumers; per window they leave at least 10 % of the limit shared.
-     */
-    reservations: z
-      .array(
-        z.object({
-          consumer: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'the name of a consumer of this set'),
-          perWindow: z.record(
-            z.string().regex(/^[0-9]+(\.[0-9]+)?$/, 'the windowSeconds of a general limit'),
-            z.number().int().positive(),
-          ),
-        }),
-      )
-      .optional(),
-  })
-  // The ledger's own checks (slack below the margin, classes, item size), with its message, at parse time.
-  .superRefine((settings, ctx) => {
-    try {
-      planFor(settings);
-    } catch (error) {
-      const message = (error as Error).message;
-      // A reservation's own mistake is reported on the field, e.g. `rateLimits.reservations`.
-      ctx.addIssue({
-        code: 'custom',
-        message,
-        ...(message.includes('reservations') ? { path: ['reservations'] } : {}),
-      });
-    }
-  });
+export const rateLimitSettingsSchema = lazySchema(() =>
+  z
+    .object({
+      general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
+      /**
+       * Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). Bounded so that the
+       * token's ledger item stays within one DynamoDB write unit (see planFor): at the default general limits, item
+       * format 1 fits one class of about 10 a minute, item format 2 four classes of 25 a minute and 500 an hour.
+       */
+      classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
+      /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
+      marginSeconds: z.number().nonnegative().default(3),
+      /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
+      permitValiditySeconds: z.number().positive().default(2),
+      /**
+       * How the set's ledger item is written: 1, text rings that the previous release reads too; 2, packed, which
+       * fits four classes in one write unit and which releases before this one cannot read (they fail closed on
+       * it). Unset: 1 where the item fits one write unit in it (no classes), else 2 (docs/deploying.md, "Rolling
+       * forward and back").
+       */
+      itemFormat: z.union([z.literal(1), z.literal(2)]).optional(),
+      /**
+       * Shares of the general limits held for named consumers (their `name` in `consumers`), per general window
+       * (its `windowSeconds`, as a JSON key): `[{ "consumer": "order-service", "perWindow": { "60": 20 } }]`. A
+       * reserved consumer always obtains up to its reservation in every window it holds one for; everyone shares
+       * the rest (it too, beyond its reservation). Unused reservations are not lent (README, "Reservations":
+       * why, and what it costs). At most 10 consumers; per window they leave at least 10 % of the limit shared.
+       */
+      reservations: z
+        .array(
+          z.object({
+            consumer: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'the name of a consumer of this set'),
+            perWindow: z.record(
+              z.string().regex(/^[0-9]+(\.[0-9]+)?$/, 'the windowSeconds of a general limit'),
+              z.number().int().positive(),
+            ),
+          }),
+        )
+        .optional(),
+    })
+    // The ledger's own checks (slack below the margin, classes, item size), with its message, at parse time.
+    .superRefine((settings, ctx) => {
+      try {
+        planFor(settings);
+      } catch (error) {
+        const message = (error as Error).message;
+        // A reservation's own mistake is reported on the field, e.g. `rateLimits.reservations`.
+        ctx.addIssue({
+          code: 'custom',
+          message,
+          ...(message.includes('reservations') ? { path: ['reservations'] } : {}),
+        });
+      }
+    }),
+);
 export type RateLimitSettings = z.infer<typeof rateLimitSettingsSchema>;
 
 // The defaults are parsed once, without zod's eval-compiled object fast path (see parseConfig).
-export const credentialSetSchema = z.object({
-  /** For example `prod-advisor`. */
-  id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
-  environment: z.enum(VENDOR_ENVIRONMENTS),
-  /** The company role the credentials belong to, for example `advisor` or `execution-platform`. */
-  companyRole: z.string().regex(/^[a-z][a-z0-9-]*$/),
-  vendorBaseUrl: vendorBaseUrlSchema,
-  /** Secrets Manager secret id (name or ARN) holding {"username": ..., "password": ...}. */
-  secretId: z.string().min(1),
-  refresh: refreshSettingsSchema.default(refreshSettingsSchema.parse({}, { jitless: true })),
-  /**
-   * What the vendor counts its quota per: `token` (each access token has its own budget, as §8 says) or
-   * `user` (all tokens of the login share one). With `user`, the current and the previous token draw on one
-   * ledger budget, which keeps the bound whichever way the vendor counts (docs/runbook.md says how to tell).
-   */
-  quotaScope: z.enum(['token', 'user']).default('token'),
-  /**
-   * The values of the token's `env` claim that name this set's environment, compared case-insensitively
-   * (default: the environment's own name, `uat` or `prod`). A token whose claim is none of them is discarded.
-   */
-  expectedEnvClaims: z.array(z.string().trim().min(1).max(64)).min(1).max(8).optional(),
-  rateLimits: rateLimitSettingsSchema.default(rateLimitSettingsSchema.parse({}, { jitless: true })),
-});
+export const credentialSetSchema = lazySchema(() =>
+  z.object({
+    /** For example `prod-advisor`. */
+    id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
+    environment: z.enum(VENDOR_ENVIRONMENTS),
+    /** The company role the credentials belong to, for example `advisor` or `execution-platform`. */
+    companyRole: z.string().regex(/^[a-z][a-z0-9-]*$/),
+    vendorBaseUrl: vendorBaseUrlSchema,
+    /** Secrets Manager secret id (name or ARN) holding {"username": ..., "password": ...}. */
+    secretId: z.string().min(1),
+    refresh: refreshSettingsSchema.default(refreshSettingsSchema.parse({}, { jitless: true })),
+    /**
+     * What the vendor counts its quota per: `token` (each access token has its own budget, as §8 says) or
+     * `user` (all tokens of the login share one). With `user`, the current and the previous token draw on one
+     * ledger budget, which keeps the bound whichever way the vendor counts (docs/runbook.md says how to tell).
+     */
+    quotaScope: z.enum(['token', 'user']).default('token'),
+    /**
+     * The values of the token's `env` claim that name this set's environment, compared case-insensitively
+     * (default: the environment's own name, `uat` or `prod`). A token whose claim is none of them is discarded.
+     */
+    expectedEnvClaims: z.array(z.string().trim().min(1).max(64)).min(1).max(8).optional(),
+    rateLimits: rateLimitSettingsSchema.default(rateLimitSettingsSchema.parse({}, { jitless: true })),
+  }),
+);
 export type CredentialSetConfig = z.infer<typeof credentialSetSchema>;
 export type CredentialSetInput = z.input<typeof credentialSetSchema>;
 
-export const credentialSetsSchema = z
-  .array(credentialSetSchema)
-  .min(1)
-  .superRefine((sets, ctx) => {
-    const seen = new Set<string>();
-    sets.forEach((set, index) => {
-      if (seen.has(set.id)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [index, 'id'],
-          message: `duplicate credential set id "${set.id}"`,
-        });
+export const credentialSetsSchema = lazySchema(() =>
+  z
+    .array(credentialSetSchema)
+    .min(1)
+    .superRefine((sets, ctx) => {
+      const seen = new Set<string>();
+      sets.forEach((set, index) => {
+        if (seen.has(set.id)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [index, 'id'],
+            message: `duplicate credential set id "${set.id}"`,
+          });
+        }
+        seen.add(set.id);
+      });
+      // Sets of one secret are one vendor user: with quotaScope "user", one budget (ledgerKeyFor).
+      for (const { index, field, message } of userBudgetIssues(sets)) {
+        ctx.addIssue({ code: 'custom', path: [index, field], message });
       }
-      seen.add(set.id);
-    });
-    // Sets of one secret are one vendor user: with quotaScope "user", one budget (ledgerKeyFor).
-    for (const { index, field, message } of userBudgetIssues(sets)) {
-      ctx.addIssue({ code: 'custom', path: [index, field], message });
-    }
-  });
+    }),
+);
 
 /** The `env` claim values a set accepts, lower-cased: the configured ones, else the environment's name. */
 export const expectedEnvClaimsOf = (set: Pick<CredentialSetConfig, 'environment' | 'expectedEnvClaims'>) =>

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { ConfigurationError } from '../errors.js';
+import { lazySchema } from '../lazy-schema.js';
 import { principalArnSchema, requireKnownSets, ruleNameSchema } from './consumers.js';
 import { parseConfig } from './credential-sets.js';
 
@@ -9,15 +10,17 @@ import { parseConfig } from './credential-sets.js';
  * consumer rights on the consumer's sets and sees the status of both. Without `credentialSets`, every set of
  * the stage (the usual case for on-call); with them, only those.
  */
-export const operatorSchema = z.object({
-  /** A human name for logs, e.g. `oncall`. */
-  name: ruleNameSchema,
-  principalArn: principalArnSchema,
-  credentialSets: z.array(z.string().min(1)).min(1).optional(),
-});
+export const operatorSchema = lazySchema(() =>
+  z.object({
+    /** A human name for logs, e.g. `oncall`. */
+    name: ruleNameSchema,
+    principalArn: principalArnSchema,
+    credentialSets: z.array(z.string().min(1)).min(1).optional(),
+  }),
+);
 export type OperatorConfig = z.infer<typeof operatorSchema>;
 
-export const operatorsSchema = z.array(operatorSchema);
+export const operatorsSchema = lazySchema(() => z.array(operatorSchema));
 
 /**
  * Parses the operators once, at cold start (absent: none); every set an operator names must exist, and each

@@ -1,6 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import * as z from 'zod';
+import { lazySchema } from '../lazy-schema.js';
 import { type CredentialSetState, notExpired, type StoredToken, type TokenView } from './token-state.js';
 
 /** Item layout of the tokens table: one item per set, key `pk = "set#<id>"`. */
@@ -10,47 +11,51 @@ export const setKey = (credentialSetId: string): string => `set#${credentialSetI
 export const PURGE_AFTER_SECONDS = 2 * 24 * 3600;
 export const purgeAtFor = (now: number): number => Math.ceil(now / 1000) + PURGE_AFTER_SECONDS;
 
-const tokenSchema = z.object({
-  tokenId: z.string(),
-  accessToken: z.string(),
-  exp: z.number(),
-  issuedAt: z.number().optional(),
-  env: z.string(),
-  obtainedAt: z.number(),
-  usableUntil: z.number(),
-  vendorClockSkewSeconds: z.number().optional(),
-  lifetimeSeconds: z.number().optional(),
-  tenant: z.string(),
-  companyKey: z.string(),
-  executionPlatformKey: z.string(),
-  userKey: z.string(),
-  username: z.string(),
-  roles: z.array(z.string()),
-  groups: z.array(z.number()),
-  defaultCompanyInventorySource: z.string(),
-});
+const tokenSchema = lazySchema(() =>
+  z.object({
+    tokenId: z.string(),
+    accessToken: z.string(),
+    exp: z.number(),
+    issuedAt: z.number().optional(),
+    env: z.string(),
+    obtainedAt: z.number(),
+    usableUntil: z.number(),
+    vendorClockSkewSeconds: z.number().optional(),
+    lifetimeSeconds: z.number().optional(),
+    tenant: z.string(),
+    companyKey: z.string(),
+    executionPlatformKey: z.string(),
+    userKey: z.string(),
+    username: z.string(),
+    roles: z.array(z.string()),
+    groups: z.array(z.number()),
+    defaultCompanyInventorySource: z.string(),
+  }),
+);
 
-const itemSchema = z.object({
-  credentialSetId: z.string(),
-  current: tokenSchema.optional(),
-  previous: tokenSchema.optional(),
-  lease: z.object({ holder: z.string(), leaseId: z.string(), expiresAt: z.number() }).optional(),
-  lastAttemptAt: z.number().optional(),
-  failure: z
-    .object({
-      errorCode: z.string(),
-      requestId: z.string().optional(),
-      kind: z.enum(['TRANSIENT', 'REJECTED']),
-      at: z.number(),
-      consecutive: z.number(),
-      cooldownUntil: z.number(),
-      secretVersion: z.string().optional(),
-      rejectionsOfVersion: z.number().optional(),
-    })
-    .optional(),
-  version: z.number().default(0),
-  purgeAt: z.number().optional(),
-});
+const itemSchema = lazySchema(() =>
+  z.object({
+    credentialSetId: z.string(),
+    current: tokenSchema.optional(),
+    previous: tokenSchema.optional(),
+    lease: z.object({ holder: z.string(), leaseId: z.string(), expiresAt: z.number() }).optional(),
+    lastAttemptAt: z.number().optional(),
+    failure: z
+      .object({
+        errorCode: z.string(),
+        requestId: z.string().optional(),
+        kind: z.enum(['TRANSIENT', 'REJECTED']),
+        at: z.number(),
+        consecutive: z.number(),
+        cooldownUntil: z.number(),
+        secretVersion: z.string().optional(),
+        rejectionsOfVersion: z.number().optional(),
+      })
+      .optional(),
+    version: z.number().default(0),
+    purgeAt: z.number().optional(),
+  }),
+);
 
 /**
  * The lease ids the item carries, read raw (whatever else it holds): `held`, the lease's, and `released`, that of

@@ -10,6 +10,7 @@ import * as z from 'zod';
 import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
+import { lazySchema } from '../lazy-schema.js';
 import { LedgerUnavailableError } from '../ledger/errors.js';
 import { callerPrincipal } from './principal.js';
 import { VendError } from './vend-errors.js';
@@ -41,43 +42,56 @@ import { VendError } from './vend-errors.js';
  *   the first time; only a token rejected again within 5 minutes of that re-login waits. The refresher's
  *   schedule still re-logs in on the token's own expiry, which no report can delay.
  */
-export const reportLimitSettingsSchema = z
-  .object({
-    windowSeconds: z.number().positive().default(60),
-    rateLimitReports: z
-      .object({
-        perCaller: z.number().int().positive().default(120),
-        perSet: z.number().int().positive().default(600),
-      })
-      .default({ perCaller: 120, perSet: 600 }),
-    rejectionReports: z
-      .object({
-        perCaller: z.number().int().positive().default(1000),
-        perSet: z.number().int().positive().default(5000),
-      })
-      .default({ perCaller: 1000, perSet: 5000 }),
-    giveBacks: z
-      .object({
-        perCaller: z.number().int().positive().default(120),
-        perSet: z.number().int().positive().default(600),
-      })
-      .default({ perCaller: 120, perSet: 600 }),
-    rejectionReloginIntervalSeconds: z.number().positive().default(300),
-  })
-  // A per-caller limit at or above the per-set one would let one caller use up everyone's reports.
-  .refine((s) => s.rateLimitReports.perCaller < s.rateLimitReports.perSet, {
-    message: 'perCaller must be below perSet',
-    path: ['rateLimitReports', 'perCaller'],
-  })
-  .refine((s) => s.rejectionReports.perCaller < s.rejectionReports.perSet, {
-    message: 'perCaller must be below perSet',
-    path: ['rejectionReports', 'perCaller'],
-  })
-  .refine((s) => s.giveBacks.perCaller < s.giveBacks.perSet, {
-    message: 'perCaller must be below perSet',
-    path: ['giveBacks', 'perCaller'],
-  });
+export const reportLimitSettingsSchema = lazySchema(() =>
+  z
+    .object({
+      windowSeconds: z.number().positive().default(60),
+      rateLimitReports: z
+        .object({
+          perCaller: z.number().int().positive().default(120),
+          perSet: z.number().int().positive().default(600),
+        })
+        .default({ perCaller: 120, perSet: 600 }),
+      rejectionReports: z
+        .object({
+          perCaller: z.number().int().positive().default(1000),
+          perSet: z.number().int().positive().default(5000),
+        })
+        .default({ perCaller: 1000, perSet: 5000 }),
+      giveBacks: z
+        .object({
+          perCaller: z.number().int().positive().default(120),
+          perSet: z.number().int().positive().default(600),
+        })
+        .default({ perCaller: 120, perSet: 600 }),
+      rejectionReloginIntervalSeconds: z.number().positive().default(300),
+    })
+    // A per-caller limit at or above the per-set one would let one caller use up everyone's reports.
+    .refine((s) => s.rateLimitReports.perCaller < s.rateLimitReports.perSet, {
+      message: 'perCaller must be below perSet',
+      path: ['rateLimitReports', 'perCaller'],
+    })
+    .refine((s) => s.rejectionReports.perCaller < s.rejectionReports.perSet, {
+      message: 'perCaller must be below perSet',
+      path: ['rejectionReports', 'perCaller'],
+    })
+    .refine((s) => s.giveBacks.perCaller < s.giveBacks.perSet, {
+      message: 'perCaller must be below perSet',
+      path: ['giveBacks', 'perCaller'],
+    }),
+);
 export type ReportLimitSettings = z.infer<typeof reportLimitSettingsSchema>;
+/**
+ * The settings with REPORT_LIMITS unset (the usual case): the schema's defaults, written out so that a cold start
+ * needs no zod for them (test/vend-report-limits.test.ts checks they are the schema's).
+ */
+export const DEFAULT_REPORT_LIMITS: ReportLimitSettings = {
+  windowSeconds: 60,
+  rateLimitReports: { perCaller: 120, perSet: 600 },
+  rejectionReports: { perCaller: 1000, perSet: 5000 },
+  giveBacks: { perCaller: 120, perSet: 600 },
+  rejectionReloginIntervalSeconds: 300,
+};
 export type ReportLimitSettingsInput = z.input<typeof reportLimitSettingsSchema>;
 
 /** What is limited: the two kinds of report, and give-backs (counted the same way, with their own figures). */
@@ -135,7 +149,12 @@ export class ReportLimiter {
     this.#client = options.client;
     this.#tableName = options.tableName;
     this.#clock = options.clock;
-    this.settings = reportLimitSettingsSchema.parse(options.settings ?? {});
+    // The defaults as they are (the usual case): no schema built at cold start for them.
+    const { settings } = options;
+    this.settings =
+      settings === undefined || settings === DEFAULT_REPORT_LIMITS
+        ? DEFAULT_REPORT_LIMITS
+        : reportLimitSettingsSchema.parse(settings);
   }
 
   /**

@@ -3,7 +3,11 @@ import type { ConsumerConfig } from '../config/consumers.js';
 import { type CredentialSetConfig, parseConfig } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
 import type { OperatorConfig } from '../config/operators.js';
-import { type ReportLimitSettings, reportLimitSettingsSchema } from './report-limits.js';
+import {
+  DEFAULT_REPORT_LIMITS,
+  type ReportLimitSettings,
+  reportLimitSettingsSchema,
+} from './report-limits.js';
 
 export interface VendConfig {
   /** The configuration document's revision (shared/config/broker-config.ts), for the cold-start log line. */
@@ -32,6 +36,8 @@ export function loadVendConfig(env: Record<string, string | undefined>): VendCon
     tokensTableName: requiredEnv(env, 'TOKENS_TABLE_NAME'),
     ledgerTableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),
     refresherFunctionName: requiredEnv(env, 'REFRESHER_FUNCTION_NAME'),
-    reportLimits: parseConfig(reportLimitSettingsSchema, env.REPORT_LIMITS?.trim() || {}, 'REPORT_LIMITS'),
+    reportLimits: env.REPORT_LIMITS?.trim()
+      ? parseConfig(reportLimitSettingsSchema, env.REPORT_LIMITS.trim(), 'REPORT_LIMITS')
+      : DEFAULT_REPORT_LIMITS,
   };
 }
