@@ -44,8 +44,10 @@ describe('places for spent receipt ids', () => {
       expect(hasMark(id, spentMark(tag))).toBe(true);
     }
     expect(newReceiptId(T0 + 5000)).toMatch(N_MINUS_1_RECEIPT_ID);
-    // The random part tells them apart, and a new id is never one already spent.
-    expect(new Set(ids).size).toBeGreaterThan(190);
+    // The random part tells them apart (12 bits beside the mark: 200 ids of one caller share about 4.9 pairs,
+    // and 20 or more, which this allows, come once in about ten million runs; 190 failed one run in 30), and a
+    // new id is never one already spent.
+    expect(new Set(ids).size).toBeGreaterThanOrEqual(180);
     const spent = new Set(ids.slice(0, 10));
     for (let i = 0; i < 500; i++) expect(spent.has(newReceiptId(T0 + 5000, tag, spent))).toBe(false);
   });
