@@ -45,7 +45,7 @@ describe('places for spent receipt ids', () => {
     }
     expect(newReceiptId(T0 + 5000)).toMatch(N_MINUS_1_RECEIPT_ID);
     // The random part tells them apart (12 bits beside the mark: 200 ids of one caller share about 4.9 pairs,
-    // and 20 or more, which this allows, come once in about ten million runs; 190 failed one run in 30), and a
+    // and 20 or more, which this would refuse, come in about one run in six million; 190 failed about one in 40), and a
     // new id is never one already spent.
     expect(new Set(ids).size).toBeGreaterThanOrEqual(180);
     const spent = new Set(ids.slice(0, 10));
