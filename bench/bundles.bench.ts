@@ -16,6 +16,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
 import { createBrokerApp } from '../infra/broker-app.js';
+import { FUNCTION_BUNDLE_OPTIONS } from '../infra/constructs/broker-function.js';
 import { largestInputs } from '../infra/tools/bundle-contents.js';
 import {
   type ImportSubject,
@@ -84,14 +85,10 @@ export async function run(): Promise<{ title: string; rows: Row[] }[]> {
     // with the functions' other esbuild options (infra/constructs/broker-function.ts).
     const yardstickFile = path.join(outdir, 'yardstick', 'index.js');
     buildSync({
+      ...FUNCTION_BUNDLE_OPTIONS,
+      mainFields: [...FUNCTION_BUNDLE_OPTIONS.mainFields],
       entryPoints: [fileURLToPath(new URL('./yardstick/dynamodb-client-alone.ts', import.meta.url))],
       outfile: yardstickFile,
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node24',
-      mainFields: ['module', 'main'],
-      minify: true,
       sourcemap: true,
       sourcesContent: false,
       logLevel: 'error',

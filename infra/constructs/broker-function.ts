@@ -20,6 +20,19 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/observability.js';
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 
 /**
+ * The esbuild options every function bundle is built with (the NodejsFunction's `bundling` below says why each),
+ * for the files built beside it (its zod functions) and the bench's yardstick, so that they stay alike.
+ */
+export const FUNCTION_BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node24',
+  mainFields: ['module', 'main'],
+  minify: true,
+} as const;
+
+/**
  * The item-level DynamoDB actions a function may be granted, each exactly as its SDK command is named
  * (`GetItemCommand` → `dynamodb:GetItem`). Table-level calls (CreateTable, DescribeTable) are local mode's.
  */
@@ -96,14 +109,10 @@ export class BrokerFunction extends NodejsFunction {
     // The zod functions, loaded on first use from beside the bundle (shared/aws/bundle/zod-on-first-use.ts).
     const zodFile = path.join(configDir, `${Names.uniqueId(scope)}-${id}-${ZOD_FUNCTIONS_FILE}`);
     buildSync({
+      ...FUNCTION_BUNDLE_OPTIONS,
+      mainFields: [...FUNCTION_BUNDLE_OPTIONS.mainFields],
       entryPoints: [bundleModule('zod-functions')],
       outfile: zodFile,
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: 'node24',
-      mainFields: ['module', 'main'],
-      minify: true,
       // zod's own frames need no mapping: the frames of ours that call it are mapped through the bundle's map.
       sourcemap: false,
       logLevel: 'error',
@@ -135,9 +144,9 @@ export class BrokerFunction extends NodejsFunction {
         // the code that needs it ever runs (node:http's facade alone loads undici: ~25 ms of a cold start);
         // in CommonJS each built-in is required where, and when, the module that uses it is initialised.
         format: OutputFormat.CJS,
-        target: 'node24',
-        mainFields: ['module', 'main'],
-        minify: true,
+        target: FUNCTION_BUNDLE_OPTIONS.target,
+        mainFields: [...FUNCTION_BUNDLE_OPTIONS.mainFields],
+        minify: FUNCTION_BUNDLE_OPTIONS.minify,
         sourceMap: true,
         sourceMapMode: SourceMapMode.DEFAULT,
         // Stack traces need file names and lines, not the sources: a smaller asset and a faster cold start.
