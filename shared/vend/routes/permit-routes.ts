@@ -1,4 +1,4 @@
-import type { CredentialSetConfig, RateLimit } from '../../config/credential-sets.js';
+import type { CredentialSetConfig } from '../../config/credential-sets.js';
 import { ReceiptRejectedError } from '../../ledger/index.js';
 import { largestGrant, planFor } from '../../ledger/limit-plan.js';
 import { DIMENSION_CONSUMER, DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
@@ -39,15 +39,6 @@ function permitDimensions(
   ];
 }
 
-/** The limits a permit of `permitClass` counts against; 400 for a class the set does not configure. */
-function limitsFor(set: CredentialSetConfig, permitClass: string | undefined): RateLimit[] {
-  if (permitClass === undefined) return set.rateLimits.general;
-  const classLimits = set.rateLimits.classes[permitClass];
-  if (!classLimits)
-    throw new BadRequestError('INVALID_VALUE', 'class', 'not a permit class of this credential set');
-  return [...set.rateLimits.general, ...classLimits];
-}
-
 /**
  * The most one grant can ever give this caller: the smallest limit that applies, where a window with reservations
  * holds the shared part plus the caller's own reservation (largestGrant). Unknown class: 400.
@@ -57,10 +48,9 @@ function maxCountFor(
   permitClass: string | undefined,
   consumer: string | undefined,
 ): number {
-  return Math.min(
-    ...limitsFor(set, permitClass).map((limit) => limit.limit),
-    largestGrant(planFor(set.rateLimits), permitClass, consumer),
-  );
+  if (permitClass !== undefined && !set.rateLimits.classes[permitClass])
+    throw new BadRequestError('INVALID_VALUE', 'class', 'not a permit class of this credential set');
+  return largestGrant(planFor(set.rateLimits), permitClass, consumer);
 }
 
 /**
