@@ -31,6 +31,21 @@ export const systemClock: Clock = {
     }),
 };
 
+/**
+ * What an HTTP `Date` header says of the other side's clock minus ours (ms): the answer was stamped in the whole
+ * second of `date` (the header truncates; `lateMs` more where the server caches it per second) between our
+ * `sentAt` and `receivedAt`, so the difference lies in [second - receivedAt, second + 1000 + lateMs - sentAt].
+ */
+export function dateHeaderOffset(
+  date: number,
+  sentAt: number,
+  receivedAt: number,
+  lateMs = 0,
+): { lo: number; hi: number } {
+  const second = Math.floor(date / 1000) * 1000;
+  return { lo: second - receivedAt, hi: second + 1000 + lateMs - sentAt };
+}
+
 export const nowSeconds = (clock: Clock): number => Math.floor(clock.now() / 1000);
 
 interface Sleeper {

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import { type Clock, dateHeaderOffset } from '../clock.js';
 import { Metric } from '../metric-names.js';
 import type { Telemetry } from '../telemetry.js';
 import { LedgerClockSkewError } from './errors.js';
@@ -55,8 +55,7 @@ export class ClockReference {
   record(sentAt: number, receivedAt: number, second: number): void {
     if (!Number.isFinite(sentAt) || !Number.isFinite(receivedAt) || !Number.isFinite(second)) return;
     if (receivedAt < sentAt) return;
-    const whole = Math.floor(second / 1000) * 1000;
-    this.#samples.push({ lo: whole - receivedAt, hi: whole + 1000 + DATE_LAG_MS - sentAt, at: receivedAt });
+    this.#samples.push({ ...dateHeaderOffset(second, sentAt, receivedAt, DATE_LAG_MS), at: receivedAt });
     let lo = Number.NEGATIVE_INFINITY;
     let hi = Number.POSITIVE_INFINITY;
     let kept = 0;

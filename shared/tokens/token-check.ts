@@ -1,3 +1,4 @@
+import { dateHeaderOffset } from '../clock.js';
 import { type CredentialSetConfig, expectedEnvClaimsOf } from '../config/credential-sets.js';
 import type { LoginResult } from '../vendor-client/types.js';
 import { ClockSkewError, TokenEnvMismatchError, TokenLifetimeError } from './errors.js';
@@ -24,9 +25,8 @@ export function vendorSkewBounds(
   now: number,
 ): { least: number; most: number } | undefined {
   if (result.vendorDate === undefined) return undefined;
-  const second = Math.floor(result.vendorDate / 1000) * 1000;
-  const sentAt = Math.min(result.requestSentAt ?? now, now);
-  return { least: second - now, most: second + 1000 - sentAt };
+  const { lo, hi } = dateHeaderOffset(result.vendorDate, Math.min(result.requestSentAt ?? now, now), now);
+  return { least: lo, most: hi };
 }
 
 /**
