@@ -271,7 +271,7 @@ function compile(settings: RateLimitSettings): LimitPlan {
   // Unset: format 1 where the previous release accepted the settings or the item fits it, else packed.
   const itemFormat: ItemFormat =
     settings.itemFormat ?? (acceptedBefore || boundIn(1, classes1) <= budget ? 1 : 2);
-  const classes = classesIn(itemFormat);
+  const classes = itemFormat === 1 ? classes1 : classesIn(2);
   const all = ringsIn(classes);
   const itemBytesBound = boundIn(itemFormat, classes);
   if (itemBytesBound > budget && !(itemFormat === 1 && acceptedBefore)) {
