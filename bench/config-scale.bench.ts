@@ -9,9 +9,9 @@ import { createBrokerApp } from '../infra/broker-app.js';
 import { parseStageConfig } from '../infra/stage-config.js';
 import { importMs, median } from '../infra/tools/bundle-init.js';
 import { generateStage } from '../infra/tools/generate-stage.js';
+import type { BenchTable } from '../local/format-table.js';
 import { BROKER_CONFIG_FILE } from '../shared/config/broker-config.js';
 import { AccessPolicy } from '../shared/vend/access-policy.js';
-import type { BenchTable } from './format-table.js';
 
 const RUNS = 21;
 const CHECKS = 200_000;

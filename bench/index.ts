@@ -6,7 +6,7 @@
 import { readdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { type BenchTable, formatTable } from './format-table.js';
+import { type BenchTable, formatTable } from '../local/format-table.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 

@@ -5,6 +5,8 @@
  * ledger.bench.ts, DynamoDB takes real time here, and the ledger's minute margin (3 s by default) is what
  * decides how much of the quota it uses. In-process calls (no HTTP, no SigV4). `npm run bench -- realtime`.
  */
+
+import type { BenchRow, BenchTable } from '../local/format-table.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { systemClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
@@ -15,7 +17,6 @@ import {
   maxInAnySpan,
   seededRandom,
 } from '../test/support/ledger-harness.js';
-import type { BenchRow, BenchTable } from './format-table.js';
 import {
   type Contender,
   createFlexibleTable,

@@ -15,6 +15,8 @@
  * - REAL time: grants per second at 1, 8 and 32 callers, limits out of reach: one process batching concurrent
  *   callers, and one instance per caller serving one request at a time (what Lambda instances do).
  */
+
+import type { BenchRow, BenchTable } from '../local/format-table.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock, systemClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
@@ -26,7 +28,6 @@ import {
   maxInAnySpan,
   seededRandom,
 } from '../test/support/ledger-harness.js';
-import type { BenchRow, BenchTable } from './format-table.js';
 import { CLASS_SETTINGS, CLASSES, classRun, GOAL_USED, GOAL_WRITES_PER_PERMIT } from './ledger/class-rows.js';
 import {
   type Contender,

@@ -9,6 +9,7 @@
  * The reserved consumer's permit wait is from its scheduled moment to its grant.
  */
 
+import type { BenchRow, BenchTable } from '../local/format-table.js';
 import { reservationFor } from '../local/soak.js';
 import { percentile } from '../local/soak-report.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
@@ -22,7 +23,6 @@ import {
   seededRandom,
   type TimedCount,
 } from '../test/support/ledger-harness.js';
-import type { BenchRow, BenchTable } from './format-table.js';
 import { slidingVendorRejections } from './ledger/simulation.js';
 
 const MINUTES = 15;

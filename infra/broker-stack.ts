@@ -22,7 +22,7 @@ import {
   VEND_TIMEOUT,
 } from './function-sizing.js';
 import { refresherSecretAccess } from './least-privilege.js';
-import { refresherRoleName } from './secret-policy.js';
+import { refresherRoleName } from './role-names.js';
 import { callerAccounts, functionConfigDocuments, type StageConfig } from './stage-config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

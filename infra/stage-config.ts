@@ -6,8 +6,8 @@ import { operatorSchema } from '../shared/config/operators.js';
 import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS } from '../shared/vendor-client/types.js';
+import { refresherRoleName } from './role-names.js';
 import { REPOSITORY_RUNBOOK_URL } from './runbook.js';
-import { refresherRoleName } from './secret-policy.js';
 
 /**
  * One deployment stage (uat, prod): where it goes, which credential sets and consumers it serves, and who is

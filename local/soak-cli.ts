@@ -4,7 +4,7 @@
  * `npm run soak -- windows` runs only the first, `npm run soak -- reserved` only the second.
  */
 
-import { formatTable } from '../bench/format-table.js';
+import { formatTable } from './format-table.js';
 import {
   RESERVED_SOAK_CONSUMER,
   RESERVED_SOAK_RATE,

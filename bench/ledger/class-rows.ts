@@ -1,8 +1,8 @@
+import type { BenchRow } from '../../local/format-table.js';
 import { ManualClock } from '../../shared/clock.js';
 import { rateLimitSettingsSchema } from '../../shared/config/credential-sets.js';
 import { planFor } from '../../shared/ledger/limit-plan.js';
 import { maxInAnySpan, seededRandom } from '../../test/support/ledger-harness.js';
-import type { BenchRow } from '../format-table.js';
 import {
   type Dynamo,
   FAULTS_LABEL,

@@ -28,25 +28,12 @@ import {
   usedAt,
 } from './ring.js';
 import type { DenialReason, NotRecordedReason, WindowRemaining } from './types.js';
-import { normalizeCaps } from './vendor-caps.js';
+import { normalizeCaps, type VendorCap } from './vendor-caps.js';
 
 /**
  * The pure core of the rate ledger: the state of one access token and what a grant, a give-back or a question
  * about what remains does to it. No I/O and no clock: the adapter passes the ledger time `g` and persists.
  */
-
-/**
- * "From now until `until`, at most `remaining` more grants (of `scope`)": from the vendor's headers about one of
- * its limits. It holds every grant of its scope (like the vendor, which answers 429 whichever limit is out), and
- * there is at most one per limit (vendor-caps.ts).
- */
-export interface VendorCap {
-  scope: string;
-  remaining: number;
-  until: number;
-  /** The window of the limit of `scope` it is about; absent when not known (written by an older release). */
-  windowMs?: number;
-}
 
 /** The furthest Retry-After a caller asked for beyond what its report warranted alone (vendor-feedback.ts). */
 export interface CooldownClaim {

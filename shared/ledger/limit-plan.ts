@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RateLimitSettings } from '../config/credential-sets.js';
+import type { RateLimitSettings } from '../config/rate-limits.js';
 import { ConfigurationError } from '../errors.js';
 import {
   CALLER_TAG_LENGTH,

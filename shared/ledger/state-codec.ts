@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LedgerUnavailableError } from './errors.js';
-import { emptyState, type LedgerState, type VendorCap } from './ledger-state.js';
+import { emptyState, type LedgerState } from './ledger-state.js';
 import {
   CAP_FINGERPRINT_LENGTH,
   type ItemFormat,
@@ -11,6 +11,7 @@ import {
 import { decodePacked, encodePacked } from './packed-codec.js';
 import { CALLER_TAG_LENGTH, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
 import { type Ring, subSlot } from './ring.js';
+import type { VendorCap } from './vendor-caps.js';
 
 /**
  * The ledger item, compactly, within one write unit (1 KB). Two formats (limit-plan.ts, ItemFormat): 1, the text

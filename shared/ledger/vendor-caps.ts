@@ -1,4 +1,3 @@
-import type { LedgerState, VendorCap } from './ledger-state.js';
 import { GENERAL_SCOPE, type LimitPlan, type RingSpec } from './limit-plan.js';
 
 /**
@@ -20,6 +19,24 @@ import { GENERAL_SCOPE, type LimitPlan, type RingSpec } from './limit-plan.js';
  * Every cap holds every grant of its scope (the vendor answers 429 whichever of its limits is out); which limit
  * it is about decides only which report it is put together with, and how far it may reach.
  */
+
+/**
+ * "From now until `until`, at most `remaining` more grants (of `scope`)": from the vendor's headers about one of
+ * its limits. It holds every grant of its scope (like the vendor, which answers 429 whichever limit is out), and
+ * there is at most one per limit (below).
+ */
+export interface VendorCap {
+  scope: string;
+  remaining: number;
+  until: number;
+  /** The window of the limit of `scope` it is about; absent when not known (written by an older release). */
+  windowMs?: number;
+}
+
+/** What the caps are kept in: a ledger state (ledger-state.ts), which imports this module for its caps. */
+export interface HoldsCaps {
+  caps: VendorCap[];
+}
 
 /** The configured limits of a scope: the general ones, or a class's (none for a class no longer configured). */
 const limitsOf = (plan: LimitPlan, scope: string): readonly RingSpec[] =>
@@ -49,7 +66,7 @@ export function limitNamed(plan: LimitPlan, limit: number | undefined): { spec: 
  * Puts `cap` in its limit's place: alone, or together with the cap already there (the fewer remaining until the
  * later end). Returns whether anything changed.
  */
-export function placeCap(state: LedgerState, cap: VendorCap & { windowMs: number }): boolean {
+export function placeCap(state: HoldsCaps, cap: VendorCap & { windowMs: number }): boolean {
   const held = state.caps.find((c) => c.scope === cap.scope && c.windowMs === cap.windowMs);
   if (!held) {
     state.caps.push(cap);
@@ -73,7 +90,7 @@ const isPlaced = (plan: LimitPlan, cap: VendorCap): boolean =>
  * else the longest. Never looser: caps put together hold at least what each held. A cap of a class no longer
  * configured holds nobody's grants and is left until it ends.
  */
-export function normalizeCaps(state: LedgerState, plan: LimitPlan, g: number): void {
+export function normalizeCaps(state: HoldsCaps, plan: LimitPlan, g: number): void {
   if (state.caps.every((cap) => isPlaced(plan, cap))) return;
   const caps = state.caps;
   state.caps = [];

@@ -1,5 +1,5 @@
 /** Types of the vendor's Portfolio Management Service API (../shared/vendor-api.md). */
-import type { RetrySettings } from './retry.js';
+import type { RetrySettings } from './retry-settings.js';
 
 export const VENDOR_ENVIRONMENTS = ['uat', 'prod'] as const;
 export type VendorEnvironment = (typeof VENDOR_ENVIRONMENTS)[number];

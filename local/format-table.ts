@@ -1,4 +1,7 @@
-/** Plain aligned tables, as `npm run bench` and `npm run soak` print them. */
+/**
+ * Plain aligned tables, as `npm run bench` and `npm run soak` print them. In local/, which the bench may import,
+ * so that the soak does not import up into bench/ (docs/structure.md).
+ */
 
 export type BenchRow = Record<string, string | number>;
 export interface BenchTable {
