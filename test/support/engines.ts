@@ -1,5 +1,6 @@
 import { inject } from 'vitest';
 import { externalDynamo, type LocalDynamo, startDynaliteServer } from './dynalite.js';
+import { requireDynamoDbLocal } from './test-projects.js';
 
 /**
  * The two DynamoDB engines the DynamoDB tests run on, one harness: `describe.each(ENGINES)('… on %s', …)` puts
@@ -10,8 +11,12 @@ import { externalDynamo, type LocalDynamo, startDynaliteServer } from './dynalit
 export const ENGINES = ['dynalite', 'DynamoDB Local'] as const;
 export type Engine = (typeof ENGINES)[number];
 
-/** A fresh dynalite of this file, or the run's DynamoDB Local (test/global-setup.ts) with this file's tables. */
+/**
+ * A fresh dynalite of this file, or the run's DynamoDB Local (test/global-setup.ts) with this file's tables. A file
+ * that imports this module runs in the `dynamodb` vitest project, the one that starts DynamoDB Local
+ * (test/support/test-projects.ts).
+ */
 export function startEngine(engine: Engine): Promise<LocalDynamo> {
   if (engine === 'dynalite') return startDynaliteServer();
-  return Promise.resolve(externalDynamo(inject('dynamoDbLocalEndpoint')));
+  return Promise.resolve(externalDynamo(requireDynamoDbLocal(inject('dynamoDbLocalEndpoint'))));
 }
