@@ -12,6 +12,8 @@
 import type { BenchRow, BenchTable } from '../local/format-table.js';
 import { reservationFor } from '../local/soak.js';
 import { percentile } from '../local/soak-report.js';
+import { writeChart } from '../local/svg-chart.js';
+import { useOverTime } from '../local/use-over-time.js';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
@@ -24,6 +26,7 @@ import {
   type TimedCount,
 } from '../test/support/ledger-harness.js';
 import { slidingVendorRejections } from './ledger/simulation.js';
+import { type ReservationsCaseSeries, reservationsChart } from './reservations-chart.js';
 
 const MINUTES = 15;
 const GREEDY = 19;
@@ -73,7 +76,11 @@ function meanWindowUse(grants: TimedCount[], start: number, end: number): number
   return sum / (50 * (last - start));
 }
 
-async function caseRow(dynamo: Dynamo, spec: Case, seed: number): Promise<BenchRow> {
+async function caseRow(
+  dynamo: Dynamo,
+  spec: Case,
+  seed: number,
+): Promise<{ row: BenchRow; series: ReservationsCaseSeries }> {
   const clock = new ManualClock(Math.floor(Date.now() / 60_000) * 60_000);
   const random = seededRandom(seed);
   const limits = rateLimitSettingsSchema.parse(
@@ -88,6 +95,7 @@ async function caseRow(dynamo: Dynamo, spec: Case, seed: number): Promise<BenchR
   const end = start + MINUTES * 60_000;
   const grants: TimedCount[] = [];
   const waits: number[] = [];
+  const waitsAt: ReservationsCaseSeries['waits'] = [];
   const wanted = spec.rate * MINUTES;
   let reservedServed = 0;
   let denied429 = 0;
@@ -112,6 +120,7 @@ async function caseRow(dynamo: Dynamo, spec: Case, seed: number): Promise<BenchR
           if (decision.granted) {
             grants.push({ time: decision.grantedAt, count: 1 });
             waits.push(decision.grantedAt - due);
+            waitsAt.push({ seconds: (due - start) / 1000, waitSeconds: (decision.grantedAt - due) / 1000 });
             if (decision.grantedAt < end) reservedServed++;
             break;
           }
@@ -176,7 +185,7 @@ async function caseRow(dynamo: Dynamo, spec: Case, seed: number): Promise<BenchR
   const granted = inRun.reduce((sum, g) => sum + g.count, 0);
   const allowed = idealGrantTimes(VENDOR_LIMITS, start, end).length;
   const refused = slidingVendorRejections(inRun, VENDOR_LIMITS);
-  return {
+  const row = {
     case: spec.name,
     'order-service wanted': wanted,
     'served in time (share of its demand)': wanted
@@ -193,18 +202,35 @@ async function caseRow(dynamo: Dynamo, spec: Case, seed: number): Promise<BenchR
     'denied other than QUOTA': denied429,
     errors: failures,
   };
+  const use = useOverTime(inRun, { limit: 50, windowMs: 60_000 }, start, end, 5000);
+  return { row, series: { name: spec.name, use, waits: waitsAt } };
 }
 
 export async function run(): Promise<BenchTable[]> {
   const dynamo = await startDynalite();
   try {
     const rows: BenchRow[] = [];
-    for (const [index, spec] of CASES.entries()) rows.push(await caseRow(dynamo, spec, 500 + index));
+    const series: ReservationsCaseSeries[] = [];
+    for (const [index, spec] of CASES.entries()) {
+      const result = await caseRow(dynamo, spec, 500 + index);
+      rows.push(result.row);
+      series.push(result.series);
+    }
+    const chart = await writeChart(
+      'reservations',
+      reservationsChart(
+        [
+          'Reservations vs first come, first served (npm run bench -- reservations)',
+          `1 reserved consumer at 20/min + ${GREEDY} greedy, 50/60 s + 1000/3600 s, ${MINUTES} simulated minutes`,
+        ],
+        series,
+      ),
+    );
     return [
       {
         title: `Reservations vs first come, first served: 50/60 s + 1000/3600 s on one token, 1 reserved consumer + ${GREEDY} greedy batch consumers, each its own ledger instance; SIMULATED time (${MINUTES} simulated minutes), in-process (no HTTP), dynalite`,
         rows,
-        footnote: `Wait: from the moment order-service wanted its permit (every 3 s at 20/min) to its grant (it asks for the next one only after; served in time: granted within the 15 minutes). The simulated clock moves in random steps of up to 1 s and a grant is stamped at the end of its step, so a wait under 1 s means granted at the first step after it was due; the real-time figures are the soak's (npm run soak -- reserved). Quota used: permits granted that an exact sliding-window vendor accepts, over the most any scheduler could grant in the same minutes (50 a minute); the ledger counts each minute limit over ${60 + MARGIN_S} s (the ${MARGIN_S} s margin for permits in flight), so it grants 50 per ${60 + MARGIN_S} s when the minute limit binds: the run's total gains or loses a cycle by where its end falls; the mean over every 60 s window does not (at most 60/${60 + MARGIN_S} = ${((60 / (60 + MARGIN_S)) * 100).toFixed(1)} %). Idle rows: what not lending an unused reservation costs.`,
+        footnote: `Wait: from the moment order-service wanted its permit (every 3 s at 20/min) to its grant (it asks for the next one only after; served in time: granted within the 15 minutes). The simulated clock moves in random steps of up to 1 s and a grant is stamped at the end of its step, so a wait under 1 s means granted at the first step after it was due; the real-time figures are the soak's (npm run soak -- reserved). Quota used: permits granted that an exact sliding-window vendor accepts, over the most any scheduler could grant in the same minutes (50 a minute); the ledger counts each minute limit over ${60 + MARGIN_S} s (the ${MARGIN_S} s margin for permits in flight), so it grants 50 per ${60 + MARGIN_S} s when the minute limit binds: the run's total gains or loses a cycle by where its end falls; the mean over every 60 s window does not (at most 60/${60 + MARGIN_S} = ${((60 / (60 + MARGIN_S)) * 100).toFixed(1)} %). Idle rows: what not lending an unused reservation costs.\nChart (use of the minute limit and order-service's waits over time): ${chart}`,
       },
     ];
   } finally {

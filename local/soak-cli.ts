@@ -16,13 +16,13 @@ import {
   soakFailures,
   soakTableRow,
 } from './soak.js';
+import { writeSoakChart } from './soak-chart.js';
+import { SoakProgress } from './soak-progress.js';
 import { percentile } from './soak-report.js';
 
 const MIN_QUOTA_USED_PCT = 95;
 /** The issue's goal for the reserved consumer (p99 wait under 1 s of a 60 s window), scaled: see the footnote. */
 const GOAL_P99_WINDOW_FRACTION = 0.1;
-
-const progress = (line: string) => process.stderr.write(`  ${line}\n`);
 
 function printClientLines(results: SoakResult[]): void {
   for (const result of results) {
@@ -33,7 +33,8 @@ function printClientLines(results: SoakResult[]): void {
   }
 }
 
-async function windowsSoak(lifetimes: number): Promise<string[]> {
+async function windowsSoak(lifetimes: number, progress: SoakProgress): Promise<string[]> {
+  progress.startPart();
   const settings = { ...SOAK_DEFAULTS, lifetimes };
   process.stderr.write(
     `soak: ${settings.consumers} consumers per mode on ${settings.setIds.join(', ')}, tokens living ` +
@@ -41,17 +42,27 @@ async function windowsSoak(lifetimes: number): Promise<string[]> {
       `${settings.limits.map((l) => `${l.limit}/${l.windowSeconds}s`).join(' + ')}\n`,
   );
   const results = await Promise.all(
-    (['fixed', 'sliding'] as const).map((windowKind) => runSoak({ ...settings, windowKind }, progress)),
+    (['fixed', 'sliding'] as const).map((windowKind) => runSoak({ ...settings, windowKind }, progress.line)),
   );
   process.stdout.write(
     `${formatTable({ title: 'soak', rows: results.flatMap((r) => r.rows.map(soakTableRow)) })}\n\n`,
   );
+  const chart = await writeSoakChart(
+    'soak-windows',
+    [
+      'soak: fixed and sliding vendor windows (npm run soak -- windows)',
+      `${settings.consumers} consumers per mode, ${lifetimes} token lifetimes of ${settings.tokenLifetimeSeconds} s`,
+    ],
+    results,
+  );
+  process.stdout.write(`chart (quota use over time): ${chart}\n`);
   printClientLines(results);
   process.stdout.write('\n');
   return results.flatMap((result) => soakFailures(result, MIN_QUOTA_USED_PCT));
 }
 
-async function reservedSoak(lifetimes: number): Promise<string[]> {
+async function reservedSoak(lifetimes: number, progress: SoakProgress): Promise<string[]> {
+  progress.startPart();
   const base = { ...SOAK_DEFAULTS, lifetimes };
   const cases = [reservedSoakSettings(base, false), reservedSoakSettings(base, true)];
   const seconds = base.lifetimes * base.tokenLifetimeSeconds;
@@ -61,7 +72,7 @@ async function reservedSoak(lifetimes: number): Promise<string[]> {
       `${RESERVED_SOAK_CONSUMER} at ${RESERVED_SOAK_RATE} per ${shortest} s, the others greedy, ${seconds} s, ` +
       'first come, first served and reserved side by side\n',
   );
-  const results = await Promise.all(cases.map((settings) => runSoak(settings, progress)));
+  const results = await Promise.all(cases.map((settings) => runSoak(settings, progress.line)));
   const limits = base.limits.map((l) => `${l.limit}/${l.windowSeconds} s`).join(' + ');
   process.stdout.write(
     `${formatTable({
@@ -88,6 +99,15 @@ async function reservedSoak(lifetimes: number): Promise<string[]> {
         'strictly proportional would be 1/60 of it, 0.17 s).',
     })}\n\n`,
   );
+  const chart = await writeSoakChart(
+    'soak-reserved',
+    [
+      'soak, reserved consumer (npm run soak -- reserved)',
+      `first come, first served and reserved side by side, ${seconds} s, ${limits}`,
+    ],
+    results,
+  );
+  process.stdout.write(`chart (quota use over time): ${chart}\n`);
   printClientLines(results);
   const reservedRow = results[1]?.rows.find((row) => row.reserved);
   const figures = reservedRow?.reserved;
@@ -114,9 +134,15 @@ async function main(): Promise<void> {
     throw new Error(`unknown soak "${which}" (windows, reserved)`);
   const lifetimes = Number(process.env.SOAK_LIFETIMES ?? SOAK_DEFAULTS.lifetimes);
   const reservedLifetimes = Number(process.env.SOAK_RESERVED_LIFETIMES ?? 2);
+  // The planned seconds of each part that runs (its consumers run for its lifetimes), for the time left.
+  const parts = [
+    ...(which === 'reserved' ? [] : [lifetimes]),
+    ...(which === 'windows' ? [] : [reservedLifetimes]),
+  ].map((partLifetimes) => partLifetimes * SOAK_DEFAULTS.tokenLifetimeSeconds);
+  const progress = new SoakProgress(parts, (line) => process.stderr.write(line));
   const failures = [
-    ...(which === 'reserved' ? [] : await windowsSoak(lifetimes)),
-    ...(which === 'windows' ? [] : await reservedSoak(reservedLifetimes)),
+    ...(which === 'reserved' ? [] : await windowsSoak(lifetimes, progress)),
+    ...(which === 'windows' ? [] : await reservedSoak(reservedLifetimes, progress)),
   ];
   if (failures.length > 0) {
     process.stdout.write(`FAILED:\n${failures.map((f) => `  ${f}`).join('\n')}\n`);

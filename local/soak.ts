@@ -170,6 +170,16 @@ export interface SoakResult {
   /** Occurrences of any access token or password in the broker's and the clients' logs. */
   secretsInLogs: number;
   elapsedSeconds: number;
+  /** Every vendor answer to a consumer, by set, in ms since the consumers started: for the chart (soak-chart.ts). */
+  vendorAnswers: SoakVendorAnswer[];
+}
+
+export interface SoakVendorAnswer {
+  set: string;
+  /** Which of the set's tokens it was sent with (0, 1, ...: the vendor counts per token), never the token. */
+  token: number;
+  atMs: number;
+  status: number;
 }
 
 interface VendorHit {
@@ -409,7 +419,8 @@ export async function runSoak(
   };
   const ticker = setInterval(() => {
     const elapsed = Math.round((Date.now() - started) / 1000);
-    progress?.(`${settings.windowKind}: ${elapsed}s, ${hits.length} vendor requests`);
+    const total = Math.round((deadline - started) / 1000);
+    progress?.(`${settings.windowKind}: ${elapsed} s of ${total} s, ${hits.length} vendor requests`);
   }, 15_000);
   try {
     await Promise.all(clients.map((client, index) => consumer(client, index)));
@@ -430,6 +441,7 @@ export async function runSoak(
     windowMs: l.windowSeconds * 1000,
   }));
   const rows: SoakSetResult[] = [];
+  const vendorAnswers: SoakVendorAnswer[] = [];
   for (const set of broker.sets) {
     const sandbox = broker.sandboxes[set.environment];
     const username = credentials[set.secretId]?.username ?? '';
@@ -437,6 +449,11 @@ export async function runSoak(
     const setHits = hits.filter((hit) => decodeJwt(hit.token).username === username);
     const byToken = new Map<string, VendorHit[]>();
     for (const hit of setHits) byToken.set(hit.token, [...(byToken.get(hit.token) ?? []), hit]);
+    const tokenNumber = new Map([...byToken.keys()].map((token, index) => [token, index]));
+    for (const hit of setHits) {
+      const token = tokenNumber.get(hit.token) ?? 0;
+      vendorAnswers.push({ set: set.id, token, atMs: hit.at - started, status: hit.status });
+    }
     let accepted = 0;
     let allowed = 0;
     const busiest = limitsMs.map(() => 0);
@@ -525,7 +542,15 @@ export async function runSoak(
   ];
   const haystack = `${logs.join('\n')}\n${clientTelemetry.dump()}`;
   const secretsInLogs = secrets.reduce((total, secret) => total + haystack.split(secret).length - 1, 0);
-  return { settings, rows, clientErrors, logLines: logs.length, secretsInLogs, elapsedSeconds };
+  return {
+    settings,
+    rows,
+    clientErrors,
+    logLines: logs.length,
+    secretsInLogs,
+    elapsedSeconds,
+    vendorAnswers,
+  };
 }
 
 /**
