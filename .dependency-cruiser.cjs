@@ -21,8 +21,9 @@ const MAY_IMPORT = {
   local: ['shared', 'sandbox', 'client', 'functions'],
   // Builds the published packages (the client, the CLI).
   packaging: ['shared', 'client', 'cli'],
-  // The tests and their harnesses (test/support/): everything but the bench and the tools.
-  test: ['shared', 'sandbox', 'functions', 'client', 'infra', 'cli', 'local', 'packaging'],
+  // The tests and their harnesses (test/support/): everything but the tools; the bench's own modules are tested
+  // too, but a harness never imports the bench (rule support-not-bench), which imports the harnesses.
+  test: ['shared', 'sandbox', 'functions', 'client', 'infra', 'cli', 'local', 'packaging', 'bench'],
   // The bench: everything below it, and the tests' harnesses (never a test file: rule not-to-a-test-file).
   bench: ['shared', 'sandbox', 'functions', 'client', 'infra', 'cli', 'local', 'packaging', 'test'],
   // Repository tooling (this check): nothing of the project.
@@ -58,6 +59,13 @@ module.exports = {
       severity: 'error',
       from: {},
       to: { path: '\\.test\\.[cm]?js$' },
+    },
+    {
+      name: 'support-not-bench',
+      comment: 'test/support/ is what the bench builds on: it never imports the bench.',
+      severity: 'error',
+      from: { path: '^test/support/' },
+      to: { path: '^bench/' },
     },
     ...layerRules,
   ],
