@@ -1,7 +1,9 @@
 /**
  * `npm run soak`: the end-to-end soak in fixed- and sliding-window mode (in parallel), then the reserved-consumer
- * scenario (with its reservation and first come, first served, in parallel); prints a table each.
- * `npm run soak -- windows` runs only the first, `npm run soak -- reserved` only the second.
+ * scenario (with its reservation and first come, first served, in parallel); prints a table each and writes a
+ * chart of quota use over time beside it (soak-chart.ts, docs/charts.md), with progress and the time left of the
+ * whole run on stderr (soak-progress.ts). `npm run soak -- windows` runs only the first, `npm run soak --
+ * reserved` only the second.
  */
 
 import { formatTable } from './format-table.js';
