@@ -56,7 +56,13 @@ export function reservationsChart(
             title: 'simulated seconds (when it wanted the permit)',
           },
           // Symlog: the reserved cases' waits of a second or less and first come, first served's minutes, together.
-          y: { field: 'waitSeconds', type: 'quantitative', title: 'wait (s)', scale: { type: 'symlog' } },
+          y: {
+            field: 'waitSeconds',
+            type: 'quantitative',
+            title: 'wait (s)',
+            scale: { type: 'symlog' },
+            axis: { values: [0, 1, 3, 10, 30, 100, 300, 1000] },
+          },
           color,
         },
       },
