@@ -57,7 +57,7 @@ export interface AskRecord {
  * The denials for QUOTA of one reserved consumer's asks that its reservation covered: for every window it holds
  * a reservation in, its own grants that the ledger can still count at the ask (granted in the window plus the
  * margin plus one slot before the ask was sent, up to its answer; the ledger's ring counts a slot that is partly
- * in the span in full) plus the ask are at most the reservation. The ledger promises no such denial (README,
+ * in the span in full) plus the ask are at most the reservation. The ledger promises no such denial (docs/design.md,
  * "Reservations"). Conservative towards the ledger: grants given back or made on another token are counted too.
  */
 export function quotaDenialsWithinReservation(

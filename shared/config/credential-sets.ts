@@ -140,7 +140,7 @@ export const rateLimitSettingsSchema = lazySchema(() =>
        * Shares of the general limits held for named consumers (their `name` in `consumers`), per general window
        * (its `windowSeconds`, as a JSON key): `[{ "consumer": "order-service", "perWindow": { "60": 20 } }]`. A
        * reserved consumer always obtains up to its reservation in every window it holds one for; everyone shares
-       * the rest (it too, beyond its reservation). Unused reservations are not lent (README, "Reservations":
+       * the rest (it too, beyond its reservation). Unused reservations are not lent (docs/design.md, "Reservations":
        * why, and what it costs). At most 10 consumers; per window they leave at least 10 % of the limit shared.
        */
       reservations: z
