@@ -63,9 +63,13 @@ describe('vendor base URL', () => {
 });
 
 describe('resource path shape', () => {
-  it.each(['/users/1/acme/serviceKey/C-42', '/users/007/tenant.a_b~c/serviceKey/key-1'])('accepts %s', (p) =>
-    expect(isResourcePath(p)).toBe(true),
-  );
+  it.each([
+    '/users/1/acme/serviceKey/C-42',
+    '/users/007/tenant.a_b~c/serviceKey/key-1',
+    // Endpoints the vendor does not show (reports, rebalancing: §8), of the same safe segments.
+    '/reports/monthly/r-1',
+    '/rebalancing/run-1/',
+  ])('accepts %s', (p) => expect(isResourcePath(p)).toBe(true));
   it.each([
     '/users/x/acme/serviceKey/k',
     '/users/1/acme/externalKey/k',
@@ -77,6 +81,12 @@ describe('resource path shape', () => {
     '/users/1/acme/serviceKey/k/extra',
     'users/1/acme/serviceKey/k',
     '/restful/login/',
+    '/reports/../users/1/acme/serviceKey/k',
+    '/reports/r-1?x=1',
+    '/reports//r-1',
+    '/reports/..',
+    '/reports/./r-1',
+    '/',
   ])('refuses %s', (p) => expect(isResourcePath(p)).toBe(false));
 });
 
