@@ -64,6 +64,35 @@ describe('rateLimits.classes: the list form and the object form', () => {
     ]);
   });
 
+  it('reads its own output as written (the functions read their configuration document again)', () => {
+    const once = parsed({
+      classes: {
+        reports: { paths: ['/reports/**'], limits: REPORTS },
+        bulk: REBALANCING,
+        rebalancing: { limits: REBALANCING, paths: ['/rebalancing/**'] },
+      },
+      itemFormat: 2,
+    });
+    const twice = parsed(JSON.parse(JSON.stringify(once)));
+    expect(twice).toEqual(once);
+    expect(Object.keys(twice.classPaths)).toEqual(['reports', 'rebalancing']);
+    // classPaths names configured classes, each of whose paths are given in one place, and is checked alike.
+    expect(problem({ classes: { reports: REPORTS }, classPaths: { report: ['/reports/**'] } })).toMatch(
+      /rateLimits\.classPaths\.report: "report" is not one of classes/,
+    );
+    expect(
+      problem({
+        classes: { reports: { paths: ['/r/**'], limits: REPORTS } },
+        classPaths: { reports: ['/r/**'] },
+      }),
+    ).toMatch(
+      /rateLimits\.classPaths\.reports: the paths of class "reports" are given in classes\.reports\.paths/,
+    );
+    expect(problem({ classes: { reports: REPORTS }, classPaths: { reports: ['reports'] } })).toMatch(
+      /rateLimits\.classPaths\.reports\[0\]: path pattern must be an absolute path/,
+    );
+  });
+
   it('refuses an unknown key of the object form, naming it and the class', () => {
     expect(problem({ classes: { reports: { path: ['/reports/**'], limits: REPORTS } } })).toMatch(
       /credentialSets\[0\]\.rateLimits\.classes\.reports: Unrecognized key: "path"/,

@@ -176,6 +176,11 @@ export const rateLimitSettingsSchema = lazySchema(() =>
        * 500 an hour.
        */
       classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), classSettingsSchema).default({}),
+      /**
+       * The classes' paths as the parsed form writes them (the functions' configuration document is that form, and
+       * is read again as written). In a stage or local file, give a class's paths in `classes` instead.
+       */
+      classPaths: z.record(z.string(), classPathsSchema).optional(),
       /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
       marginSeconds: z.number().nonnegative().default(3),
       /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
@@ -207,15 +212,27 @@ export const rateLimitSettingsSchema = lazySchema(() =>
         .optional(),
     })
     .superRefine((settings, ctx) => {
+      for (const name of Object.keys(settings.classPaths ?? {})) {
+        const setting = settings.classes[name];
+        if (!setting || setting.paths)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['classPaths', name],
+            message: setting
+              ? `the paths of class "${name}" are given in classes.${name}.paths already`
+              : `"${name}" is not one of classes`,
+          });
+      }
       // A path is of one class: the same pattern in two classes would make the later one's dead.
       const owner = new Map<string, string>();
       for (const [name, setting] of Object.entries(settings.classes)) {
-        setting.paths?.forEach((pattern, index) => {
+        const given = setting.paths ? ['classes', name, 'paths'] : ['classPaths', name];
+        (setting.paths ?? settings.classPaths?.[name])?.forEach((pattern, index) => {
           const first = owner.get(pattern);
           if (first !== undefined) {
             ctx.addIssue({
               code: 'custom',
-              path: ['classes', name, 'paths', index],
+              path: [...given, index],
               message:
                 first === name
                   ? `path pattern "${pattern}" is given twice`
@@ -226,11 +243,15 @@ export const rateLimitSettingsSchema = lazySchema(() =>
         });
       }
     })
-    .transform(({ classes, ...settings }) => ({
+    // Parsing the parsed form gives it back (the functions' document is read again as written: verifyBrokerConfig).
+    .transform(({ classes, classPaths, ...settings }) => ({
       ...settings,
       classes: Object.fromEntries(Object.entries(classes).map(([name, setting]) => [name, setting.limits])),
       classPaths: Object.fromEntries(
-        Object.entries(classes).flatMap(([name, setting]) => (setting.paths ? [[name, setting.paths]] : [])),
+        Object.entries(classes).flatMap(([name, setting]) => {
+          const paths = setting.paths ?? classPaths?.[name];
+          return paths ? [[name, paths]] : [];
+        }),
       ),
     }))
     // The ledger's own checks (slack below the margin, classes, item size), with its message, at parse time.
