@@ -24,7 +24,7 @@ import {
  * - `learned`: the set's classes are configured with paths only (`{ "paths": ["/reports/**"] }`, contract point
  *   1): the broker was not told the limits and learns them from the vendor's answers; requests name no class (the
  *   client classifies them by path).
- * - `configured`: the set's classes carry the sandbox's limits (today's array form) and requests name their class.
+ * - `configured`: the same paths with the sandbox's limits (`{ "paths": [...], "limits": [...] }`): no learning.
  *
  * The vendor sandbox is the judge: its log of rate-limited outcomes (served and refused, with the limit that
  * refused) gives the 429s per class and the busiest span of every window.
@@ -121,14 +121,18 @@ export const CLASSES_SOAK_DEFAULTS: Omit<ClassesSoakSettings, 'variant'> = {
 };
 
 /**
- * The set's classes as the variant configures them. The learned form (paths only) is the contract's new form,
- * which this branch's configuration does not parse yet: it is typed loosely here, and checked where it is parsed.
+ * The set's classes as the variant configures them: each by its family's paths, with the sandbox's limits
+ * (configured) or none (learned from the vendor's answers). Typed loosely: the object form is an input of the
+ * schema, checked where the configuration is parsed.
  */
 function classesOf(settings: ClassesSoakSettings): Record<string, unknown> {
   return Object.fromEntries(
     settings.families.map((family) => [
       family.name,
-      settings.variant === 'configured' ? family.limits : { paths: [`${family.pathPrefix}**`] },
+      {
+        paths: [`${family.pathPrefix}**`],
+        ...(settings.variant === 'configured' ? { limits: family.limits } : {}),
+      },
     ]),
   );
 }
@@ -218,8 +222,6 @@ export async function runClassesSoak(
           path: (token) =>
             family ? `${family.pathPrefix}c${index}/r-${n}` : `/users/1/${token.tenant}/serviceKey/${key}`,
           ...(created ? {} : { body: { name: key } }),
-          // Learned: the client classifies by path. Configured: the class is named, as callers may.
-          ...(family && settings.variant === 'configured' ? { class: family.name } : {}),
           maxPermitWaitMs: Math.max(deadline - Date.now(), 1),
         });
         created = true;
