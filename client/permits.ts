@@ -3,9 +3,10 @@ import { ConfigurationError } from '../shared/errors.js';
 import type { Telemetry } from '../shared/telemetry.js';
 import type { BrokerApi } from './broker-api.js';
 import { BrokerApiError, ClientClosedError, PermitDeadlineError, RequestAbortedError } from './errors.js';
+import { PermitHandle, type PermitSettlement } from './permit-handle.js';
 import { type Batch, type GrantRoom, PermitPool } from './permit-pool.js';
 import { abortable } from './token-cache.js';
-import type { Permit, PermitPriority, QuotaWindow } from './types.js';
+import type { PermitPriority, QuotaWindow } from './types.js';
 
 export interface PermitsOptions {
   api: BrokerApi;
@@ -46,11 +47,19 @@ const countTooLarge = (error: unknown): error is BrokerApiError =>
  * pool, denials waited out on the clock within each caller's deadline. Unused permits go back to the ledger
  * (with the grant's receipt) when they are about to lapse, when the token changes, after a vendor 429 and
  * on close.
+ *
+ * The ledger honours a receipt once, whatever its count, and keeps only a few spent receipts per caller: so a
+ * batch goes back in ONE give-back, with the permits still in hand and those its holders gave back
+ * (PermitHandle), once the batch has left the pool and every permit handed out of it is settled, or when its
+ * validity ends, whichever is first. A permit given back while its batch is still in hand goes to the next
+ * caller of this client instead (it was never sent).
  */
 export class Permits {
   readonly #options: PermitsOptions;
   readonly #pools = new Map<string, PermitPool>();
   readonly #givingBack = new Set<Promise<void>>();
+  /** Batches out of the pool whose give-back waits for permits still held (see #finish). */
+  readonly #held = new Map<Batch, PermitPool>();
   readonly #closing = new AbortController();
 
   constructor(options: PermitsOptions) {
@@ -66,7 +75,7 @@ export class Permits {
       signal?: AbortSignal | undefined;
       maxWaitMs?: number | undefined;
     } = {},
-  ): Promise<Permit> {
+  ): Promise<PermitHandle> {
     this.#checkOpen(options.signal);
     const { clock } = this.#options;
     const deadline = clock.now() + (options.maxWaitMs ?? this.#options.maxWaitMs);
@@ -81,18 +90,21 @@ export class Permits {
       for (;;) {
         this.#checkOpen(options.signal);
         const now = clock.now();
-        this.#giveBack(pool, pool.removeLapsed(now));
+        this.#finish(pool, pool.removeLapsed(now));
         if (pool.available > 0) {
           if (pool.isTurn(ticket)) {
             const { batch } = pool.take(now);
             if (batch) {
-              return {
-                credentialSet: setId,
-                tokenId,
-                ...(options.class ? { class: options.class } : {}),
-                grantedAt: batch.grantedAt,
-                validUntil: batch.validUntil,
-              };
+              return new PermitHandle(
+                {
+                  credentialSet: setId,
+                  tokenId,
+                  ...(options.class ? { class: options.class } : {}),
+                  grantedAt: batch.grantedAt,
+                  validUntil: batch.validUntil,
+                },
+                (how) => this.#settle(pool, batch, how),
+              );
             }
           }
           // Permits in hand, but a caller served before this one (an earlier one, or an interactive one before a
@@ -181,7 +193,7 @@ export class Permits {
   /** The token is no longer this process's: give its unused permits back. */
   releaseToken(setId: string, tokenId: string): void {
     for (const pool of this.#poolsOf(setId, tokenId)) {
-      this.#giveBack(pool, pool.drain());
+      this.#finish(pool, pool.drain());
       if (pool.idle) this.#pools.delete(keyOf(pool.setId, pool.tokenId, pool.cls));
     }
   }
@@ -190,7 +202,7 @@ export class Permits {
   vendorRateLimited(setId: string, tokenId: string, retryAfterMs: number): void {
     const until = this.#options.clock.now() + retryAfterMs;
     for (const pool of this.#poolsOf(setId, tokenId)) {
-      this.#giveBack(pool, pool.drain());
+      this.#finish(pool, pool.drain());
       pool.denied(until);
     }
   }
@@ -200,8 +212,10 @@ export class Permits {
     this.#closing.abort(new ClientClosedError('the broker client was closed'));
     // A grant still on its way gives its permits back when it lands (see #grant): wait for it too.
     await Promise.allSettled([...this.#pools.values()].map((pool) => pool.granting));
-    for (const pool of this.#pools.values()) this.#giveBack(pool, pool.drain());
+    for (const pool of this.#pools.values()) this.#finish(pool, pool.drain());
     this.#pools.clear();
+    // Permits still held are not waited for: what was gathered goes back now (see #finish).
+    for (const [batch, pool] of this.#held) this.#giveBack(pool, batch);
     while (this.#givingBack.size > 0) await Promise.allSettled([...this.#givingBack]);
   }
 
@@ -227,15 +241,19 @@ export class Permits {
         usableUntil: askedAt + validityMs - safetyMs,
         left: grant.granted,
         timer: new AbortController(),
+        endsAt: askedAt + validityMs,
+        out: 0,
+        returned: 0,
+        spent: false,
       };
       if (this.#closing.signal.aborted) {
-        this.#giveBack(pool, [batch]);
+        this.#giveBack(pool, batch);
         return;
       }
       pool.add(batch, { windows: grant.remaining, available: grant.available, maxCount: grant.maxCount });
       // Given back just before it lapses; the timer stops early when the batch is used up or drained.
       clock.sleep(Math.max(0, batch.usableUntil - clock.now()), batch.timer.signal).then(
-        () => this.#giveBack(pool, pool.removeLapsed(clock.now())),
+        () => this.#finish(pool, pool.removeLapsed(clock.now())),
         () => undefined,
       );
     } catch (error) {
@@ -281,11 +299,50 @@ export class Permits {
     }
   }
 
-  #giveBack(pool: PermitPool, batches: readonly Batch[]): void {
+  /** A holder settled a permit of `batch` (PermitHandle); true when a given-back one counts back. */
+  #settle(pool: PermitPool, batch: Batch, how: PermitSettlement): boolean {
+    if (batch.spent || this.#closing.signal.aborted) return false;
+    batch.out--;
+    if (how === 'givenBack' && !pool.putBack(batch, this.#options.clock.now())) batch.returned++;
+    this.#finish(pool, [batch]);
+    return how === 'givenBack';
+  }
+
+  /**
+   * Batches out of the pool (lapsed, used up, drained, or settled by a holder): each goes back in one give-back
+   * once no permit of it is held, else when its validity ends (a permit held that long was sent or lapsed), or
+   * on close. A batch still in the pool is left there.
+   */
+  #finish(pool: PermitPool, batches: readonly Batch[]): void {
+    const { clock } = this.#options;
     for (const batch of batches) {
-      if (batch.left <= 0) continue;
-      const count = batch.left;
-      batch.left = 0;
+      if (batch.spent || pool.batches.includes(batch)) continue;
+      if (batch.out <= 0 || this.#closing.signal.aborted) {
+        this.#giveBack(pool, batch);
+        continue;
+      }
+      // Nothing to give back (yet), or the wait is armed already.
+      if (batch.left + batch.returned === 0 || batch.ending) continue;
+      const ending = new AbortController();
+      batch.ending = ending;
+      this.#held.set(batch, pool);
+      clock.sleep(Math.max(0, batch.endsAt - clock.now()), ending.signal).then(
+        () => this.#giveBack(pool, batch),
+        () => undefined,
+      );
+    }
+  }
+
+  /** Presents the batch's receipt once, with what is left in hand and what its holders gave back. */
+  #giveBack(pool: PermitPool, batch: Batch): void {
+    if (batch.spent) return;
+    batch.spent = true;
+    batch.ending?.abort();
+    this.#held.delete(batch);
+    const count = batch.left + batch.returned;
+    batch.left = 0;
+    batch.returned = 0;
+    if (count > 0) {
       const done: Promise<void> = this.#options.api
         .returnPermits(pool.setId, { tokenId: pool.tokenId, count, receipt: batch.receipt })
         .then(
