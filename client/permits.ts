@@ -1,9 +1,10 @@
 import type { Clock } from '../shared/clock.js';
 import { ConfigurationError } from '../shared/errors.js';
 import type { Telemetry } from '../shared/telemetry.js';
+import { BatchGiveBacks } from './batch-give-backs.js';
 import type { BrokerApi } from './broker-api.js';
 import { BrokerApiError, ClientClosedError, PermitDeadlineError, RequestAbortedError } from './errors.js';
-import { PermitHandle, type PermitSettlement } from './permit-handle.js';
+import { PermitHandle } from './permit-handle.js';
 import { type Batch, type GrantRoom, PermitPool } from './permit-pool.js';
 import { abortable } from './token-cache.js';
 import type { PermitPriority, QuotaWindow } from './types.js';
@@ -48,22 +49,22 @@ const countTooLarge = (error: unknown): error is BrokerApiError =>
  * (with the grant's receipt) when they are about to lapse, when the token changes, after a vendor 429 and
  * on close.
  *
- * The ledger honours a receipt once, whatever its count, and keeps only a few spent receipts per caller: so a
- * batch goes back in ONE give-back, with the permits still in hand and those its holders gave back
- * (PermitHandle), once the batch has left the pool and every permit handed out of it is settled, or when its
- * validity ends, whichever is first. A permit given back while its batch is still in hand goes to the next
- * caller of this client instead (it was never sent).
+ * A batch goes back in one give-back, with the permits its holders gave back (BatchGiveBacks).
  */
 export class Permits {
   readonly #options: PermitsOptions;
   readonly #pools = new Map<string, PermitPool>();
-  readonly #givingBack = new Set<Promise<void>>();
-  /** Batches out of the pool whose give-back waits for permits still held (see #finish). */
-  readonly #held = new Map<Batch, PermitPool>();
+  readonly #giveBacks: BatchGiveBacks;
   readonly #closing = new AbortController();
 
   constructor(options: PermitsOptions) {
     this.#options = options;
+    this.#giveBacks = new BatchGiveBacks({
+      api: options.api,
+      clock: options.clock,
+      telemetry: options.telemetry,
+      closing: this.#closing.signal,
+    });
   }
 
   async acquire(
@@ -90,7 +91,7 @@ export class Permits {
       for (;;) {
         this.#checkOpen(options.signal);
         const now = clock.now();
-        this.#finish(pool, pool.removeLapsed(now));
+        this.#giveBacks.finish(pool, pool.removeLapsed(now));
         if (pool.available > 0) {
           if (pool.isTurn(ticket)) {
             const { batch } = pool.take(now);
@@ -103,7 +104,7 @@ export class Permits {
                   grantedAt: batch.grantedAt,
                   validUntil: batch.validUntil,
                 },
-                (how) => this.#settle(pool, batch, how),
+                (how) => this.#giveBacks.settle(pool, batch, how),
               );
             }
           }
@@ -193,7 +194,7 @@ export class Permits {
   /** The token is no longer this process's: give its unused permits back. */
   releaseToken(setId: string, tokenId: string): void {
     for (const pool of this.#poolsOf(setId, tokenId)) {
-      this.#finish(pool, pool.drain());
+      this.#giveBacks.finish(pool, pool.drain());
       if (pool.idle) this.#pools.delete(keyOf(pool.setId, pool.tokenId, pool.cls));
     }
   }
@@ -202,7 +203,7 @@ export class Permits {
   vendorRateLimited(setId: string, tokenId: string, retryAfterMs: number): void {
     const until = this.#options.clock.now() + retryAfterMs;
     for (const pool of this.#poolsOf(setId, tokenId)) {
-      this.#finish(pool, pool.drain());
+      this.#giveBacks.finish(pool, pool.drain());
       pool.denied(until);
     }
   }
@@ -212,11 +213,9 @@ export class Permits {
     this.#closing.abort(new ClientClosedError('the broker client was closed'));
     // A grant still on its way gives its permits back when it lands (see #grant): wait for it too.
     await Promise.allSettled([...this.#pools.values()].map((pool) => pool.granting));
-    for (const pool of this.#pools.values()) this.#finish(pool, pool.drain());
+    for (const pool of this.#pools.values()) this.#giveBacks.finish(pool, pool.drain());
     this.#pools.clear();
-    // Permits still held are not waited for: what was gathered goes back now (see #finish).
-    for (const [batch, pool] of this.#held) this.#giveBack(pool, batch);
-    while (this.#givingBack.size > 0) await Promise.allSettled([...this.#givingBack]);
+    await this.#giveBacks.close();
   }
 
   async #grant(pool: PermitPool, count: number): Promise<void> {
@@ -247,13 +246,13 @@ export class Permits {
         spent: false,
       };
       if (this.#closing.signal.aborted) {
-        this.#giveBack(pool, batch);
+        this.#giveBacks.finish(pool, [batch]);
         return;
       }
       pool.add(batch, { windows: grant.remaining, available: grant.available, maxCount: grant.maxCount });
       // Given back just before it lapses; the timer stops early when the batch is used up or drained.
       clock.sleep(Math.max(0, batch.usableUntil - clock.now()), batch.timer.signal).then(
-        () => this.#finish(pool, pool.removeLapsed(clock.now())),
+        () => this.#giveBacks.finish(pool, pool.removeLapsed(clock.now())),
         () => undefined,
       );
     } catch (error) {
@@ -296,76 +295,6 @@ export class Permits {
         reason: error.details?.reason,
         retryAfterSeconds: error.retryAfterSeconds,
       });
-    }
-  }
-
-  /** A holder settled a permit of `batch` (PermitHandle); true when a given-back one counts back. */
-  #settle(pool: PermitPool, batch: Batch, how: PermitSettlement): boolean {
-    if (batch.spent || this.#closing.signal.aborted) return false;
-    batch.out--;
-    if (how === 'givenBack' && !pool.putBack(batch, this.#options.clock.now())) batch.returned++;
-    this.#finish(pool, [batch]);
-    return how === 'givenBack';
-  }
-
-  /**
-   * Batches out of the pool (lapsed, used up, drained, or settled by a holder): each goes back in one give-back
-   * once no permit of it is held, else when its validity ends (a permit held that long was sent or lapsed), or
-   * on close. A batch still in the pool is left there.
-   */
-  #finish(pool: PermitPool, batches: readonly Batch[]): void {
-    const { clock } = this.#options;
-    for (const batch of batches) {
-      if (batch.spent || pool.batches.includes(batch)) continue;
-      if (batch.out <= 0 || this.#closing.signal.aborted) {
-        this.#giveBack(pool, batch);
-        continue;
-      }
-      // Nothing to give back (yet), or the wait is armed already.
-      if (batch.left + batch.returned === 0 || batch.ending) continue;
-      const ending = new AbortController();
-      batch.ending = ending;
-      this.#held.set(batch, pool);
-      clock.sleep(Math.max(0, batch.endsAt - clock.now()), ending.signal).then(
-        () => this.#giveBack(pool, batch),
-        () => undefined,
-      );
-    }
-  }
-
-  /** Presents the batch's receipt once, with what is left in hand and what its holders gave back. */
-  #giveBack(pool: PermitPool, batch: Batch): void {
-    if (batch.spent) return;
-    batch.spent = true;
-    batch.ending?.abort();
-    this.#held.delete(batch);
-    const count = batch.left + batch.returned;
-    batch.left = 0;
-    batch.returned = 0;
-    if (count > 0) {
-      const done: Promise<void> = this.#options.api
-        .returnPermits(pool.setId, { tokenId: pool.tokenId, count, receipt: batch.receipt })
-        .then(
-          (returned) => {
-            this.#options.telemetry.debug('permits given back', {
-              credentialSet: pool.setId,
-              tokenId: pool.tokenId,
-              count,
-              returned,
-            });
-          },
-          (error: unknown) => {
-            // Not given back: they age out of the ledger with their window. Never a reason to fail a caller.
-            this.#options.telemetry.warn('permits could not be given back', {
-              credentialSet: pool.setId,
-              tokenId: pool.tokenId,
-              count,
-              errorCode: (error as { code?: unknown })?.code ?? 'UNKNOWN',
-            });
-          },
-        )
-        .finally(() => this.#givingBack.delete(done));
-      this.#givingBack.add(done);
     }
   }
 
