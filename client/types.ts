@@ -188,3 +188,36 @@ export interface BrokerClientOptions {
   retry?: Partial<RetrySettings>;
   userAgent?: string;
 }
+
+/**
+ * A vendor answer a service got by calling the vendor itself, as `reportRateLimit` reads it: a fetch
+ * `Response` is one; so is `{ status, headers }` from another HTTP library (header names in any case).
+ */
+export interface VendorAnswer {
+  status: number;
+  headers: Headers | Readonly<Record<string, string | readonly string[] | undefined>>;
+}
+
+export interface ReportRateLimitOptions {
+  /** The rate `class` the call was made in (its permit's), for a 2xx's X-RateLimit-* headers. */
+  class?: string;
+}
+
+/** What `reportRateLimit` did. */
+export interface RateLimitReportResult {
+  /**
+   * True when the broker took a report: every 429; a 2xx only when its X-RateLimit-* headers show fewer
+   * requests left than the ledger last said. False when there was nothing to report (another status, or
+   * headers in line with the ledger) or the report failed (a warning through the client's telemetry).
+   */
+  reported: boolean;
+}
+
+/** A vendor 401 to a call a service made itself with the token `tokenId`, for `reportRejection`. */
+export interface TokenRejection {
+  tokenId: string;
+  /** The vendor's `errorCode`: only these two mean the token itself was refused. */
+  errorCode: 'TOKEN_EXPIRED' | 'TOKEN_INVALID';
+  /** The vendor's request id (its `X-Request-Id` or the body's `requestId`), for the broker's audit line. */
+  requestId?: string;
+}

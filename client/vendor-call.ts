@@ -13,8 +13,9 @@ import { assertVendorPath } from '../shared/vendor-client/resource-path.js';
 import { fullJitterDelayMs, type RetrySettings, vendorRetryAdvice } from '../shared/vendor-client/retry.js';
 import type { ResourceResponse } from '../shared/vendor-client/types.js';
 import { BrokerApiError, RequestAbortedError } from './errors.js';
+import type { PermitHandle } from './permit-handle.js';
 import type { Permits } from './permits.js';
-import type { RateFeedback, RateWindow } from './rate-feedback.js';
+import { afterVendorRateLimit, type RateFeedback, type RateWindow } from './rate-feedback.js';
 import type { RequestClassifier } from './request-classifier.js';
 import type { RejectionCode, TokenCache } from './token-cache.js';
 import type { VendedToken, VendorRequestOptions } from './types.js';
@@ -128,9 +129,10 @@ export async function vendorCall<T>(
     // Brokers that list classes take `class` in rate-limit reports; older ones refuse it (and the report with it).
     const reportClass = token.classes === undefined ? undefined : cls;
     const vendor = deps.vendorFor(setId, token);
+    let permit: PermitHandle;
     try {
       // Taken last, right before sending, with nothing awaited in between: the permit is used while usable.
-      await deps.permits.acquire(setId, token.tokenId, {
+      permit = await deps.permits.acquire(setId, token.tokenId, {
         class: cls,
         priority: request.priority,
         signal,
@@ -147,9 +149,10 @@ export async function vendorCall<T>(
     }
     // The wait for the permit (or after a 429 or a 5xx) may have taken the token below the floor: never send
     // one so (the vendor would answer 401 to it on the way). The broker is asked for the token to use now, then
-    // a permit for that one; the permit taken for the old token goes unused (an over-count of its quota: safe).
+    // a permit for that one; the permit taken for the old token is given back.
     // Once per token: when the broker answers the same token, it is the best there is, and it is sent.
     if (!deps.tokens.usable(token) && !renewed.has(token.tokenId)) {
+      permit.giveBack();
       renewed.add(token.tokenId);
       deps.telemetry.info('token below the floor after the wait; asking the broker for the token to use', {
         credentialSet: setId,
@@ -159,6 +162,7 @@ export async function vendorCall<T>(
       attempt--;
       continue;
     }
+    permit.markUsed();
     try {
       const response = await vendor.request<T>({
         method: request.method,
@@ -247,16 +251,8 @@ async function retryDelay(
   if (limited) {
     const retryAfterSeconds =
       limited.retryAfterSeconds ?? Math.ceil(fullJitterDelayMs(attempt - 1, deps.settings) / 1000);
-    // Permits in hand go back at once; the wait counts from when the ledger has the cooldown.
-    deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
-    await deps.feedback.vendorRateLimited(
-      setId,
-      token.tokenId,
-      retryAfterSeconds,
-      limited.window,
-      reportClass,
-    );
-    deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
+    // The wait counts from when the ledger has the cooldown.
+    await afterVendorRateLimit(deps, setId, token.tokenId, retryAfterSeconds, limited.window, reportClass);
     const retryAfterMs = retryAfterSeconds * 1000;
     const jitterBoundMs = Math.min(RATE_LIMIT_JITTER_MS, Math.max(0, budgetLeftMs - retryAfterMs));
     const jitterMs = Math.min(jitterBoundMs, Math.floor(deps.settings.random() * (jitterBoundMs + 1)));
