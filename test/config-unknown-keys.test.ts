@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { createBrokerApp } from '../infra/broker-app.js';
+import { pipeline } from '../infra/stages/pipeline.js';
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
 import { DEFAULT_CONFIG_PATH, loadLocalConfig } from '../local/config.js';
@@ -96,6 +97,13 @@ describe('an unknown key is an error', () => {
     expect(() => createBrokerApp({ context: { stageFile, ...SKIP_BUNDLING } })).toThrow(
       'invalid stage "prod": prod.credentialSets[1]: unknown key `rateLimit`; did you mean `rateLimits`?',
     );
+  });
+
+  it("in the pipeline's configuration, at synth (-c pipeline=true)", () => {
+    const wrong = { ...pipeline, smokeTest: { ...pipeline.smokeTest, rolename: 'smoke' } };
+    expect(() =>
+      createBrokerApp({ pipeline: wrong, context: { pipeline: 'true', ...SKIP_BUNDLING } }),
+    ).toThrow('invalid pipeline: pipeline.smokeTest: unknown key `rolename`; did you mean `roleName`?');
   });
 
   it('in token-broker check-config, which exits 2 and says so on stderr', async () => {
