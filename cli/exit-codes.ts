@@ -2,7 +2,7 @@ import { BrokerApiError, BrokerUnreachableError } from '../client/errors.js';
 import { BrokerError } from '../shared/errors.js';
 import { SecretWriteError } from './errors.js';
 
-/** The CLI's exit codes: stable, documented in `--help` and the README. */
+/** The CLI's exit codes: stable, documented in `--help` and docs/cli.md. */
 export const ExitCode = {
   Ok: 0,
   /** The broker (or Secrets Manager) answered with an error; its code is printed. */

@@ -12,6 +12,7 @@ import { BrokerApi } from './broker-api.js';
 import { ClientClosedError, InvalidClientRequestError } from './errors.js';
 import { Permits } from './permits.js';
 import { RateFeedback } from './rate-feedback.js';
+import { RequestClassifier } from './request-classifier.js';
 import { FunctionUrlSigner } from './sigv4.js';
 import { TokenCache } from './token-cache.js';
 import type {
@@ -79,6 +80,7 @@ export class BrokerClient {
   readonly #tokens: TokenCache;
   readonly #permits: Permits;
   readonly #feedback: RateFeedback;
+  readonly #classifier: RequestClassifier;
   readonly #telemetry: Telemetry;
   readonly #vendorBaseUrls: ReadonlyMap<string, string>;
   readonly #vendorClients = new Map<string, VendorClient>();
@@ -140,6 +142,7 @@ export class BrokerClient {
       onReplaced: (setId, oldTokenId) => this.#permits.releaseToken(setId, oldTokenId),
     });
     this.#feedback = new RateFeedback({ api: this.#api, telemetry: this.#telemetry });
+    this.#classifier = new RequestClassifier(this.#telemetry);
   }
 
   /** The credential sets this caller may use, with their health. */
@@ -187,6 +190,7 @@ export class BrokerClient {
         tokens: this.#tokens,
         permits: this.#permits,
         feedback: this.#feedback,
+        classifier: this.#classifier,
         vendorFor: (id, token) => this.#vendorFor(id, token),
         clock: this.#clock,
         telemetry: this.#telemetry,

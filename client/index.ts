@@ -38,6 +38,7 @@ export type {
   Permit,
   PermitPriority,
   QuotaWindow,
+  RequestClass,
   VendedToken,
   VendorRequestOptions,
 } from './types.js';

@@ -19,6 +19,8 @@ export interface RateWindow {
 
 type Report = {
   tokenId: string;
+  /** The answer was of this class (its request took a permit of it): the headers and 429 are the class's. */
+  class?: string;
   retryAfterSeconds?: number;
   limit?: number;
   remaining?: number;
@@ -36,6 +38,11 @@ const count = (value: number | undefined, min: number): number | undefined =>
  * and X-RateLimit-* headers of a success when they show fewer requests left than the ledger believed (the ledger
  * is off: someone else uses the token, or the vendor counts differently). The broker can only become more
  * careful from either. Reports are best effort: a failed report never fails the caller's request.
+ *
+ * Answers of a request class (`reportClass`: the broker takes `class` in reports) are reported with their class,
+ * 429s too; and a class answer's headers are reported whenever the ledger's last word for that class has no
+ * window with their X-RateLimit-Limit: a limit the broker does not know yet (it learns the class's limits from
+ * them), at most once per (token, class, limit, reset), so once per vendor window.
  */
 export class RateFeedback {
   readonly #api: BrokerApi;
@@ -54,9 +61,11 @@ export class RateFeedback {
     tokenId: string,
     retryAfterSeconds: number,
     window: RateWindow,
+    reportClass?: string,
   ): Promise<void> {
     const report: Report = {
       tokenId,
+      ...(reportClass === undefined ? {} : { class: reportClass }),
       retryAfterSeconds: Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, retryAfterSeconds)),
       // A 429 without X-RateLimit-Remaining still says nothing is left in its window.
       ...this.#window(window.limit, window.remaining ?? 0, window.reset),
@@ -71,9 +80,14 @@ export class RateFeedback {
     headers: RateLimitHeaders,
     known: readonly QuotaWindow[] | undefined,
     cls: string | undefined,
+    reportClass?: string,
   ): void {
     const { remaining, reset } = headers;
     if (remaining === undefined || reset === undefined || !known) return;
+    if (reportClass !== undefined && headers.limit !== undefined) {
+      this.#afterClassAnswer(setId, tokenId, { limit: headers.limit, remaining, reset }, known, reportClass);
+      return;
+    }
     const applicable = known.filter((w) => w.class === undefined || w.class === cls);
     const window =
       applicable.find((w) => w.limit === headers.limit && w.class === undefined) ??
@@ -90,9 +104,46 @@ export class RateFeedback {
     if (before !== undefined && before <= remaining) return;
     this.#remember(key, remaining);
     const report: Report = { tokenId, ...this.#window(headers.limit ?? window.limit, remaining, reset) };
-    const done = this.#send(setId, report, 'vendor rate headers reported: the ledger is off', {
+    this.#sendInBackground(setId, report, 'vendor rate headers reported: the ledger is off', {
       ledgerRemaining: window.remaining,
-    }).finally(() => this.#pending.delete(done));
+    });
+  }
+
+  /**
+   * A class answer's headers are the class's (the vendor sends a family's own X-RateLimit-* on its answers):
+   * compared with the class's window of that limit, or, where the ledger has none, reported for learning.
+   */
+  #afterClassAnswer(
+    setId: string,
+    tokenId: string,
+    headers: { limit: number; remaining: number; reset: number },
+    known: readonly QuotaWindow[],
+    cls: string,
+  ): void {
+    const { limit, remaining, reset } = headers;
+    const window = known.find((w) => w.class === cls && w.limit === limit);
+    const key = `${setId}\u0000${tokenId}\u0000${cls}\u0000${limit}\u0000${reset}`;
+    const before = this.#reported.get(key);
+    if (window) {
+      if (remaining >= window.remaining || (before !== undefined && before <= remaining)) return;
+    } else if (before !== undefined) {
+      // Learning: one report per vendor window tells the limit and the window; the next ones tell nothing new.
+      return;
+    }
+    this.#remember(key, remaining);
+    const report: Report = { tokenId, class: cls, ...this.#window(limit, remaining, reset) };
+    this.#sendInBackground(
+      setId,
+      report,
+      window
+        ? 'vendor rate headers of a class reported: the ledger is off'
+        : 'vendor rate headers of a class reported: a limit the ledger does not know',
+      window ? { ledgerRemaining: window.remaining } : {},
+    );
+  }
+
+  #sendInBackground(setId: string, report: Report, message: string, extra: Record<string, unknown>): void {
+    const done = this.#send(setId, report, message, extra).finally(() => this.#pending.delete(done));
     this.#pending.add(done);
   }
 

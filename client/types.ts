@@ -13,6 +13,13 @@ export interface QuotaWindow {
   class?: string;
 }
 
+/** A request class of the credential set and the path patterns of its requests (`[]`: named by callers). */
+export interface RequestClass {
+  class: string;
+  /** `*` matches exactly one segment, `**` (only last) one or more, any other segment itself. */
+  paths: readonly string[];
+}
+
 /**
  * A credential set's token as the broker vended it. `accessToken` is a non-enumerable property: logging or
  * serialising the object (console.log, JSON.stringify, a spread) never shows it. Use `tokenId` in logs.
@@ -35,6 +42,11 @@ export interface VendedToken {
   readonly quota: readonly QuotaWindow[] | null;
   /** Where to send vendor calls, when the broker says it. */
   readonly vendorBaseUrl: string | undefined;
+  /**
+   * The set's request classes in configuration order, by which vendorRequest classifies a request's path;
+   * undefined from brokers before request classes by path (then only a request's `class` names one).
+   */
+  readonly classes: readonly RequestClass[] | undefined;
   /** Epoch ms on this client's clock when it arrived. */
   readonly receivedAt: number;
   /**
@@ -97,9 +109,18 @@ export interface AcquirePermitOptions {
 
 export interface VendorRequestOptions {
   method: HttpMethod;
-  /** `/users/<number>/<tenant>/serviceKey/<key>`; a function gets the token (for its `tenant`). */
+  /**
+   * `/users/<number>/<tenant>/serviceKey/<key>`, or a path of one of the set's request classes (any shape that
+   * matches a class pattern, with segments of letters, digits, `. _ ~ -`); a function gets the token (for its
+   * `tenant`).
+   */
   path: string | ((token: VendedToken) => string);
   body?: unknown;
+  /**
+   * Not needed where the set's class patterns cover the path: the request is of the first class with a pattern
+   * its path matches (the path decides over a class named here, with a warning). Name it for a path of a
+   * resource-intensive endpoint that no pattern covers.
+   */
   class?: string;
   /** For each permit the request takes (its retries too): default `interactive`; see AcquirePermitOptions. */
   priority?: PermitPriority;

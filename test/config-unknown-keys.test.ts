@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -7,9 +7,9 @@ import { createBrokerApp } from '../infra/broker-app.js';
 import { pipeline } from '../infra/stages/pipeline.js';
 import { prod } from '../infra/stages/prod.js';
 import { uat } from '../infra/stages/uat.js';
-import { DEFAULT_CONFIG_PATH, loadLocalConfig } from '../local/config.js';
+import { loadLocalConfig } from '../local/config.js';
 import { brokerConfigDocument } from '../shared/config/broker-config.js';
-import { describeIssues } from '../shared/config/credential-sets.js';
+import { describeIssues, parseCredentialSets } from '../shared/config/credential-sets.js';
 import { closestKey, unknownKeysError, unknownKeysMessage } from '../shared/config/unknown-keys.js';
 import { runIn } from './support/cli-harness.js';
 import { writeConfigDocument } from './support/config-document.js';
@@ -63,16 +63,44 @@ describe('the suggestion for an unknown key', () => {
         'classes.reports: unknown key `path`; did you mean `paths`?',
     );
   });
+
+  it("is given for a request class's object form, and for a limit of its list form", () => {
+    const set = {
+      id: 'uat-advisor',
+      environment: 'uat',
+      companyRole: 'advisor',
+      vendorBaseUrl: 'https://pms-uat.vendor.example.com',
+      secretId: 'token-broker/uat-advisor',
+    };
+    expect(() =>
+      parseCredentialSets([{ ...set, rateLimits: { classes: { reports: { path: ['/reports/**'] } } } }]),
+    ).toThrow('credentialSets[0].rateLimits.classes.reports: unknown key `path`; did you mean `paths`?');
+    expect(() =>
+      parseCredentialSets([
+        { ...set, rateLimits: { classes: { reports: [{ limit: 5, windowSecond: 60, windowSeconds: 60 }] } } },
+      ]),
+    ).toThrow(
+      'credentialSets[0].rateLimits.classes.reports[0]: unknown key `windowSecond`; did you mean `windowSeconds`?',
+    );
+  });
 });
 
 describe('an unknown key is an error', () => {
   it("in the local configuration, when npm start's loader reads it", () => {
-    const committed = JSON.parse(readFileSync(DEFAULT_CONFIG_PATH, 'utf8'));
-    const { refreshIntervalSeconds, ...rest } = committed;
     const file = jsonFile({
-      ...rest,
-      refreshIntervalSecs: refreshIntervalSeconds,
-      sandbox: { ...committed.sandbox, windowKnd: 'sliding' },
+      credentialsFile: 'credentials.json',
+      refreshIntervalSecs: 60,
+      sandbox: { windowKnd: 'sliding' },
+      credentialSets: [{ id: 'uat-advisor', environment: 'uat', companyRole: 'advisor', secretId: 'uat' }],
+      callers: [
+        {
+          name: 'portfolio',
+          accessKeyId: 'AKIALOCALPORTFOLIO01',
+          secretAccessKey: 'local-only-portfolio-service-secret',
+          principalArn: 'arn:aws:iam::000000000000:role/portfolio-service',
+        },
+      ],
+      consumers: [],
     });
     expect(() => loadLocalConfig({ BROKER_CONFIG: file })).toThrow(
       `invalid configuration: ${file}.sandbox: unknown key \`windowKnd\`; did you mean \`windowKind\`?; ${file}: unknown key \`refreshIntervalSecs\`; did you mean \`refreshIntervalSeconds\`?`,

@@ -4,6 +4,7 @@ import { lazySchema } from '../lazy-schema.js';
 import { planFor } from '../ledger/limit-plan.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor-client/types.js';
 import { isLoopbackHostname } from '../vendor-client/vendor-url.js';
+import { MAX_PATTERNS_PER_CLASS, patternProblem } from './request-classes.js';
 import { plainIssues, unknownKeysError } from './unknown-keys.js';
 import { userBudgetIssues } from './user-budgets.js';
 
@@ -35,6 +36,53 @@ export const vendorBaseUrlSchema = lazySchema(() =>
       },
       { message: 'must be https:// (plain http:// is accepted only for loopback addresses)' },
     ),
+);
+
+/** A class's path patterns, each checked by the rules of request-classes.ts, with the rule it breaks. */
+const classPathsSchema = lazySchema(() =>
+  z
+    .array(
+      z.string().superRefine((pattern, ctx) => {
+        const problem = patternProblem(pattern);
+        if (problem) ctx.addIssue({ code: 'custom', message: `path pattern ${problem}` });
+      }),
+    )
+    .min(1, 'give at least one path pattern, or leave paths out')
+    .max(MAX_PATTERNS_PER_CLASS, `at most ${MAX_PATTERNS_PER_CLASS} path patterns per class`),
+);
+
+const classLimitsSchema = lazySchema(() => z.array(rateLimitSchema));
+const classObjectSchema = lazySchema(() =>
+  z.strictObject({ paths: classPathsSchema.optional(), limits: classLimitsSchema.optional() }),
+);
+
+/** A class as configured: its limits (a list; `[]` = learned), or an object with paths and limits. */
+type ClassSettingInput = RateLimit[] | { paths?: string[] | undefined; limits?: RateLimit[] | undefined };
+type ClassSetting = { paths?: string[]; limits: RateLimit[] };
+
+/**
+ * The form is chosen by the value's type (a list, else the object), so that a mistake is reported in the terms
+ * of the form that was meant, with its field, rather than as "matches neither form". The object is strict: an
+ * unknown key (a typo such as `path`) is refused.
+ */
+const classSettingsSchema = lazySchema(
+  () =>
+    z.unknown().transform((value, ctx): ClassSetting => {
+      // A parse of its own does not inherit the outer parse's error map: an unknown key names its closest key.
+      const result = Array.isArray(value)
+        ? classLimitsSchema.safeParse(value, { error: unknownKeysError })
+        : classObjectSchema.safeParse(value, { error: unknownKeysError });
+      if (!result.success) {
+        // The form's own issues, their paths relative to this value (zod's issue type is wider than addIssue's).
+        for (const issue of result.error.issues) ctx.addIssue(issue as never);
+        return z.NEVER;
+      }
+      if (Array.isArray(result.data)) return { limits: result.data };
+      return {
+        limits: result.data.limits ?? [],
+        ...(result.data.paths ? { paths: result.data.paths } : {}),
+      };
+    }) as unknown as z.ZodType<ClassSetting, ClassSettingInput>,
 );
 
 export const refreshSettingsSchema = lazySchema(() =>
@@ -121,11 +169,20 @@ export const rateLimitSettingsSchema = lazySchema(() =>
     .strictObject({
       general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
       /**
-       * Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). Bounded so that the
-       * token's ledger item stays within one DynamoDB write unit (see planFor): at the default general limits, item
-       * format 1 fits one class of about 10 a minute, item format 2 four classes of 25 a minute and 500 an hour.
+       * Named classes of resource-intensive endpoints (reports, rebalancing), each its limits (a list, as before)
+       * or `{ "paths": ["/reports/**"], "limits": [...] }` (both optional): the paths classify vendor requests
+       * (shared/config/request-classes.ts), and limits absent or `[]` are learned from the vendor's answers.
+       * Parsed into `classes` (each class's limits, `[]` = learned) and `classPaths` (classes with paths). Bounded
+       * so that the token's ledger item stays within one DynamoDB write unit (see planFor): at the default general
+       * limits, item format 1 fits one class of about 10 a minute, item format 2 four classes of 25 a minute and
+       * 500 an hour.
        */
-      classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
+      classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), classSettingsSchema).default({}),
+      /**
+       * The classes' paths as the parsed form writes them (the functions' configuration document is that form, and
+       * is read again as written). In a stage or local file, give a class's paths in `classes` instead.
+       */
+      classPaths: z.record(z.string(), classPathsSchema).optional(),
       /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
       marginSeconds: z.number().nonnegative().default(3),
       /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */
@@ -141,7 +198,7 @@ export const rateLimitSettingsSchema = lazySchema(() =>
        * Shares of the general limits held for named consumers (their `name` in `consumers`), per general window
        * (its `windowSeconds`, as a JSON key): `[{ "consumer": "order-service", "perWindow": { "60": 20 } }]`. A
        * reserved consumer always obtains up to its reservation in every window it holds one for; everyone shares
-       * the rest (it too, beyond its reservation). Unused reservations are not lent (README, "Reservations":
+       * the rest (it too, beyond its reservation). Unused reservations are not lent (docs/design.md, "Reservations":
        * why, and what it costs). At most 10 consumers; per window they leave at least 10 % of the limit shared.
        */
       reservations: z
@@ -156,6 +213,49 @@ export const rateLimitSettingsSchema = lazySchema(() =>
         )
         .optional(),
     })
+    .superRefine((settings, ctx) => {
+      for (const name of Object.keys(settings.classPaths ?? {})) {
+        const setting = settings.classes[name];
+        if (!setting || setting.paths)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['classPaths', name],
+            message: setting
+              ? `the paths of class "${name}" are given in classes.${name}.paths already`
+              : `"${name}" is not one of classes`,
+          });
+      }
+      // A path is of one class: the same pattern in two classes would make the later one's dead.
+      const owner = new Map<string, string>();
+      for (const [name, setting] of Object.entries(settings.classes)) {
+        const given = setting.paths ? ['classes', name, 'paths'] : ['classPaths', name];
+        (setting.paths ?? settings.classPaths?.[name])?.forEach((pattern, index) => {
+          const first = owner.get(pattern);
+          if (first !== undefined) {
+            ctx.addIssue({
+              code: 'custom',
+              path: [...given, index],
+              message:
+                first === name
+                  ? `path pattern "${pattern}" is given twice`
+                  : `path pattern "${pattern}" is also a pattern of class "${first}" (a path is of one class)`,
+            });
+          }
+          owner.set(pattern, name);
+        });
+      }
+    })
+    // Parsing the parsed form gives it back (the functions' document is read again as written: verifyBrokerConfig).
+    .transform(({ classes, classPaths, ...settings }) => ({
+      ...settings,
+      classes: Object.fromEntries(Object.entries(classes).map(([name, setting]) => [name, setting.limits])),
+      classPaths: Object.fromEntries(
+        Object.entries(classes).flatMap(([name, setting]) => {
+          const paths = setting.paths ?? classPaths?.[name];
+          return paths ? [[name, paths]] : [];
+        }),
+      ),
+    }))
     // The ledger's own checks (slack below the margin, classes, item size), with its message, at parse time.
     .superRefine((settings, ctx) => {
       try {

@@ -94,7 +94,7 @@ export interface RingSpec {
  * reservation stays unused. Not only the simplest choice: a consumer with u < R used may ask for R - u the
  * next millisecond, and a permit lent at t counts for the window plus margin after t, so a loan could only be
  * repaid by breaking the bound or the guarantee; bounding loans in time needs a bound on the reserved
- * consumer's demand, which the guarantee does not assume. What it costs, measured: README, "Reservations".
+ * consumer's demand, which the guarantee does not assume. What it costs, measured: docs/design.md, "Reservations".
  */
 export interface ReservedWindow {
   shared: RingSpec;
