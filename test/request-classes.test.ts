@@ -93,9 +93,9 @@ describe('rateLimits.classes: the list form and the object form', () => {
     );
   });
 
-  it('refuses an unknown key of the object form, naming it and the class', () => {
-    expect(problem({ classes: { reports: { path: ['/reports/**'], limits: REPORTS } } })).toMatch(
-      /credentialSets\[0\]\.rateLimits\.classes\.reports: Unrecognized key: "path"/,
+  it('refuses an unknown key of the object form, naming it, the class and the key it was meant to be', () => {
+    expect(problem({ classes: { reports: { path: ['/reports/**'], limits: REPORTS } } })).toContain(
+      'credentialSets[0].rateLimits.classes.reports: unknown key `path`; did you mean `paths`?',
     );
   });
 

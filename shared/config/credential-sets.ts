@@ -5,11 +5,12 @@ import { planFor } from '../ledger/limit-plan.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor-client/types.js';
 import { isLoopbackHostname } from '../vendor-client/vendor-url.js';
 import { MAX_PATTERNS_PER_CLASS, patternProblem } from './request-classes.js';
+import { plainIssues, unknownKeysError } from './unknown-keys.js';
 import { userBudgetIssues } from './user-budgets.js';
 
 /** One limit of the vendor's quota: at most `limit` requests in any span of `windowSeconds`. */
 export const rateLimitSchema = lazySchema(() =>
-  z.object({
+  z.strictObject({
     limit: z.number().int().positive(),
     windowSeconds: z.number().positive(),
   }),
@@ -67,9 +68,10 @@ type ClassSetting = { paths?: string[]; limits: RateLimit[] };
 const classSettingsSchema = lazySchema(
   () =>
     z.unknown().transform((value, ctx): ClassSetting => {
+      // A parse of its own does not inherit the outer parse's error map: an unknown key names its closest key.
       const result = Array.isArray(value)
-        ? classLimitsSchema.safeParse(value)
-        : classObjectSchema.safeParse(value);
+        ? classLimitsSchema.safeParse(value, { error: unknownKeysError })
+        : classObjectSchema.safeParse(value, { error: unknownKeysError });
       if (!result.success) {
         // The form's own issues, their paths relative to this value (zod's issue type is wider than addIssue's).
         for (const issue of result.error.issues) ctx.addIssue(issue as never);
@@ -85,7 +87,7 @@ const classSettingsSchema = lazySchema(
 
 export const refreshSettingsSchema = lazySchema(() =>
   z
-    .object({
+    .strictObject({
       /**
        * Re-login when the token has less than this left (before jitter). An hour leaves room for a dozen
        * 5-minute scheduled runs, their retries, and a vendor outage of 40 minutes before the hard floor.
@@ -164,7 +166,7 @@ export type RefreshSettings = z.infer<typeof refreshSettingsSchema>;
 
 export const rateLimitSettingsSchema = lazySchema(() =>
   z
-    .object({
+    .strictObject({
       general: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
       /**
        * Named classes of resource-intensive endpoints (reports, rebalancing), each its limits (a list, as before)
@@ -201,7 +203,7 @@ export const rateLimitSettingsSchema = lazySchema(() =>
        */
       reservations: z
         .array(
-          z.object({
+          z.strictObject({
             consumer: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'the name of a consumer of this set'),
             perWindow: z.record(
               z.string().regex(/^[0-9]+(\.[0-9]+)?$/, 'the windowSeconds of a general limit'),
@@ -273,7 +275,7 @@ export type RateLimitSettings = z.infer<typeof rateLimitSettingsSchema>;
 
 // The defaults are parsed once, without zod's eval-compiled object fast path (see parseConfig).
 export const credentialSetSchema = lazySchema(() =>
-  z.object({
+  z.strictObject({
     /** For example `prod-advisor`. */
     id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
     environment: z.enum(VENDOR_ENVIRONMENTS),
@@ -329,7 +331,7 @@ export const expectedEnvClaimsOf = (set: Pick<CredentialSetConfig, 'environment'
 
 /** Turns zod issues into one message that names every wrong field, e.g. `credentialSets[1].environment`. */
 export function describeIssues(error: z.ZodError, root: string): string {
-  return error.issues
+  return plainIssues(error.issues)
     .map((issue) => {
       const path = issue.path.reduce<string>(
         (acc, part) => (typeof part === 'number' ? `${acc}[${part}]` : `${acc}.${String(part)}`),
@@ -351,7 +353,7 @@ export function parseConfig<T extends z.ZodType>(schema: T, input: unknown, sour
     }
   }
   // Parsed once per cold start: zod's eval-compiled fast path for objects would cost more to build than it saves.
-  const result = schema.safeParse(value, { jitless: true });
+  const result = schema.safeParse(value, { jitless: true, error: unknownKeysError });
   if (!result.success) {
     throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, source)}`);
   }

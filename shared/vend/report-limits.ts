@@ -44,22 +44,22 @@ import { VendError } from './vend-errors.js';
  */
 export const reportLimitSettingsSchema = lazySchema(() =>
   z
-    .object({
+    .strictObject({
       windowSeconds: z.number().positive().default(60),
       rateLimitReports: z
-        .object({
+        .strictObject({
           perCaller: z.number().int().positive().default(120),
           perSet: z.number().int().positive().default(600),
         })
         .default({ perCaller: 120, perSet: 600 }),
       rejectionReports: z
-        .object({
+        .strictObject({
           perCaller: z.number().int().positive().default(1000),
           perSet: z.number().int().positive().default(5000),
         })
         .default({ perCaller: 1000, perSet: 5000 }),
       giveBacks: z
-        .object({
+        .strictObject({
           perCaller: z.number().int().positive().default(120),
           perSet: z.number().int().positive().default(600),
         })
