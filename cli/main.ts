@@ -1,5 +1,5 @@
 import { UsageError } from './errors.js';
-import { EXIT_CODES_HELP, ExitCode, failureOf } from './exit-codes.js';
+import { EXIT_CODES_HELP, ExitCode, failureLine } from './exit-codes.js';
 import { type CliIo, processIo } from './io.js';
 
 interface Command {
@@ -74,15 +74,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const command = await load();
     return await command.run(args, io);
   } catch (error) {
-    const failure = failureOf(error);
-    const label = load ? `token-broker ${name}` : 'token-broker';
-    const requestId = failure.requestId ? ` (broker requestId ${failure.requestId})` : '';
-    const hint =
-      error instanceof UsageError
-        ? ` (see "token-broker ${error.command ? `${error.command} ` : ''}--help")`
-        : '';
-    io.stderr.write(`${label}: error ${failure.code}: ${failure.message}${requestId}${hint}\n`);
-    return failure.exit;
+    const { exit, line } = failureLine(load ? `token-broker ${name}` : 'token-broker', error);
+    io.stderr.write(`${line}\n`);
+    return exit;
   }
 }
 
