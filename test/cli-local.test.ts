@@ -171,7 +171,7 @@ describe('token-broker status', () => {
     await client.close();
     await clock.advance(2000);
 
-    const run = await cli(['status']);
+    const run = await cli(['status', '--wide']);
     expect(run.exit).toBe(0);
     const lines = run.stdout.trim().split('\n');
     expect(lines[0]).toMatch(

@@ -403,8 +403,8 @@ describe('@token-broker/cli, installed from its tarball', () => {
         },
       );
       expect(status.exit, status.stderr).toBe(0);
-      expect(status.stdout.split('\n')[0]).toMatch(/^SET\s+ENV\s+STATE\s+EXPIRES IN/);
-      expect(status.stdout).toMatch(/^uat-advisor\s+uat\s+HEALTHY\s/m);
+      expect(status.stdout.split('\n')[0]).toMatch(/^SET\s+STATE\s+EXPIRES IN\s+AGE\s+QUOTA USED\s+CAUSE$/);
+      expect(status.stdout).toMatch(/^uat-advisor\s+HEALTHY\s/m);
       expect(status.stdout + status.stderr).not.toContain(ONCALL.AWS_SECRET_ACCESS_KEY);
     },
   );
