@@ -43,7 +43,7 @@ credential set, stage checks before a deploy, and new vendor credentials.
 
 Commands:
   token <set>            print a credential set's access token on stdout (nothing else)
-  status [<set>...]      state, expiry, last refresh, last error and vendor requestId, quota used, cause
+  status [<set>...]      each set's state, token expiry and age, quota used, cause (--wide: all; --watch)
   check-config <stage>   validate a stage's configuration before deploying it (offline; --secrets asks AWS)
   put-credentials <set>  write a set's vendor username and password (from stdin or a prompt) to its secret
   secret-policy <stage>  print the resource policy every vendor secret of the stage carries
