@@ -411,15 +411,41 @@ describe('@token-broker/cli, installed from its tarball', () => {
     },
   );
 
-  it('npx --package=<tarball> token-broker --help, without installing it first', async () => {
+  it('the documented npx lines (packaging/cli-README.md, docs/runbook.md) run without a terminal, from the tarball', async () => {
+    // Where the docs say: a directory with the tarball in it, nothing installed; stdin is no terminal, so npx
+    // cannot ask whether to install the package and must be told (-y).
     const empty = path.join(work, 'empty');
     execFileSync('mkdir', ['-p', empty]);
-    const { stdout } = await run(
-      'npx',
-      ['--yes', '--prefer-offline', `--package=${cliTarball}`, 'token-broker', '--help'],
-      { cwd: empty, env: npmEnv(), timeout: 300_000 },
-    );
-    expect(stdout).toMatch(/^Usage: token-broker <command> \[options\]/);
+    copyFileSync(cliTarball, path.join(empty, path.basename(cliTarball)));
+    const documented = ['packaging/cli-README.md', 'docs/runbook.md'].map((doc) => {
+      const text = readFileSync(path.join(ROOT, doc), 'utf8');
+      const line = /(npx (?:\S+ )*--package=\S+ token-broker \S+)/.exec(text)?.[1];
+      expect(line, doc).toBeDefined();
+      return line ?? '';
+    });
+    for (const line of documented) {
+      expect(line).toContain(`--package=./${path.basename(cliTarball)} `);
+      const ran = await run('sh', ['-c', line], {
+        cwd: empty,
+        // The registry's metadata from npm's cache, as the other installs here (npm_config_prefer_offline is
+        // --prefer-offline): the line itself stays as documented.
+        env: {
+          ...npmEnv(),
+          npm_config_prefer_offline: 'true',
+          TOKEN_BROKER_URL: brokerUrl,
+          AWS_REGION: 'local',
+          ...ONCALL,
+        },
+        timeout: 300_000,
+      }).then(
+        (done) => ({ exit: 0, ...done }),
+        (error: { code: number; stdout: string; stderr: string }) => ({ exit: error.code, ...error }),
+      );
+      expect(ran.exit, `${line}\n${ran.stderr}`).toBe(0);
+      expect(ran.stdout).toMatch(
+        line.endsWith('--help') ? /^Usage: token-broker <command> \[options\]/ : /^SET\s+STATE\s/,
+      );
+    }
   });
 
   it.each(nodes)(
@@ -436,8 +462,8 @@ describe('@token-broker/cli, installed from its tarball', () => {
         },
       );
       expect(status.exit, status.stderr).toBe(0);
-      expect(status.stdout.split('\n')[0]).toMatch(/^SET\s+ENV\s+STATE\s+EXPIRES IN/);
-      expect(status.stdout).toMatch(/^uat-advisor\s+uat\s+HEALTHY\s/m);
+      expect(status.stdout.split('\n')[0]).toMatch(/^SET\s+STATE\s+EXPIRES IN\s+AGE\s+QUOTA USED\s+CAUSE$/);
+      expect(status.stdout).toMatch(/^uat-advisor\s+HEALTHY\s/m);
       expect(status.stdout + status.stderr).not.toContain(ONCALL.AWS_SECRET_ACCESS_KEY);
     },
   );

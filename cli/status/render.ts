@@ -117,7 +117,7 @@ function causeCell(causes: Cause[]): string {
   return causes.map((c) => (c.runbook ? `${c.summary} [runbook #${c.runbook}]` : c.summary)).join('; ');
 }
 
-function expiresCell(entry: StatusEntry): string {
+export function expiresCell(entry: StatusEntry): string {
   if (entry.expiresAt === null || entry.expiresInSeconds === null) return '-';
   return entry.expiresInSeconds <= 0 ? 'expired' : formatDuration(entry.expiresInSeconds);
 }
@@ -137,8 +137,9 @@ function consumersCell(entry: StatusEntry): string {
 }
 
 /**
- * The table an on-call person reads first: one line per set, the cause last. With `consumersWindowSeconds`
- * (`--consumers`), a column of each consumer's permits granted/returned/denied over that window.
+ * The wide table (`--wide`): one line per set, every column, the cause in words last. With
+ * `consumersWindowSeconds` (`--consumers`), a column of each consumer's permits granted/returned/denied over
+ * that window. The narrow default is narrow-table.ts.
  */
 export function statusTable(
   entries: StatusEntry[],

@@ -1,0 +1,30 @@
+import { narrowStatusTable } from './narrow-table.js';
+import { type StatusEntry, statusTable } from './render.js';
+
+export interface StatusLayout {
+  /** Every column (`--wide`, or `--consumers`), else the narrow table. */
+  wide: boolean;
+  /** The narrow table's width: the terminal's, or NARROW_DEFAULT_WIDTH. */
+  width: number;
+  /** With `--consumers`: the window of the permits per consumer. */
+  consumersWindowSeconds?: number;
+}
+
+/**
+ * What `status` prints as text: its sections in order, a blank line between, the sets table first. A section
+ * of its own (learned class limits, say) is one more entry of the list, with its own title line.
+ */
+export function statusText(entries: StatusEntry[], nowMs: number, layout: StatusLayout): string {
+  const sections = [
+    layout.wide
+      ? statusTable(
+          entries,
+          nowMs,
+          layout.consumersWindowSeconds === undefined
+            ? {}
+            : { consumersWindowSeconds: layout.consumersWindowSeconds },
+        )
+      : narrowStatusTable(entries, nowMs, layout.width),
+  ];
+  return sections.join('\n\n');
+}
