@@ -123,8 +123,9 @@ export const rateLimitSettingsSchema = lazySchema(() =>
        * Lower limits for named classes of resource-intensive endpoints (reports, rebalancing). Bounded so that the
        * token's ledger item stays within one DynamoDB write unit (see planFor): at the default general limits, item
        * format 1 fits one class of about 10 a minute, item format 2 four classes of 25 a minute and 500 an hour.
+       * `[]`: the class's limits are learned from the vendor's answers (docs/class-limits.md).
        */
-      classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema).min(1)).default({}),
+      classes: z.record(z.string().regex(/^[a-z][a-z0-9-]*$/), z.array(rateLimitSchema)).default({}),
       /** Between a grant and the vendor seeing the request: permit validity, send delay, clock differences. */
       marginSeconds: z.number().nonnegative().default(3),
       /** How long a granted permit may be used for sending. Must leave a fifth of the margin as slack. */

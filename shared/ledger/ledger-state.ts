@@ -79,6 +79,11 @@ export interface LedgerState {
   reservationsChangedAt: number;
   /** The item's receipt secret; undefined until the item is first written. */
   secret: string | undefined;
+  /**
+   * The newest learned view (learned-store.ts, its version) any grant in the item was decided under (0: none).
+   * A process whose view is older reads the learned limits again before it decides (dynamo-ledger.ts).
+   */
+  learnedVersion: number;
 }
 
 /** For remainingAt: every limit of the settings, general and of every class. */
@@ -97,6 +102,7 @@ export const emptyState = (version = 0): LedgerState => ({
   reservationsKey: '',
   reservationsChangedAt: 0,
   secret: undefined,
+  learnedVersion: 0,
 });
 
 /** Whether the write with this id is in the item: since the last full write, or carried from before it. */
@@ -128,6 +134,7 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     reservationsKey: state.reservationsKey,
     reservationsChangedAt: state.reservationsChangedAt,
     secret: state.secret,
+    learnedVersion: state.learnedVersion,
   };
 }
 
@@ -254,6 +261,13 @@ export function acquire(
     return { granted: false, retryAt, reason, remaining: remainingAt(state, plan, g, cls) };
   }
   for (const spec of specs) record(state, spec, g, k);
+  // Every other ring of the class in the item too (a process with another learned view keeps it): its grants
+  // count against the rings of every view, whichever process decides (docs/class-limits.md, "Processes").
+  if (cls !== undefined)
+    for (const key of [...state.rings.keys()]) {
+      const { scope, slotMs } = parseRingKey(key);
+      if (scope === cls && !specs.some((spec) => spec.key === key)) record(state, { key, slotMs } as RingSpec, g, k);
+    }
   for (const share of shares) {
     record(state, share.general, g, k);
     if (share.a > 0 && share.own) record(state, share.own, g, share.a);
