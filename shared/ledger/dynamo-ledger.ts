@@ -6,6 +6,8 @@ import { availableTo } from './available.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
+import { inForce, type LearnedClasses, learnedRingLimits, teach } from './learned-limits.js';
+import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
 import {
   ALL_CLASSES,
@@ -13,12 +15,11 @@ import {
   giveBack,
   type LedgerState,
   remainingAt,
+  seedLearnedRing,
   stateAt,
   wroteWithId,
 } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type LearnedClasses, inForce, learnedRingLimits, teach } from './learned-limits.js';
-import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ItemFormat, type LearnedRings, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   CARRIED_WRITE_IDS,
@@ -232,41 +233,46 @@ export class DynamoRateLedger implements RateLedger {
       HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
     );
     const learning = plan.learned.size > 0 && request.setId !== undefined;
-    const decision = await this.#enqueue<PermitDecision | typeof STALE_VIEW>(tokenId, plan, (state, g, now) => {
-      if (learning && !refreshed && state.learnedVersion > version) return { change: 'none', result: STALE_VIEW };
-      const outcome = acquire(state, plan, g, count, cls, consumer);
-      if (outcome.granted) {
-        // The item's grants are from this view on: a process on an older one reads it first (STALE_VIEW).
-        if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
-        const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
-        const { split, ...granted } = outcome;
-        const receipt = issueReceipt(state.secret as string, {
-          key: tokenId,
-          cls,
-          count,
-          grantedAt: g,
-          caller,
-          id,
-          ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
-        });
-        const decision: PermitDecision = {
-          ...granted,
-          receipt,
+    const decision = await this.#enqueue<PermitDecision | typeof STALE_VIEW>(
+      tokenId,
+      plan,
+      (state, g, now) => {
+        if (learning && !refreshed && state.learnedVersion > version)
+          return { change: 'none', result: STALE_VIEW };
+        const outcome = acquire(state, plan, g, count, cls, consumer);
+        if (outcome.granted) {
+          // The item's grants are from this view on: a process on an older one reads it first (STALE_VIEW).
+          if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
+          const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
+          const { split, ...granted } = outcome;
+          const receipt = issueReceipt(state.secret as string, {
+            key: tokenId,
+            cls,
+            count,
+            grantedAt: g,
+            caller,
+            id,
+            ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
+          });
+          const decision: PermitDecision = {
+            ...granted,
+            receipt,
+            available: availableTo(state, plan, g, cls, consumer),
+          };
+          return { change: 'grant', result: decision };
+        }
+        const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
+        const denial: PermitDecision = {
+          granted: false,
+          retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
+          retryAfterMs,
+          reason: outcome.reason,
+          remaining: outcome.remaining,
           available: availableTo(state, plan, g, cls, consumer),
         };
-        return { change: 'grant', result: decision };
-      }
-      const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
-      const denial: PermitDecision = {
-        granted: false,
-        retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
-        retryAfterMs,
-        reason: outcome.reason,
-        remaining: outcome.remaining,
-        available: availableTo(state, plan, g, cls, consumer),
-      };
-      return { change: 'none', result: denial };
-    });
+        return { change: 'none', result: denial };
+      },
+    );
     if (decision === STALE_VIEW) return decision;
     this.#telemetry.debug('rate ledger: permit decision', {
       tokenId,
@@ -326,7 +332,10 @@ export class DynamoRateLedger implements RateLedger {
     const { plan, version } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
     const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
       at ??= now;
-      const changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
+      let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
+      if (feedback.class !== undefined && feedback.limit !== undefined && feedback.remaining !== undefined)
+        changed =
+          seedLearnedRing(state, plan, g, feedback.class, feedback.limit, feedback.remaining) || changed;
       // What it taught holds the item's grants from now on: a process on an older view reads it first.
       const newer = version > state.learnedVersion;
       if (newer) state.learnedVersion = version;
@@ -354,7 +363,12 @@ export class DynamoRateLedger implements RateLedger {
   ): Promise<{ planned: RequestPlan; result: NonNullable<VendorFeedbackResult['learned']> } | undefined> {
     const cls = feedback.class;
     const { setId } = report;
-    if (cls === undefined || setId === undefined || feedback.limit === undefined || feedback.reset === undefined)
+    if (
+      cls === undefined ||
+      setId === undefined ||
+      feedback.limit === undefined ||
+      feedback.reset === undefined
+    )
       return undefined;
     const at = this.#time.now([base]);
     const binding = [...report.limits.general, ...(report.limits.classes[cls] ?? [])];

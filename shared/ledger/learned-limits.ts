@@ -51,7 +51,8 @@ export const learnedWindowFor = (seconds: number): number =>
   LEARNED_WINDOWS.find((w) => w >= seconds) ?? LONGEST_LEARNED_WINDOW;
 
 /** `a` holds at least as tight as `b`: no more in a window at least as long. */
-const asTight = (a: RateLimit, b: RateLimit): boolean => a.limit <= b.limit && a.windowSeconds >= b.windowSeconds;
+const asTight = (a: RateLimit, b: RateLimit): boolean =>
+  a.limit <= b.limit && a.windowSeconds >= b.windowSeconds;
 
 /** The limits of a class in force at `now`: the kept ones and the provisional ones not yet ended. */
 export const inForce = (limits: readonly LearnedLimit[] | undefined, now: number): LearnedLimit[] =>
@@ -132,7 +133,8 @@ export function teach(
 function dedupe(limits: LearnedLimit[]): LearnedLimit[] {
   const sorted = [...limits].sort((a, b) => Number(a.until !== undefined) - Number(b.until !== undefined));
   const out: LearnedLimit[] = [];
-  for (const l of sorted) if (!out.some((o) => asTight(o, l) && (o.until === undefined || l.until !== undefined))) out.push(l);
+  for (const l of sorted)
+    if (!out.some((o) => asTight(o, l) && (o.until === undefined || l.until !== undefined))) out.push(l);
   return out;
 }
 

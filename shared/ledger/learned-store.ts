@@ -97,7 +97,9 @@ export class LearnedStore {
               },
               ConditionExpression: read.version === 0 ? 'attribute_not_exists(#v)' : '#v = :v',
               ExpressionAttributeNames: { '#v': 'v' },
-              ...(read.version === 0 ? {} : { ExpressionAttributeValues: { ':v': { N: String(read.version) } } }),
+              ...(read.version === 0
+                ? {}
+                : { ExpressionAttributeValues: { ':v': { N: String(read.version) } } }),
             }),
           ),
         );

@@ -266,7 +266,8 @@ export function acquire(
   if (cls !== undefined)
     for (const key of [...state.rings.keys()]) {
       const { scope, slotMs } = parseRingKey(key);
-      if (scope === cls && !specs.some((spec) => spec.key === key)) record(state, { key, slotMs } as RingSpec, g, k);
+      if (scope === cls && !specs.some((spec) => spec.key === key))
+        record(state, { key, slotMs } as RingSpec, g, k);
     }
   for (const share of shares) {
     record(state, share.general, g, k);
@@ -378,4 +379,27 @@ export function leftAt(state: LedgerState, spec: RingSpec, g: number, cls: strin
   for (const cap of state.caps)
     if (cap.until > g && capApplies(cap, cls)) remaining = Math.min(remaining, Math.max(0, cap.remaining));
   return state.cooldownUntil > g ? 0 : remaining;
+}
+
+/**
+ * A learned class's ring that a report has just taught (not yet in the item) starts with what the vendor said
+ * was used of it: `limit - remaining`, as if granted at g (no earlier than they were; they leave the ring no
+ * sooner than they leave the vendor's window). So the grants of before the learning (the probe's) count in
+ * every span of the new ring, not only in the vendor cap's until its reset. Returns whether it recorded any.
+ */
+export function seedLearnedRing(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  cls: string,
+  limit: number,
+  remaining: number,
+): boolean {
+  if (!plan.learned.has(cls)) return false;
+  const spec = plan.classes.get(cls)?.find((candidate) => candidate.limit === limit);
+  if (!spec || state.rings.has(spec.key)) return false;
+  const used = Math.min(spec.limit, Math.max(0, limit - remaining));
+  if (used === 0) return false;
+  record(state, spec, g, used);
+  return true;
 }

@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { RateLimit, RateLimitSettings } from '../config/credential-sets.js';
 import { ConfigurationError } from '../errors.js';
-import { LONGEST_LEARNED_WINDOW, MAX_LEARNED_LIMIT, MAX_LEARNED_PER_CLASS, PROBE_LIMIT } from './learned-limits.js';
+import {
+  LONGEST_LEARNED_WINDOW,
+  MAX_LEARNED_LIMIT,
+  MAX_LEARNED_PER_CLASS,
+  PROBE_LIMIT,
+} from './learned-limits.js';
 import {
   CALLER_TAG_LENGTH,
   CARRIED_WRITE_IDS,
@@ -319,8 +324,7 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
   // Unset: format 1 where the previous release accepted the settings or the item fits it, else packed.
   // A learned class: format 2 (release N-1 refuses `[]` in its configuration, so no item of it is read there).
   const itemFormat: ItemFormat =
-    settings.itemFormat ??
-    (learned.size === 0 && (acceptedBefore || boundIn(1, classes1) <= budget) ? 1 : 2);
+    settings.itemFormat ?? (learned.size === 0 && (acceptedBefore || boundIn(1, classes1) <= budget) ? 1 : 2);
   // Sized for the most the learned classes can learn; the rings are those learned now.
   const sized = itemFormat === 1 ? classes1 : classesIn(2);
   const classes = learned.size === 0 ? sized : classesIn(itemFormat, false);

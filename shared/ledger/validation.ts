@@ -100,7 +100,11 @@ export function checkFeedback(report: {
   const tokenId = checkTokenId(report?.tokenId);
   const plan = planFor(report.limits);
   const feedback: VendorFeedback = {};
-  const field = (name: Exclude<keyof VendorFeedback, 'class'>, ok: (value: number) => boolean, rule: string) => {
+  const field = (
+    name: Exclude<keyof VendorFeedback, 'class'>,
+    ok: (value: number) => boolean,
+    rule: string,
+  ) => {
     const value = report[name];
     if (value === undefined) return;
     if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value))

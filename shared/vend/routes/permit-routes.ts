@@ -195,10 +195,11 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
  */
 export async function reportRateLimit(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
-  const { tokenId, class: reportClass, ...reported } = parseBody(
-    rateLimitReportBody(),
-    readJsonBody(context.request, services.maxBodyBytes),
-  );
+  const {
+    tokenId,
+    class: reportClass,
+    ...reported
+  } = parseBody(rateLimitReportBody(), readJsonBody(context.request, services.maxBodyBytes));
   // The class is checked first, like every other field: bad input is refused for free and writes nothing.
   if (reportClass !== undefined && !set.rateLimits.classes[reportClass])
     throw new BadRequestError(
@@ -246,4 +247,5 @@ export const belowConfigured = (
   configured: readonly { limit: number; windowSeconds: number }[],
   learned: readonly { limit: number; windowSeconds: number }[],
 ): number =>
-  learned.filter((l) => configured.some((c) => l.limit < c.limit && l.windowSeconds <= c.windowSeconds)).length;
+  learned.filter((l) => configured.some((c) => l.limit < c.limit && l.windowSeconds <= c.windowSeconds))
+    .length;
