@@ -188,6 +188,11 @@ export class DynamoRateLedger implements RateLedger {
     return planFor(limits, rings as LearnedRings);
   }
 
+  /** The plan a permit of the set is decided on now: its learned classes' rings as its (cached) view says. */
+  async planOf(limits: RateLimitSettings, setId: string): Promise<LimitPlan> {
+    return (await this.#planOf(limits, setId)).plan;
+  }
+
   /** What the set learned of its classes' limits, in force now (a fresh read: the operator's status). */
   async learned(setId: string): Promise<LearnedClasses> {
     const view = await this.#learned.view(setId, true);

@@ -93,9 +93,11 @@ export function teach(
       same.learnedAt = at;
       changed = true;
     }
-    if (same.until !== undefined) {
-      if (same.by !== by) delete same.until;
-      else same.until = Math.max(same.until, until);
+    if (same.until !== undefined && same.by !== by) {
+      delete same.until;
+      changed = true;
+    } else if (same.until !== undefined && until > same.until) {
+      same.until = until;
       changed = true;
     }
     return changed ? dedupe(next) : undefined;

@@ -1,5 +1,6 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import type { LearnedClasses, LearnedLimit } from './learned-limits.js';
+import type { LimitPlan } from './limit-plan.js';
 
 /** What is left of one limit (general, or of a class) at the time of the answer. */
 export interface WindowRemaining {
@@ -119,6 +120,8 @@ export interface RateLedger {
   remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]>;
   /** A read, no write: granted and left per limit, and the vendor cooldown (for the operator's status). */
   usage?(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage>;
+  /** The plan a permit of the set is decided on now (its learned classes' rings as learned). */
+  planOf?(limits: RateLimitSettings, setId: string): Promise<LimitPlan>;
   /** What the set learned of its classes' limits (in force now; the operator's status). */
   learned?(setId: string): Promise<LearnedClasses>;
 }

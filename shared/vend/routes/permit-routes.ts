@@ -43,14 +43,20 @@ function permitDimensions(
  * The most one grant can ever give this caller: the smallest limit that applies, where a window with reservations
  * holds the shared part plus the caller's own reservation (largestGrant). Unknown class: 400.
  */
-function maxCountFor(
-  set: CredentialSetConfig,
+async function maxCountFor(
+  context: SetRouteContext,
   permitClass: string | undefined,
   consumer: string | undefined,
-): number {
+): Promise<number> {
+  const { set, services } = context;
   if (permitClass !== undefined && !set.rateLimits.classes[permitClass])
     throw new BadRequestError('INVALID_VALUE', 'class', 'not a permit class of this credential set');
-  return largestGrant(planFor(set.rateLimits), permitClass, consumer);
+  // A learned class: its limits as learned (the probe's 1 until then), not the configuration's none.
+  const plan =
+    permitClass !== undefined && set.rateLimits.classes[permitClass]?.length === 0 && services.ledger.planOf
+      ? await services.ledger.planOf(set.rateLimits, set.id)
+      : planFor(set.rateLimits);
+  return largestGrant(plan, permitClass, consumer);
 }
 
 /**
@@ -94,7 +100,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   // holding a reservation in it when the caller has one (the configuration allows one per principal and set).
   const named = consumerOf(context);
   const consumer = reservedConsumer(set, named);
-  const maxCount = maxCountFor(set, request.class, consumer);
+  const maxCount = await maxCountFor(context, request.class, consumer);
   checkCount(request.count, maxCount);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
