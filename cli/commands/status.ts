@@ -3,6 +3,7 @@ import { NotFoundError, UsageError } from '../errors.js';
 import { isoSeconds } from '../format.js';
 import type { CliIo } from '../io.js';
 import { BROKER_OPTIONS, HELP_OPTION, parseCommandLine, wholeSeconds } from '../options.js';
+import { classesSection } from '../status/class-limits.js';
 import {
   CONSUMER_WINDOW_DEFAULT_SECONDS,
   CONSUMER_WINDOW_MAX_SECONDS,
@@ -128,6 +129,7 @@ export async function statusCommand(args: string[], io: CliIo): Promise<number> 
     io.stdout.write(
       `${statusTable(entries, now, windowSeconds === undefined ? {} : { consumersWindowSeconds: windowSeconds })}\n`,
     );
+    io.stdout.write(classesSection(entries, now));
     io.stderr.write(`token-broker status: ${entries.length} set(s) at ${isoSeconds(now)}\n`);
   }
   return 0;
