@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Metric } from '../shared/metric-names.js';
 import { fixture, parseBody, type VendHarness, withChanges } from './support/vend-harness.js';
+import { requestOf, VendOpenApi } from './support/vend-openapi.js';
 import { type VendHarnessOptions, vendHarnessPerTest } from './support/vend-suite.js';
 
 /** Issue 24: the report's `class` teaches a class's limits; the status shows them (docs/class-limits.md). */
@@ -15,10 +16,16 @@ async function start(classes: Record<string, unknown>, options: VendHarnessOptio
 const acquire = (body: unknown) => h.invoke(withChanges(fixture('acquire-permits'), { body }));
 const report = (body: unknown) => h.invoke(withChanges(fixture('report-rate-limit'), { body }));
 const resetIn = (seconds: number) => Math.floor(h.clock.now() / 1000) + seconds;
-const classesOf = async () =>
-  parseBody<{ credentialSets: { id: string; classes?: unknown }[] }>(
-    await h.invoke(fixture('list-credential-sets')),
-  ).credentialSets.find((set) => set.id === 'uat-advisor')?.classes;
+const api = new VendOpenApi();
+/** The status's classes of uat-advisor; the answer validated against docs/vend-api.openapi.yaml. */
+const classesOf = async () => {
+  const event = fixture('list-credential-sets');
+  const result = await h.invoke(event);
+  expect(api.answerProblems(requestOf(event), result)).toEqual([]);
+  return parseBody<{ credentialSets: { id: string; classes?: unknown }[] }>(result).credentialSets.find(
+    (set) => set.id === 'uat-advisor',
+  )?.classes;
+};
 
 describe('POST /v1/credential-sets/{id}/rate-limit-reports with a class', () => {
   it('an unknown class is a 400 naming it, and nothing is written', async () => {
@@ -47,7 +54,11 @@ describe('POST /v1/credential-sets/{id}/rate-limit-reports with a class', () => 
     expect((await acquire({ tokenId, count: 1, class: 'reports' })).statusCode).toBe(429);
     expect(await classesOf()).toEqual({ reports: { learned: true, limits: [] } });
     const reset = resetIn(45);
-    expect((await report({ tokenId, class: 'reports', limit: 5, remaining: 4, reset })).statusCode).toBe(204);
+    const body = { tokenId, class: 'reports', limit: 5, remaining: 4, reset };
+    const operation = api.locate(requestOf(withChanges(fixture('report-rate-limit'), { body })), 204);
+    if (operation.kind === 'operation') expect(api.requestProblems(operation.operation, body)).toEqual([]);
+    else expect.fail('the report route is documented');
+    expect((await report(body)).statusCode).toBe(204);
     // The vendor said 4 left: 4 now, then no more this window.
     const grant = await acquire({ tokenId, count: 4, class: 'reports' });
     expect(grant.statusCode).toBe(200);
