@@ -18,6 +18,7 @@ import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
 import { denied, granted, maxInAnySpan, seededRandom, type TimedCount } from './support/ledger-harness.js';
+import { previousRelease } from './support/previous-release.js';
 
 /** Issue 24, builds 3 and 4: learned class limits (docs/class-limits.md). */
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -26,6 +27,7 @@ const learnedSet: RateLimitSettings = rateLimitSettingsSchema.parse({ classes: {
 const MARGIN_MS = learnedSet.marginSeconds * 1000;
 const GENERAL = learnedSet.general;
 const seconds = (ms: number) => Math.floor(ms / 1000);
+const RELEASE_BEFORE_LEARNING = '1bb34fe38de2e182b93747f3beee97302504ea82';
 
 describe('learned limits: the rules (learned-limits.ts)', () => {
   const report = (limit: number, resetIn: number, by: string, at = T0) => ({
@@ -255,6 +257,35 @@ describe.each(ENGINES)('learned class limits through DynamoRateLedger on %s', (e
     ]);
     granted(await ask(a, 2));
     expect(denied(await ask(a))).toMatchObject({ reason: 'QUOTA' });
+  });
+
+  it('a rollback to release N-1 with the learned limit configured reads the item, counts what was granted, and N after it', async () => {
+    // The release before this change (main when issue 24 began): it reads item format 2. (The pinned N-1 of
+    // test/previous-release.json is older, reads format 1 only and fails closed on a learned set's item.)
+    const previous = await previousRelease(RELEASE_BEFORE_LEARNING);
+    // What N-1 accepts: the class with the limit `token-broker status` showed as learned (docs/deploying.md).
+    const rollback = previous.parseLimits({
+      classes: { reports: [{ limit: 4, windowSeconds: 60 }] },
+      itemFormat: 2,
+    });
+    const a = ledger();
+    granted(await ask(a));
+    await teachBy(a, 'consumer-a', 4, 3, 60);
+    await teachBy(a, 'consumer-b', 4, 3, 60);
+    granted(await ask(a, 2));
+    const old = new previous.DynamoRateLedger({ client, tableName: table, clock, random: () => 0 });
+    const oldAsk = () =>
+      old.acquire({ tokenId: TOKEN, caller: 'y', count: 1, class: 'reports', limits: rollback });
+    await clock.advance(1000);
+    // 3 granted of the 4 in the minute (the probe's, seeded, and 2): N-1 gives the last one and no more.
+    expect((await oldAsk()).granted).toBe(true);
+    expect((await oldAsk()).granted).toBe(false);
+    // Rolled forward again: N reads N-1's writes (its `lv` kept) and counts its grant.
+    expect(denied(await ask(ledger()))).toMatchObject({ reason: 'QUOTA' });
+    const { Item } = await client.send(
+      new GetItemCommand({ TableName: table, Key: { pk: { S: `token#${TOKEN}` } }, ConsistentRead: true }),
+    );
+    expect(Item?.lv?.N).toBe('2');
   });
 
   it('two processes with different learned views, lost answers: no span above the learned limit', async () => {
