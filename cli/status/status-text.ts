@@ -1,3 +1,4 @@
+import { classesSection } from './class-limits.js';
 import { narrowStatusTable } from './narrow-table.js';
 import { type StatusEntry, statusTable } from './render.js';
 
@@ -25,6 +26,8 @@ export function statusText(entries: StatusEntry[], nowMs: number, layout: Status
             : { consumersWindowSeconds: layout.consumersWindowSeconds },
         )
       : narrowStatusTable(entries, nowMs, layout.width),
+    // Each request class's limits, configured or learned (and when); empty when no set has a class.
+    classesSection(entries, nowMs).trimEnd(),
   ];
-  return sections.join('\n\n');
+  return sections.filter((section) => section !== '').join('\n\n');
 }

@@ -171,7 +171,7 @@ export const rateLimitSettingsSchema = lazySchema(() =>
       /**
        * Named classes of resource-intensive endpoints (reports, rebalancing), each its limits (a list, as before)
        * or `{ "paths": ["/reports/**"], "limits": [...] }` (both optional): the paths classify vendor requests
-       * (shared/config/request-classes.ts), and limits absent or `[]` are learned from the vendor's answers.
+       * (shared/config/request-classes.ts), and limits absent or `[]` are learned from the vendor's answers (docs/class-limits.md).
        * Parsed into `classes` (each class's limits, `[]` = learned) and `classPaths` (classes with paths). Bounded
        * so that the token's ledger item stays within one DynamoDB write unit (see planFor): at the default general
        * limits, item format 1 fits one class of about 10 a minute, item format 2 four classes of 25 a minute and

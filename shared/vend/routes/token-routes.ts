@@ -42,7 +42,7 @@ async function quotaOf(
   token: TokenView,
 ): Promise<WindowRemaining[] | null> {
   try {
-    return await services.quota.remaining(ledgerKeyFor(set, token.tokenId), set.rateLimits);
+    return await services.quota.remaining(ledgerKeyFor(set, token.tokenId), set.rateLimits, set.id);
   } catch (error) {
     services.telemetry.warn('quota unknown: the ledger did not answer', {
       credentialSet: set.id,
