@@ -141,10 +141,13 @@ function classesConfig(settings: ClassesSoakSettings): LoadedLocalConfig {
   const config = soakConfig({ ...settings, setIds: [settings.setId], lifetimes: 1 });
   return {
     ...config,
-    credentialSets: config.credentialSets.map((set) => ({
-      ...set,
-      rateLimits: { ...set.rateLimits, classes: classesOf(settings) as typeof set.rateLimits.classes },
-    })),
+    credentialSets: config.credentialSets.map((set) => {
+      // The classes' paths are given in `classes` itself: the parsed `classPaths` of the base set would repeat them.
+      const { classPaths: _paths, ...limits } = set.rateLimits;
+      // An input of the schema (the object form), parsed again where the local broker reads its sets.
+      const rateLimits = { ...limits, classes: classesOf(settings) } as unknown as typeof set.rateLimits;
+      return { ...set, rateLimits };
+    }),
   };
 }
 

@@ -16,10 +16,10 @@ import { SHORT_SOAK } from './support/soak-case.js';
  * span of any window, general or a family's, held more than its limit in the vendor's own log. The short soak's
  * 1 s send margin keeps a starved process from turning a stall into a 429 (test/support/soak-case.ts).
  *
- * VARIANTS: `learned` (classes configured with paths only) needs the learned class limits of the ledger and the
- * client's classification by path, which are other branches of issue 24; add it here once they are merged.
+ * VARIANTS: `learned`, classes configured with paths only (their limits learned from the vendor's answers), and
+ * `configured`, the same paths with the sandbox's limits.
  */
-const VARIANTS: ClassesVariant[] = ['configured'];
+const VARIANTS: ClassesVariant[] = ['configured', 'learned'];
 
 const SHORT_CLASSES: Omit<ClassesSoakSettings, 'variant'> = {
   ...CLASSES_SOAK_DEFAULTS,

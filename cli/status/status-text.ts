@@ -26,8 +26,18 @@ export function statusText(entries: StatusEntry[], nowMs: number, layout: Status
             : { consumersWindowSeconds: layout.consumersWindowSeconds },
         )
       : narrowStatusTable(entries, nowMs, layout.width),
-    // Each request class's limits, configured or learned (and when); empty when no set has a class.
-    classesSection(entries, nowMs).trimEnd(),
+    // Each request class's limits, configured or learned (and when); empty when no set has a class. Narrow: cut to
+    // the width like the table (--wide has it whole).
+    layout.wide
+      ? classesSection(entries, nowMs).trimEnd()
+      : cutLines(classesSection(entries, nowMs).trimEnd(), layout.width),
   ];
   return sections.filter((section) => section !== '').join('\n\n');
 }
+
+/** Each line at most `width` characters, a longer one cut with `…`. */
+const cutLines = (text: string, width: number): string =>
+  text
+    .split('\n')
+    .map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line))
+    .join('\n');
