@@ -1,8 +1,8 @@
 import { BrokerApiError, BrokerUnreachableError } from '../client/errors.js';
 import { BrokerError } from '../shared/errors.js';
-import { SecretWriteError } from './errors.js';
+import { SecretWriteError, UsageError } from './errors.js';
 
-/** The CLI's exit codes: stable, documented in `--help` and the README. */
+/** The CLI's exit codes: stable, documented in `--help` and docs/cli.md. */
 export const ExitCode = {
   Ok: 0,
   /** The broker (or Secrets Manager) answered with an error; its code is printed. */
@@ -20,6 +20,14 @@ export const EXIT_CODES_HELP = `Exit codes:
   2  usage or configuration error (unknown option, invalid stage configuration, no broker URL …)
   3  unreachable or not authenticated: no answer, no AWS credentials, or AWS refused the signed request
 On failure the last line on stderr is "token-broker <command>: error <CODE>: <message>".`;
+
+/**
+ * What a 403 from the Function URL itself (not the broker's INSUFFICIENT_PERMISSIONS) comes from: a signature
+ * for another Region, keys that are wrong or of another account, a clock more than 5 minutes off, or a principal
+ * that may not invoke the URL.
+ */
+export const FORBIDDEN_HINT =
+  'the Function URL refused the signature: check the Region, the access keys and the clock (and that this principal may call lambda:InvokeFunctionUrl)';
 
 /** AWS answers that mean "who you are" failed, not "what you asked". */
 const AUTH_FAILURES = new Set([
@@ -46,11 +54,13 @@ export interface Failure {
 export function failureOf(error: unknown): Failure {
   if (error instanceof BrokerApiError) {
     const message = error.message.replace(/^broker answered \d+ [A-Z0-9_]+: /, '');
+    // FORBIDDEN is AWS itself refusing the signed request before the broker: its own message ("Forbidden")
+    // says nothing of why, so the line says what to check.
+    const forbidden = error.code === 'FORBIDDEN';
     const failure: Failure = {
-      // FORBIDDEN is AWS itself refusing the signed request (signature, credentials, IAM), before the broker.
-      exit: error.code === 'FORBIDDEN' ? ExitCode.Unreachable : ExitCode.Failed,
+      exit: forbidden ? ExitCode.Unreachable : ExitCode.Failed,
       code: error.code,
-      message: `${message} (HTTP ${error.status})`,
+      message: `${forbidden ? FORBIDDEN_HINT : message} (HTTP ${error.status})`,
     };
     if (error.requestId) failure.requestId = error.requestId;
     return failure;
@@ -82,5 +92,22 @@ export function failureOf(error: unknown): Failure {
     exit: ExitCode.Failed,
     code: 'INTERNAL_ERROR',
     message: `unexpected ${error instanceof Error ? error.name : typeof error}`,
+  };
+}
+
+/**
+ * The one line a failed command ends with: "token-broker <command>: error <CODE>: <message>", the broker's
+ * request id to quote, and for a usage error where to read the usage.
+ */
+export function failureLine(label: string, error: unknown): { exit: ExitCodeValue; line: string } {
+  const failure = failureOf(error);
+  const requestId = failure.requestId ? ` (broker requestId ${failure.requestId})` : '';
+  const hint =
+    error instanceof UsageError
+      ? ` (see "token-broker ${error.command ? `${error.command} ` : ''}--help")`
+      : '';
+  return {
+    exit: failure.exit,
+    line: `${label}: error ${failure.code}: ${failure.message}${requestId}${hint}`,
   };
 }

@@ -13,7 +13,8 @@ export interface CliInput extends NodeJS.ReadableStream {
  * their own clock, environment and streams, and mock only Secrets Manager.
  */
 export interface CliIo {
-  stdout: { write(text: string): unknown };
+  /** `isTTY` and `columns` when stdout is a terminal: `status` fits its width and redraws in place. */
+  stdout: { write(text: string): unknown; isTTY?: boolean; columns?: number };
   stderr: { write(text: string): unknown };
   stdin: CliInput;
   env: NodeJS.ProcessEnv;
@@ -24,6 +25,11 @@ export interface CliIo {
   secretsManager(region: string): Promise<SecretsManagerClient>;
   /** Async too: only `status --consumers` reads CloudWatch (the operator's own credentials, GetMetricData). */
   cloudWatch(region: string): Promise<CloudWatchClient>;
+  /**
+   * Aborted when the operator stops a command that runs until interrupted (`status --watch`): Ctrl-C or
+   * SIGTERM. Asked for by that command only, so that every other one keeps the default handling of a signal.
+   */
+  interruption(): AbortSignal;
 }
 
 export function processIo(): CliIo {
@@ -42,6 +48,13 @@ export function processIo(): CliIo {
     cloudWatch: async (region) => {
       const { CloudWatchClient } = await import('@aws-sdk/client-cloudwatch');
       return new CloudWatchClient({ region });
+    },
+    interruption: () => {
+      const controller = new AbortController();
+      const stop = () => controller.abort();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      return controller.signal;
     },
   };
 }

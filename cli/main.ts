@@ -1,5 +1,5 @@
 import { UsageError } from './errors.js';
-import { EXIT_CODES_HELP, ExitCode, failureOf } from './exit-codes.js';
+import { EXIT_CODES_HELP, ExitCode, failureLine } from './exit-codes.js';
 import { type CliIo, processIo } from './io.js';
 
 interface Command {
@@ -43,7 +43,7 @@ credential set, stage checks before a deploy, and new vendor credentials.
 
 Commands:
   token <set>            print a credential set's access token on stdout (nothing else)
-  status [<set>...]      state, expiry, last refresh, last error and vendor requestId, quota used, cause
+  status [<set>...]      each set's state, token expiry and age, quota used, cause (--wide: all; --watch)
   check-config <stage>   validate a stage's configuration before deploying it (offline; --secrets asks AWS)
   put-credentials <set>  write a set's vendor username and password (from stdin or a prompt) to its secret
   secret-policy <stage>  print the resource policy every vendor secret of the stage carries
@@ -74,15 +74,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const command = await load();
     return await command.run(args, io);
   } catch (error) {
-    const failure = failureOf(error);
-    const label = load ? `token-broker ${name}` : 'token-broker';
-    const requestId = failure.requestId ? ` (broker requestId ${failure.requestId})` : '';
-    const hint =
-      error instanceof UsageError
-        ? ` (see "token-broker ${error.command ? `${error.command} ` : ''}--help")`
-        : '';
-    io.stderr.write(`${label}: error ${failure.code}: ${failure.message}${requestId}${hint}\n`);
-    return failure.exit;
+    const { exit, line } = failureLine(load ? `token-broker ${name}` : 'token-broker', error);
+    io.stderr.write(`${line}\n`);
+    return exit;
   }
 }
 

@@ -171,6 +171,8 @@ export class BrokerApi {
     setId: string,
     report: {
       tokenId: string;
+      /** Brokers with request classes by path take it; older ones refuse the field. */
+      class?: string;
       retryAfterSeconds?: number;
       limit?: number;
       remaining?: number;

@@ -10,8 +10,10 @@ import { parseVendorBaseUrl } from '../shared/vendor-client/vendor-url.js';
 import { resolveCredentials, resolveRegion } from './aws-auth.js';
 import { BrokerApi } from './broker-api.js';
 import { ClientClosedError, InvalidClientRequestError } from './errors.js';
+import type { PermitHandle } from './permit-handle.js';
 import { Permits } from './permits.js';
-import { RateFeedback } from './rate-feedback.js';
+import { afterVendorRateLimit, RateFeedback } from './rate-feedback.js';
+import { RequestClassifier } from './request-classifier.js';
 import { FunctionUrlSigner } from './sigv4.js';
 import { TokenCache } from './token-cache.js';
 import type {
@@ -19,10 +21,14 @@ import type {
   BrokerClientOptions,
   CredentialSetSummary,
   GetTokenOptions,
-  Permit,
+  RateLimitReportResult,
+  ReportRateLimitOptions,
+  TokenRejection,
   VendedToken,
+  VendorAnswer,
   VendorRequestOptions,
 } from './types.js';
+import { readVendorAnswer } from './vendor-answer.js';
 import { vendorCall } from './vendor-call.js';
 
 /** A priority from plain JavaScript (or a cast) that is neither of the two fails the call, by name. */
@@ -31,6 +37,16 @@ function checkPriority(priority: unknown): void {
     throw new InvalidClientRequestError("priority: must be 'interactive' or 'batch'");
   }
 }
+
+/** A token id as the broker vends it (first 16 hex of the token's sha256); anything else fails the call, by name. */
+function checkTokenId(field: string, tokenId: unknown): void {
+  if (typeof tokenId !== 'string' || !/^[0-9a-f]{16}$/.test(tokenId)) {
+    throw new InvalidClientRequestError(`${field}: must be a token id as vended (16 lowercase hex)`);
+  }
+}
+
+/** A 429 without Retry-After: the least wait the broker is told of (whole seconds). */
+const RETRY_AFTER_UNSAID_SECONDS = 1;
 
 const silent: Telemetry = { debug() {}, info() {}, warn() {}, error() {}, metric() {} };
 
@@ -79,6 +95,7 @@ export class BrokerClient {
   readonly #tokens: TokenCache;
   readonly #permits: Permits;
   readonly #feedback: RateFeedback;
+  readonly #classifier: RequestClassifier;
   readonly #telemetry: Telemetry;
   readonly #vendorBaseUrls: ReadonlyMap<string, string>;
   readonly #vendorClients = new Map<string, VendorClient>();
@@ -140,6 +157,7 @@ export class BrokerClient {
       onReplaced: (setId, oldTokenId) => this.#permits.releaseToken(setId, oldTokenId),
     });
     this.#feedback = new RateFeedback({ api: this.#api, telemetry: this.#telemetry });
+    this.#classifier = new RequestClassifier(this.#telemetry);
   }
 
   /** The credential sets this caller may use, with their health. */
@@ -165,7 +183,11 @@ export class BrokerClient {
    * One permit for one vendor request with the token `tokenId`; send the request right away. When permits are
    * scarce, waiting `interactive` callers (the default) of this client are served before any `batch` one.
    */
-  async acquirePermit(setId: string, tokenId: string, options: AcquirePermitOptions = {}): Promise<Permit> {
+  async acquirePermit(
+    setId: string,
+    tokenId: string,
+    options: AcquirePermitOptions = {},
+  ): Promise<PermitHandle> {
     this.#checkOpen();
     checkPriority(options.priority);
     return this.#permits.acquire(setId, tokenId, options);
@@ -187,6 +209,7 @@ export class BrokerClient {
         tokens: this.#tokens,
         permits: this.#permits,
         feedback: this.#feedback,
+        classifier: this.#classifier,
         vendorFor: (id, token) => this.#vendorFor(id, token),
         clock: this.#clock,
         telemetry: this.#telemetry,
@@ -194,6 +217,73 @@ export class BrokerClient {
       },
       setId,
       request,
+    );
+  }
+
+  /**
+   * What the vendor said of the quota to a call this service made itself (with a token and a permit of this
+   * client): a 429 holds this client's permits for the token until its Retry-After (1 s when it says none)
+   * and is reported to the broker, a cooldown for every consumer of the token (as far as the broker trusts one
+   * caller: docs/vend-api.md); a 2xx's X-RateLimit-* headers are reported when they show fewer requests left
+   * than the ledger last said (they cap the ledger). Any other status reports nothing. Best effort: a failed
+   * report does not throw (`reported: false`, and a warning through telemetry).
+   */
+  async reportRateLimit(
+    setId: string,
+    tokenId: string,
+    answer: VendorAnswer,
+    options: ReportRateLimitOptions = {},
+  ): Promise<RateLimitReportResult> {
+    this.#checkOpen();
+    checkTokenId('tokenId', tokenId);
+    const { status, rateLimit } = readVendorAnswer(answer, this.#clock.now());
+    if (status === 429) {
+      const { retryAfterSeconds, ...window } = rateLimit;
+      const reported = await afterVendorRateLimit(
+        { permits: this.#permits, feedback: this.#feedback },
+        setId,
+        tokenId,
+        retryAfterSeconds ?? RETRY_AFTER_UNSAID_SECONDS,
+        window,
+        options.class,
+      );
+      return { reported };
+    }
+    if (status < 200 || status > 299) return { reported: false };
+    const sending = this.#feedback.afterSuccess(
+      setId,
+      tokenId,
+      rateLimit,
+      this.#permits.lastKnownWindows(setId, tokenId, options.class),
+      options.class,
+      options.class,
+    );
+    return { reported: sending ? await sending : false };
+  }
+
+  /**
+   * The vendor answered 401 TOKEN_EXPIRED or TOKEN_INVALID to a call this service made itself with the token
+   * `tokenId`: the broker is told (it re-logs in when that is its current token, at most once per interval for
+   * all callers) and answers the token to use now, which this client also caches from then on; the rejected
+   * token's permits in hand go back. Concurrent reports of one token are one request. Throws BrokerApiError
+   * when the broker refuses or cannot answer (e.g. 503 TOKEN_UNAVAILABLE while the vendor's login fails).
+   */
+  async reportRejection(
+    setId: string,
+    rejection: TokenRejection,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<VendedToken> {
+    this.#checkOpen();
+    checkTokenId('rejection.tokenId', rejection?.tokenId);
+    if (rejection.errorCode !== 'TOKEN_EXPIRED' && rejection.errorCode !== 'TOKEN_INVALID') {
+      throw new InvalidClientRequestError("rejection.errorCode: must be 'TOKEN_EXPIRED' or 'TOKEN_INVALID'");
+    }
+    return this.#tokens.afterRejection(
+      setId,
+      { tokenId: rejection.tokenId },
+      rejection.errorCode,
+      rejection.requestId,
+      options.signal,
     );
   }
 

@@ -28,6 +28,8 @@ export const tokenAnswer = z
     userKey: z.string(),
     quota: z.array(quotaWindow).nullable().optional(),
     vendorBaseUrl: z.string().optional(),
+    /** Absent from brokers before request classes by path. */
+    classes: z.array(z.object({ class: z.string(), paths: z.array(z.string()) }).loose()).optional(),
     reloggedIn: z.boolean().optional(),
   })
   .loose();
@@ -175,6 +177,9 @@ export function toVendedToken(answer: z.infer<typeof tokenAnswer>, receivedAt: n
     userKey: answer.userKey,
     quota: (answer.quota ?? null) as QuotaWindow[] | null,
     vendorBaseUrl: answer.vendorBaseUrl,
+    classes: answer.classes?.map((entry) =>
+      Object.freeze({ class: entry.class, paths: Object.freeze([...entry.paths]) }),
+    ),
     receivedAt,
     expiresAtMs: Math.min(answer.expiresAt * 1000, receivedAt + answer.expiresInSeconds * 1000),
   };

@@ -6,16 +6,21 @@
 
 // Clock, Telemetry and RetrySettings: the types BrokerClientOptions names, so a service can implement them.
 export type { Clock } from '../shared/clock.js';
+// Every error class the client can throw (test/client-exports.test.ts checks it against the bundle): the base
+// of them all, the configuration's, and the vendor's typed errors that vendorRequest throws for final answers.
+export { BrokerError, ConfigurationError } from '../shared/errors.js';
 export type { LogAttributes, MetricUnitValue, Telemetry } from '../shared/telemetry.js';
-// The vendor's typed errors that vendorRequest throws for final answers, so callers switch on them.
 export {
+  InsecureVendorUrlError,
   InvalidResourcePathError,
+  InvalidVendorRequestError,
   UnexpectedVendorResponseError,
   VendorApiError,
   VendorCallAbortedError,
   VendorError,
   VendorRateLimitError,
   VendorTimeoutError,
+  VendorTokenUnusableError,
   VendorUnreachableError,
 } from '../shared/vendor-client/errors.js';
 export type { RetrySettings } from '../shared/vendor-client/retry.js';
@@ -29,6 +34,7 @@ export {
   PermitDeadlineError,
   RequestAbortedError,
 } from './errors.js';
+export type { PermitHandle } from './permit-handle.js';
 export type { AwsCredentialIdentity, CredentialsProvider } from './sigv4.js';
 export type {
   AcquirePermitOptions,
@@ -38,6 +44,11 @@ export type {
   Permit,
   PermitPriority,
   QuotaWindow,
+  RateLimitReportResult,
+  ReportRateLimitOptions,
+  RequestClass,
+  TokenRejection,
   VendedToken,
+  VendorAnswer,
   VendorRequestOptions,
 } from './types.js';

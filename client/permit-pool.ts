@@ -25,6 +25,16 @@ export interface Batch {
   left: number;
   /** Stops the lapse timer once the batch is used up or given back. */
   timer: AbortController;
+  /** On this client's clock: when it was asked for + the grant's validity (no permit of it is sent after). */
+  endsAt: number;
+  /** Handed out to callers and not yet settled by them (used, or given back: PermitHandle). */
+  out: number;
+  /** Given back by their holders once the batch had left the pool: they go back with its one give-back. */
+  returned: number;
+  /** Its receipt was presented, or the client closed: nothing more goes back with it. */
+  spent: boolean;
+  /** Out of the pool with permits still held: stops the wait for the validity's end once it is given back. */
+  ending?: AbortController;
 }
 
 /** Applies to a permit of `cls`: the general windows and that class's. */
@@ -148,11 +158,23 @@ export class PermitPool {
     const batch = this.batches.find((b) => b.left > 0);
     if (!batch) return { batch: undefined, lapsed };
     batch.left--;
+    batch.out++;
     if (batch.left === 0) {
       this.#remove(batch);
       this.#exhaustedUsableUntil = batch.usableUntil;
     }
     return { batch, lapsed };
+  }
+
+  /**
+   * A permit handed out comes back before it was sent: into its batch again for this client's next caller,
+   * while the batch is in the pool and usable. False when it is not (used up, lapsed, drained).
+   */
+  putBack(batch: Batch, now: number): boolean {
+    if (!this.batches.includes(batch) || batch.usableUntil <= now) return false;
+    batch.left++;
+    this.notify();
+    return true;
   }
 
   /** Batches whose usable time is over: out of the pool, to be given back; a sign the batches are too big. */

@@ -1,11 +1,13 @@
 import type { Clock } from '../shared/clock.js';
 import { ConfigurationError } from '../shared/errors.js';
 import type { Telemetry } from '../shared/telemetry.js';
+import { BatchGiveBacks } from './batch-give-backs.js';
 import type { BrokerApi } from './broker-api.js';
 import { BrokerApiError, ClientClosedError, PermitDeadlineError, RequestAbortedError } from './errors.js';
+import { PermitHandle } from './permit-handle.js';
 import { type Batch, type GrantRoom, PermitPool } from './permit-pool.js';
 import { abortable } from './token-cache.js';
-import type { Permit, PermitPriority, QuotaWindow } from './types.js';
+import type { PermitPriority, QuotaWindow } from './types.js';
 
 export interface PermitsOptions {
   api: BrokerApi;
@@ -46,15 +48,23 @@ const countTooLarge = (error: unknown): error is BrokerApiError =>
  * pool, denials waited out on the clock within each caller's deadline. Unused permits go back to the ledger
  * (with the grant's receipt) when they are about to lapse, when the token changes, after a vendor 429 and
  * on close.
+ *
+ * A batch goes back in one give-back, with the permits its holders gave back (BatchGiveBacks).
  */
 export class Permits {
   readonly #options: PermitsOptions;
   readonly #pools = new Map<string, PermitPool>();
-  readonly #givingBack = new Set<Promise<void>>();
+  readonly #giveBacks: BatchGiveBacks;
   readonly #closing = new AbortController();
 
   constructor(options: PermitsOptions) {
     this.#options = options;
+    this.#giveBacks = new BatchGiveBacks({
+      api: options.api,
+      clock: options.clock,
+      telemetry: options.telemetry,
+      closing: this.#closing.signal,
+    });
   }
 
   async acquire(
@@ -66,7 +76,7 @@ export class Permits {
       signal?: AbortSignal | undefined;
       maxWaitMs?: number | undefined;
     } = {},
-  ): Promise<Permit> {
+  ): Promise<PermitHandle> {
     this.#checkOpen(options.signal);
     const { clock } = this.#options;
     const deadline = clock.now() + (options.maxWaitMs ?? this.#options.maxWaitMs);
@@ -81,18 +91,21 @@ export class Permits {
       for (;;) {
         this.#checkOpen(options.signal);
         const now = clock.now();
-        this.#giveBack(pool, pool.removeLapsed(now));
+        this.#giveBacks.finish(pool, pool.removeLapsed(now));
         if (pool.available > 0) {
           if (pool.isTurn(ticket)) {
             const { batch } = pool.take(now);
             if (batch) {
-              return {
-                credentialSet: setId,
-                tokenId,
-                ...(options.class ? { class: options.class } : {}),
-                grantedAt: batch.grantedAt,
-                validUntil: batch.validUntil,
-              };
+              return new PermitHandle(
+                {
+                  credentialSet: setId,
+                  tokenId,
+                  ...(options.class ? { class: options.class } : {}),
+                  grantedAt: batch.grantedAt,
+                  validUntil: batch.validUntil,
+                },
+                (how) => this.#giveBacks.settle(pool, batch, how),
+              );
             }
           }
           // Permits in hand, but a caller served before this one (an earlier one, or an interactive one before a
@@ -181,7 +194,7 @@ export class Permits {
   /** The token is no longer this process's: give its unused permits back. */
   releaseToken(setId: string, tokenId: string): void {
     for (const pool of this.#poolsOf(setId, tokenId)) {
-      this.#giveBack(pool, pool.drain());
+      this.#giveBacks.finish(pool, pool.drain());
       if (pool.idle) this.#pools.delete(keyOf(pool.setId, pool.tokenId, pool.cls));
     }
   }
@@ -190,7 +203,7 @@ export class Permits {
   vendorRateLimited(setId: string, tokenId: string, retryAfterMs: number): void {
     const until = this.#options.clock.now() + retryAfterMs;
     for (const pool of this.#poolsOf(setId, tokenId)) {
-      this.#giveBack(pool, pool.drain());
+      this.#giveBacks.finish(pool, pool.drain());
       pool.denied(until);
     }
   }
@@ -200,9 +213,9 @@ export class Permits {
     this.#closing.abort(new ClientClosedError('the broker client was closed'));
     // A grant still on its way gives its permits back when it lands (see #grant): wait for it too.
     await Promise.allSettled([...this.#pools.values()].map((pool) => pool.granting));
-    for (const pool of this.#pools.values()) this.#giveBack(pool, pool.drain());
+    for (const pool of this.#pools.values()) this.#giveBacks.finish(pool, pool.drain());
     this.#pools.clear();
-    while (this.#givingBack.size > 0) await Promise.allSettled([...this.#givingBack]);
+    await this.#giveBacks.close();
   }
 
   async #grant(pool: PermitPool, count: number): Promise<void> {
@@ -227,15 +240,19 @@ export class Permits {
         usableUntil: askedAt + validityMs - safetyMs,
         left: grant.granted,
         timer: new AbortController(),
+        endsAt: askedAt + validityMs,
+        out: 0,
+        returned: 0,
+        spent: false,
       };
       if (this.#closing.signal.aborted) {
-        this.#giveBack(pool, [batch]);
+        this.#giveBacks.finish(pool, [batch]);
         return;
       }
       pool.add(batch, { windows: grant.remaining, available: grant.available, maxCount: grant.maxCount });
       // Given back just before it lapses; the timer stops early when the batch is used up or drained.
       clock.sleep(Math.max(0, batch.usableUntil - clock.now()), batch.timer.signal).then(
-        () => this.#giveBack(pool, pool.removeLapsed(clock.now())),
+        () => this.#giveBacks.finish(pool, pool.removeLapsed(clock.now())),
         () => undefined,
       );
     } catch (error) {
@@ -278,37 +295,6 @@ export class Permits {
         reason: error.details?.reason,
         retryAfterSeconds: error.retryAfterSeconds,
       });
-    }
-  }
-
-  #giveBack(pool: PermitPool, batches: readonly Batch[]): void {
-    for (const batch of batches) {
-      if (batch.left <= 0) continue;
-      const count = batch.left;
-      batch.left = 0;
-      const done: Promise<void> = this.#options.api
-        .returnPermits(pool.setId, { tokenId: pool.tokenId, count, receipt: batch.receipt })
-        .then(
-          (returned) => {
-            this.#options.telemetry.debug('permits given back', {
-              credentialSet: pool.setId,
-              tokenId: pool.tokenId,
-              count,
-              returned,
-            });
-          },
-          (error: unknown) => {
-            // Not given back: they age out of the ledger with their window. Never a reason to fail a caller.
-            this.#options.telemetry.warn('permits could not be given back', {
-              credentialSet: pool.setId,
-              tokenId: pool.tokenId,
-              count,
-              errorCode: (error as { code?: unknown })?.code ?? 'UNKNOWN',
-            });
-          },
-        )
-        .finally(() => this.#givingBack.delete(done));
-      this.#givingBack.add(done);
     }
   }
 

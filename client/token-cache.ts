@@ -110,7 +110,7 @@ export class TokenCache {
   /** The token a vendor call rejected (401): report it once; the broker answers the token to use now. */
   async afterRejection(
     setId: string,
-    rejected: VendedToken,
+    rejected: Pick<VendedToken, 'tokenId'>,
     errorCode: RejectionCode,
     vendorRequestId: string | undefined,
     signal?: AbortSignal,

@@ -13,6 +13,13 @@ export interface QuotaWindow {
   class?: string;
 }
 
+/** A request class of the credential set and the path patterns of its requests (`[]`: named by callers). */
+export interface RequestClass {
+  class: string;
+  /** `*` matches exactly one segment, `**` (only last) one or more, any other segment itself. */
+  paths: readonly string[];
+}
+
 /**
  * A credential set's token as the broker vended it. `accessToken` is a non-enumerable property: logging or
  * serialising the object (console.log, JSON.stringify, a spread) never shows it. Use `tokenId` in logs.
@@ -35,6 +42,11 @@ export interface VendedToken {
   readonly quota: readonly QuotaWindow[] | null;
   /** Where to send vendor calls, when the broker says it. */
   readonly vendorBaseUrl: string | undefined;
+  /**
+   * The set's request classes in configuration order, by which vendorRequest classifies a request's path;
+   * undefined from brokers before request classes by path (then only a request's `class` names one).
+   */
+  readonly classes: readonly RequestClass[] | undefined;
   /** Epoch ms on this client's clock when it arrived. */
   readonly receivedAt: number;
   /**
@@ -97,9 +109,18 @@ export interface AcquirePermitOptions {
 
 export interface VendorRequestOptions {
   method: HttpMethod;
-  /** `/users/<number>/<tenant>/serviceKey/<key>`; a function gets the token (for its `tenant`). */
+  /**
+   * `/users/<number>/<tenant>/serviceKey/<key>`, or a path of one of the set's request classes (any shape that
+   * matches a class pattern, with segments of letters, digits, `. _ ~ -`); a function gets the token (for its
+   * `tenant`).
+   */
   path: string | ((token: VendedToken) => string);
   body?: unknown;
+  /**
+   * Not needed where the set's class patterns cover the path: the request is of the first class with a pattern
+   * its path matches (the path decides over a class named here, with a warning). Name it for a path of a
+   * resource-intensive endpoint that no pattern covers.
+   */
   class?: string;
   /** For each permit the request takes (its retries too): default `interactive`; see AcquirePermitOptions. */
   priority?: PermitPriority;
@@ -166,4 +187,37 @@ export interface BrokerClientOptions {
    */
   retry?: Partial<RetrySettings>;
   userAgent?: string;
+}
+
+/**
+ * A vendor answer a service got by calling the vendor itself, as `reportRateLimit` reads it: a fetch
+ * `Response` is one; so is `{ status, headers }` from another HTTP library (header names in any case).
+ */
+export interface VendorAnswer {
+  status: number;
+  headers: Headers | Readonly<Record<string, string | readonly string[] | undefined>>;
+}
+
+export interface ReportRateLimitOptions {
+  /** The rate `class` the call was made in (its permit's), for a 2xx's X-RateLimit-* headers. */
+  class?: string;
+}
+
+/** What `reportRateLimit` did. */
+export interface RateLimitReportResult {
+  /**
+   * True when the broker took a report: every 429; a 2xx only when its X-RateLimit-* headers show fewer
+   * requests left than the ledger last said. False when there was nothing to report (another status, or
+   * headers in line with the ledger) or the report failed (a warning through the client's telemetry).
+   */
+  reported: boolean;
+}
+
+/** A vendor 401 to a call a service made itself with the token `tokenId`, for `reportRejection`. */
+export interface TokenRejection {
+  tokenId: string;
+  /** The vendor's `errorCode`: only these two mean the token itself was refused. */
+  errorCode: 'TOKEN_EXPIRED' | 'TOKEN_INVALID';
+  /** The vendor's request id (its `X-Request-Id` or the body's `requestId`), for the broker's audit line. */
+  requestId?: string;
 }

@@ -9,12 +9,14 @@ import {
   VendorRateLimitError,
   VendorUnreachableError,
 } from '../shared/vendor-client/errors.js';
-import { assertResourcePath } from '../shared/vendor-client/resource-path.js';
+import { assertVendorPath } from '../shared/vendor-client/resource-path.js';
 import { fullJitterDelayMs, type RetrySettings, vendorRetryAdvice } from '../shared/vendor-client/retry.js';
 import type { ResourceResponse } from '../shared/vendor-client/types.js';
 import { BrokerApiError, RequestAbortedError } from './errors.js';
+import type { PermitHandle } from './permit-handle.js';
 import type { Permits } from './permits.js';
-import type { RateFeedback, RateWindow } from './rate-feedback.js';
+import { afterVendorRateLimit, type RateFeedback, type RateWindow } from './rate-feedback.js';
+import type { RequestClassifier } from './request-classifier.js';
 import type { RejectionCode, TokenCache } from './token-cache.js';
 import type { VendedToken, VendorRequestOptions } from './types.js';
 
@@ -22,6 +24,7 @@ export interface VendorCallDeps {
   tokens: TokenCache;
   permits: Permits;
   feedback: RateFeedback;
+  classifier: RequestClassifier;
   vendorFor(setId: string, token: VendedToken): VendorClient;
   clock: Clock;
   telemetry: Telemetry;
@@ -98,7 +101,8 @@ function aborted(signal: AbortSignal | undefined, cause?: unknown): RequestAbort
  * each retry with a new permit; on 401 TOKEN_EXPIRED / TOKEN_INVALID report the rejection, take the broker's
  * answer and retry once; every other 4xx is final. A request that is not idempotent (a POST, unless the caller
  * says `idempotent: true`) is re-sent only where the vendor cannot have acted (see vendorDidNotAct). Attempts
- * and waits are bounded by `settings` (maxAttempts, budgetMs).
+ * and waits are bounded by `settings` (maxAttempts, budgetMs). The request's class (its permit's, and its
+ * reports') is the one its path's pattern names, else the caller's `class` (request-classifier.ts).
  */
 export async function vendorCall<T>(
   deps: VendorCallDeps,
@@ -115,13 +119,21 @@ export async function vendorCall<T>(
   const renewed = new Set<string>();
   for (let attempt = 1; ; attempt++) {
     const path = typeof request.path === 'function' ? request.path(token) : request.path;
-    // A path that could never be sent must not cost a permit.
-    assertResourcePath(path);
+    // The class by the path's pattern, else the caller's (request-classifier.ts); a path of a class may be of any
+    // safe shape, any other one must be of the resource shape. A path that could never be sent costs no permit.
+    const { cls, byPath } =
+      typeof path === 'string'
+        ? deps.classifier.classify(setId, token, path, request.class)
+        : { cls: request.class, byPath: false };
+    assertVendorPath(path, byPath);
+    // Brokers that list classes take `class` in rate-limit reports; older ones refuse it (and the report with it).
+    const reportClass = token.classes === undefined ? undefined : cls;
     const vendor = deps.vendorFor(setId, token);
+    let permit: PermitHandle;
     try {
       // Taken last, right before sending, with nothing awaited in between: the permit is used while usable.
-      await deps.permits.acquire(setId, token.tokenId, {
-        class: request.class,
+      permit = await deps.permits.acquire(setId, token.tokenId, {
+        class: cls,
         priority: request.priority,
         signal,
         maxWaitMs: request.maxPermitWaitMs,
@@ -137,9 +149,10 @@ export async function vendorCall<T>(
     }
     // The wait for the permit (or after a 429 or a 5xx) may have taken the token below the floor: never send
     // one so (the vendor would answer 401 to it on the way). The broker is asked for the token to use now, then
-    // a permit for that one; the permit taken for the old token goes unused (an over-count of its quota: safe).
+    // a permit for that one; the permit taken for the old token is given back.
     // Once per token: when the broker answers the same token, it is the best there is, and it is sent.
     if (!deps.tokens.usable(token) && !renewed.has(token.tokenId)) {
+      permit.giveBack();
       renewed.add(token.tokenId);
       deps.telemetry.info('token below the floor after the wait; asking the broker for the token to use', {
         credentialSet: setId,
@@ -149,10 +162,12 @@ export async function vendorCall<T>(
       attempt--;
       continue;
     }
+    permit.markUsed();
     try {
       const response = await vendor.request<T>({
         method: request.method,
         path,
+        ofClass: byPath,
         token: token.accessToken,
         ...(request.body === undefined ? {} : { body: request.body }),
         ...(signal ? { signal } : {}),
@@ -162,8 +177,9 @@ export async function vendorCall<T>(
         setId,
         token.tokenId,
         response.rateLimit,
-        deps.permits.lastKnownWindows(setId, token.tokenId, request.class),
-        request.class,
+        deps.permits.lastKnownWindows(setId, token.tokenId, cls),
+        cls,
+        reportClass,
       );
       return response;
     } catch (error) {
@@ -195,7 +211,7 @@ export async function vendorCall<T>(
         throw error;
       }
       const budgetLeftMs = settings.budgetMs - (clock.now() - startedAt);
-      const delayMs = await retryDelay(deps, setId, token, error, attempt, budgetLeftMs);
+      const delayMs = await retryDelay(deps, setId, token, error, attempt, budgetLeftMs, reportClass);
       if (delayMs === undefined || attempt >= settings.maxAttempts) throw error;
       const elapsedMs = clock.now() - startedAt;
       if (elapsedMs + delayMs > settings.budgetMs) throw error;
@@ -229,15 +245,14 @@ async function retryDelay(
   error: unknown,
   attempt: number,
   budgetLeftMs: number,
+  reportClass: string | undefined,
 ): Promise<number | undefined> {
   const limited = rateLimited(error);
   if (limited) {
     const retryAfterSeconds =
       limited.retryAfterSeconds ?? Math.ceil(fullJitterDelayMs(attempt - 1, deps.settings) / 1000);
-    // Permits in hand go back at once; the wait counts from when the ledger has the cooldown.
-    deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
-    await deps.feedback.vendorRateLimited(setId, token.tokenId, retryAfterSeconds, limited.window);
-    deps.permits.vendorRateLimited(setId, token.tokenId, retryAfterSeconds * 1000);
+    // The wait counts from when the ledger has the cooldown.
+    await afterVendorRateLimit(deps, setId, token.tokenId, retryAfterSeconds, limited.window, reportClass);
     const retryAfterMs = retryAfterSeconds * 1000;
     const jitterBoundMs = Math.min(RATE_LIMIT_JITTER_MS, Math.max(0, budgetLeftMs - retryAfterMs));
     const jitterMs = Math.min(jitterBoundMs, Math.floor(deps.settings.random() * (jitterBoundMs + 1)));

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { describeIssues } from '../shared/config/credential-sets.js';
+import { unknownKeysError } from '../shared/config/unknown-keys.js';
 import { ConfigurationError } from '../shared/errors.js';
 import type { StageConfig } from './stage-config.js';
 
@@ -8,7 +9,7 @@ import type { StageConfig } from './stage-config.js';
  * which repository and branch it follows, and what it smoke-tests. Validated at synth like a stage, and
  * against the stages it deploys, so that a pipeline that could not pass its own smoke test fails the synth.
  */
-export const pipelineConfigSchema = z.object({
+export const pipelineConfigSchema = z.strictObject({
   /** The account and Region the pipeline itself lives in (a tooling account; each stage trusts it). */
   account: z.string().regex(/^\d{12}$/, 'a 12-digit AWS account id'),
   region: z.string().regex(/^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$/, 'an AWS Region such as eu-west-1'),
@@ -25,7 +26,7 @@ export const pipelineConfigSchema = z.object({
   /** The stage deployed and smoke-tested first, and the one deployed after the approval. */
   uatStage: z.string().default('uat'),
   prodStage: z.string().default('prod'),
-  smokeTest: z.object({
+  smokeTest: z.strictObject({
     /** The UAT credential set whose token the smoke test fetches (`token-broker token <set>`). */
     credentialSet: z.string().min(1),
     /**
@@ -47,7 +48,7 @@ export function parsePipelineConfig(
   input: PipelineInput,
   stages: readonly StageConfig[],
 ): { pipeline: PipelineConfig; uat: StageConfig; prod: StageConfig } {
-  const result = pipelineConfigSchema.safeParse(input);
+  const result = pipelineConfigSchema.safeParse(input, { error: unknownKeysError });
   if (!result.success) {
     throw new ConfigurationError(`invalid pipeline: ${describeIssues(result.error, 'pipeline')}`);
   }

@@ -16,6 +16,7 @@ export const RunbookSection = {
   VendorUnavailable: 'vendor-unavailable',
   EnvMismatch: 'env-mismatch',
   VendorRateLimited: 'vendor-429-reported-by-consumers',
+  ClassLimitBelowConfigured: 'class-limit-below-its-configuration',
   PermitDenials: 'permit-denials-sustained',
   FunctionErrors: 'function-errors',
   FunctionThrottles: 'function-throttles',

@@ -3,6 +3,7 @@ import { type BrokerConfigDocument, brokerConfigDocument } from '../shared/confi
 import { consumerSchema, principalArnSchema } from '../shared/config/consumers.js';
 import { credentialSetSchema, describeIssues } from '../shared/config/credential-sets.js';
 import { operatorSchema } from '../shared/config/operators.js';
+import { unknownKeysError } from '../shared/config/unknown-keys.js';
 import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS } from '../shared/vendor-client/types.js';
@@ -41,7 +42,7 @@ export type StageCredentialSet = z.infer<typeof stageCredentialSetSchema>;
 
 const httpsUrlSchema = z.url({ protocol: /^https$/, error: 'an https:// URL' });
 
-export const alarmSettingsSchema = z.object({
+export const alarmSettingsSchema = z.strictObject({
   /** E-mail addresses subscribed to the alarm topic (each confirms its subscription once). */
   emails: z.array(z.email()).default([]),
   /** HTTPS endpoints subscribed to the alarm topic, e.g. an incident tool's SNS integration URL. */
@@ -81,7 +82,7 @@ export const VEND_DEPLOYMENTS = [
 ] as const;
 export type VendDeployment = (typeof VEND_DEPLOYMENTS)[number];
 
-export const rolloutSettingsSchema = z.object({
+export const rolloutSettingsSchema = z.strictObject({
   /**
    * How CodeDeploy moves vend traffic to a new version. The default keeps 10 % on the new version for 10
    * minutes: the rollback alarms use 5-minute periods, so at least one whole period of canary traffic is
@@ -109,7 +110,7 @@ const runbookUrlSchema = z
  * Who may reach the Function URL at all (lambda:InvokeFunctionUrl); the broker's own per-set rules
  * (consumers, operators) then decide what each caller gets, and refuse everyone else with 403.
  */
-export const urlAccessSchema = z.object({
+export const urlAccessSchema = z.strictObject({
   /**
    * The AWS Organization (`o-…`) of every consumer and operator account: the URL is granted to the
    * organization by one `aws:PrincipalOrgID` condition, whatever the number of accounts. Unset: the URL is
@@ -143,7 +144,7 @@ export const MAX_CONFIG_DOCUMENT_BYTES = 1024 * 1024;
 export const MAX_CREDENTIAL_SETS = 100;
 
 export const stageConfigSchema = z
-  .object({
+  .strictObject({
     /** Part of the stack name, e.g. `uat` → stack `TokenBroker-uat`. */
     name: z.string().regex(/^[a-z][a-z0-9-]{0,19}$/, 'lowercase letters, digits and dashes, at most 20'),
     account: z.string().regex(/^\d{12}$/, 'a 12-digit AWS account id'),
@@ -304,7 +305,7 @@ export type StageConfig = z.infer<typeof stageConfigSchema>;
 
 /** Validates a stage; a wrong value throws a ConfigurationError naming the stage and the field. */
 export function parseStageConfig(input: StageInput): StageConfig {
-  const result = stageConfigSchema.safeParse(input);
+  const result = stageConfigSchema.safeParse(input, { error: unknownKeysError });
   if (!result.success) {
     const label = typeof input?.name === 'string' ? input.name : 'stage';
     throw new ConfigurationError(`invalid stage "${label}": ${describeIssues(result.error, label)}`);

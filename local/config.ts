@@ -10,6 +10,7 @@ import {
   VENDOR_DEFAULT_LIMITS,
 } from '../shared/config/credential-sets.js';
 import { operatorSchema } from '../shared/config/operators.js';
+import { unknownKeysError } from '../shared/config/unknown-keys.js';
 import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { MIN_SLACK_FRACTION, planFor } from '../shared/ledger/limit-plan.js';
@@ -18,7 +19,7 @@ import { MIN_SLACK_FRACTION, planFor } from '../shared/ledger/limit-plan.js';
  * The local broker's configuration file (default `local/broker.config.json`), with environment overrides:
  * BROKER_CONFIG (the file), BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR, BROKER_DYNAMODB_ENDPOINT.
  */
-const callerSchema = z.object({
+const callerSchema = z.strictObject({
   name: z.string().min(1),
   accessKeyId: z.string().regex(/^[A-Z0-9]{16,128}$/, 'upper-case letters and digits, as AWS access key ids'),
   secretAccessKey: z.string().min(16),
@@ -31,7 +32,7 @@ const localSetSchema = credentialSetSchema.extend({
   vendorBaseUrl: credentialSetSchema.shape.vendorBaseUrl.optional(),
 });
 
-export const localConfigSchema = z.object({
+export const localConfigSchema = z.strictObject({
   port: z.number().int().min(0).max(65535).default(8787),
   /** The SigV4 signing region callers use for the local broker. */
   region: z.string().min(1).default('local'),
@@ -49,7 +50,7 @@ export const localConfigSchema = z.object({
   /** JSON file {secretId: {username, password}} read by the file credentials source (relative to this file). */
   credentialsFile: z.string().min(1),
   sandbox: z
-    .object({
+    .strictObject({
       tokenLifetimeSeconds: z
         .number()
         .positive()
@@ -108,7 +109,10 @@ export function loadLocalConfig(
   if (timeScale !== undefined) overrides.timeScale = timeScale;
   if (env.BROKER_DATA_DIR) overrides.dataDir = env.BROKER_DATA_DIR;
   if (env.BROKER_DYNAMODB_ENDPOINT) overrides.dynamoDbEndpoint = env.BROKER_DYNAMODB_ENDPOINT;
-  const result = localConfigSchema.safeParse({ ...(raw as object), ...overrides });
+  const result = localConfigSchema.safeParse(
+    { ...(raw as object), ...overrides },
+    { error: unknownKeysError },
+  );
   if (!result.success)
     throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, configPath)}`);
   const config = result.data;

@@ -4,6 +4,8 @@
  * chart of quota use over time beside it (soak-chart.ts, docs/charts.md), with progress and the time left of the
  * whole run on stderr (soak-progress.ts). `npm run soak -- windows` runs only the first, `npm run soak --
  * reserved` only the second.
+ * `npm run soak -- classes [learned|configured]`: the classes soak (issue 24), both variants in parallel unless one
+ * is named; not part of the default run.
  */
 
 import { formatTable } from './format-table.js';
@@ -19,6 +21,14 @@ import {
   soakTableRow,
 } from './soak.js';
 import { writeSoakChart } from './soak-chart.js';
+import {
+  CLASSES_SOAK_DEFAULTS,
+  type ClassesSoakResult,
+  type ClassesVariant,
+  classesSoakFailures,
+  classesTableRow,
+  runClassesSoak,
+} from './soak-classes.js';
 import { SoakProgress } from './soak-progress.js';
 import { percentile } from './soak-report.js';
 
@@ -130,10 +140,86 @@ async function reservedSoak(lifetimes: number, progress: SoakProgress): Promise<
   return results.flatMap((result) => soakFailures(result));
 }
 
+/** The issue's goal for quota use after learning, per binding limit; reported, not gated (load moves it). */
+const GOAL_CLASSES_QUOTA_USED_PCT = 90;
+
+async function classesSoak(only: string | undefined): Promise<string[]> {
+  const variants: ClassesVariant[] =
+    only === undefined ? ['learned', 'configured'] : [only as ClassesVariant];
+  if (!variants.every((v) => v === 'learned' || v === 'configured'))
+    throw new Error(`unknown classes variant "${only}" (learned, configured)`);
+  const base = CLASSES_SOAK_DEFAULTS;
+  const limits = (l: { limit: number; windowSeconds: number }[]) =>
+    l.map((x) => `${x.limit}/${x.windowSeconds} s`).join(' + ');
+  process.stderr.write(
+    `soak (classes): ${base.consumers} consumers on ${base.setId}, each a general lane and a class lane, ` +
+      `${base.durationSeconds} s per variant (${variants.join(' and ')} side by side), tokens living ` +
+      `${base.tokenLifetimeSeconds} s\n`,
+  );
+  const failures: string[] = [];
+  const progress = new SoakProgress([base.durationSeconds], (line) => process.stderr.write(line));
+  progress.startPart();
+  const settled = await Promise.allSettled(
+    variants.map((variant) => runClassesSoak({ ...base, variant }, progress.line)),
+  );
+  settled.forEach((outcome, index) => {
+    const variant = variants[index];
+    if (outcome.status === 'rejected') {
+      // The learned variant needs the configuration and the ledger of the other issue-24 branches.
+      failures.push(`classes (${variant}) could not run: ${String(outcome.reason).slice(0, 400)}`);
+      return;
+    }
+    const result: ClassesSoakResult = outcome.value;
+    process.stdout.write(
+      `${formatTable({
+        title:
+          `soak, classes (${variant === 'learned' ? 'class limits LEARNED: the broker was told paths only' : 'class limits CONFIGURED'}): ` +
+          `${base.consumers} consumers on ${base.setId}, REAL time over HTTP + SigV4 through the local Function URL ` +
+          `(dynalite, ${base.windowKind}-window vendor sandbox: general ${limits(base.limits)}, ` +
+          `${base.families.map((f) => `${f.name} ${limits(f.limits)}`).join(', ')}; ledger margin ${base.marginSeconds} s), ` +
+          `${result.elapsedSeconds.toFixed(0)} s`,
+        rows: result.rows.map(classesTableRow),
+        footnote:
+          'Requests and served: vendor requests of the class (general: all of them, as the general limits count ' +
+          "every request) and those the vendor served (its own log). 429: the vendor's refusals that this row's " +
+          'limits caused (its log names the refusing limit), on requests sent before the first answer of the class ' +
+          "arrived (learning) and after. Quota used: served after learning over the most the vendor's limits allow " +
+          "in each token's span of use after learning (sliding reading). Busiest: the most served to one token in " +
+          "any span of each window, from the vendor's log. Learn s: from the first request of the class to its " +
+          "first answer; the broker's learned state is not read (the ledger on this branch has none).",
+      })}\n`,
+    );
+    process.stdout.write(
+      `classes (${variant}): vendor 401s ${result.vendor401}, secrets in logs ${result.secretsInLogs}, client errors ${JSON.stringify(result.clientErrors)}\n`,
+    );
+    const goals = result.rows.map((row) => {
+      const met =
+        row.vendor429After === 0 &&
+        row.vendor429Learning <= 1 &&
+        row.quotaUsedPct >= GOAL_CLASSES_QUOTA_USED_PCT;
+      return `${row.quota} ${met ? 'met' : 'not met'} (${row.vendor429Learning}/${row.vendor429After} 429s, ${row.quotaUsedPct} %)`;
+    });
+    process.stdout.write(
+      `issue 24's goal (0 429 after learning, at most 1 before, >= ${GOAL_CLASSES_QUOTA_USED_PCT} % used), reported: ${goals.join('; ')}\n\n`,
+    );
+    failures.push(...classesSoakFailures(result));
+  });
+  return failures;
+}
+
 async function main(): Promise<void> {
   const which = process.argv[2] ?? 'all';
-  if (!['all', 'windows', 'reserved'].includes(which))
-    throw new Error(`unknown soak "${which}" (windows, reserved)`);
+  if (!['all', 'windows', 'reserved', 'classes'].includes(which))
+    throw new Error(`unknown soak "${which}" (windows, reserved, classes)`);
+  if (which === 'classes') {
+    const failures = await classesSoak(process.argv[3]);
+    if (failures.length > 0) {
+      process.stdout.write(`FAILED:\n${failures.map((f) => `  ${f}`).join('\n')}\n`);
+      process.exit(1);
+    }
+    process.stdout.write('all classes soak promises kept\n');
+    return;
+  }
   const lifetimes = Number(process.env.SOAK_LIFETIMES ?? SOAK_DEFAULTS.lifetimes);
   const reservedLifetimes = Number(process.env.SOAK_RESERVED_LIFETIMES ?? 2);
   // The planned seconds of each part that runs (its consumers run for its lifetimes), for the time left.

@@ -198,7 +198,8 @@ type PermitAsk = AskRecord & { reserved: boolean; setId: string };
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-function soakConfig(settings: SoakSettings): LoadedLocalConfig {
+/** The local configuration of a soak: the shipped one, narrowed to its sets, with its limits and refresh timing. */
+export function soakConfig(settings: SoakSettings): LoadedLocalConfig {
   const base = loadLocalConfig({}, repoRoot);
   const sets = base.credentialSets.filter((set) => settings.setIds.includes(set.id));
   if (sets.length !== settings.setIds.length)
@@ -256,7 +257,8 @@ function soakConfig(settings: SoakSettings): LoadedLocalConfig {
   };
 }
 
-function authorizationOf(init: RequestInit | undefined): string | undefined {
+/** The Authorization header of a fetch's init, whatever form its headers take. */
+export function authorizationOf(init: RequestInit | undefined): string | undefined {
   const headers = init?.headers;
   if (!headers) return undefined;
   if (headers instanceof Headers) return headers.get('authorization') ?? undefined;

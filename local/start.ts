@@ -1,6 +1,12 @@
 /**
  * `npm start`: the whole broker on this machine. Settings: local/broker.config.json (or BROKER_CONFIG),
  * BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR, BROKER_DYNAMODB_ENDPOINT, LOG_LEVEL (debug|info|warn|error).
+ *
+ * package.json runs it as `exec node --import tsx local/start.ts`: one process, the one npm signals. npm runs a
+ * script through `sh -c` and forwards SIGINT/SIGTERM to that shell only; dash (Debian's, Ubuntu's /bin/sh)
+ * neither execs a lone command nor passes a signal on, so SIGINT waited forever and SIGTERM ended the shell and
+ * left the broker running with its ports. `exec` takes the shell out, and `--import tsx` the tsx CLI, a second
+ * parent that relays signals to its child node.
  */
 import { BrokerError } from '../shared/errors.js';
 import { LOCAL_LEDGER_TABLE, LOCAL_TOKENS_TABLE, startLocalBroker } from './broker.js';
@@ -70,10 +76,12 @@ async function main(): Promise<void> {
   }
   out.push('');
   out.push('Ctrl-C stops everything.');
-  process.stdout.write(`${out.join('\n')}\n`);
-
+  // Listening before the banner says so: whoever reads it may signal at once, and a signal with no listener
+  // would end the process without closing anything.
   let stopping = false;
   const stop = (signal: string) => {
+    // One Ctrl-C arrives twice (from the terminal to the group, and forwarded by npm): a second signal is not
+    // a more urgent request.
     if (stopping) return;
     stopping = true;
     telemetry.info('shutting down', { signal });
@@ -84,6 +92,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  process.stdout.write(`${out.join('\n')}\n`);
 }
 
 /** The one line `npm start` prints for a failure it can explain; anything else as it is. */

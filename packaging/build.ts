@@ -2,7 +2,7 @@
  * Builds the two installable packages from this repository's sources (`npm run build:packages`, or
  * `npm run build:packages -- --pack` for the tarballs):
  *
- *   dist/client/  @token-broker/client: index.js (one ESM bundle + map), types/ (declarations), package.json,
+ *   dist/client/  @token-broker/client: index.js (one minified ESM bundle + map), types/ (declarations), package.json,
  *                 README.md (client/README.md), THIRD_PARTY_LICENSES.md
  *   dist/cli/     @token-broker/cli: token-broker.mjs (`#!/usr/bin/env node`; ESM, with chunks/ that it loads
  *                 per command, and maps), package.json, README.md, THIRD_PARTY_LICENSES.md
@@ -33,7 +33,7 @@ import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Metafile, type Plugin } from 'esbuild';
+import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
 import { DEFAULT_CHAIN } from '../client/aws-auth.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -80,7 +80,10 @@ function dependenciesOf(metafile: Metafile): Record<string, string> {
   const versions = rootManifest().dependencies;
   const names = new Set<string>();
   for (const input of Object.values(metafile.inputs))
-    for (const im of input.imports) if (im.external && !isBuiltin(im.path)) names.add(packageOf(im.path));
+    for (const im of input.imports) {
+      // `<runtime>`: esbuild's own helpers (keepNames' __name), in the bundle, not a package.
+      if (im.external && !isBuiltin(im.path) && im.path !== '<runtime>') names.add(packageOf(im.path));
+    }
   const dependencies: Record<string, string> = {};
   for (const name of [...names].sort()) {
     const version = versions[name];
@@ -204,18 +207,30 @@ function clientDeclarations(outDir: string): string {
   }
 }
 
-/** Builds @token-broker/client into `outDir` (emptied first); returns the directory. */
-export async function buildClient(outDir = path.join(ROOT, 'dist/client')): Promise<string> {
-  rmSync(outDir, { recursive: true, force: true });
-  mkdirSync(outDir, { recursive: true });
-  const result = await build({
+/**
+ * The client bundle's esbuild options (also the bench's and test/client-exports.test.ts's). A consumer loads it
+ * at cold start, so it is small:
+ * - minified, with names kept: every error's `name` is its class's (`this.name = new.target.name`), which
+ *   callers log and switch on;
+ * - the bundled packages' ES module builds (`module` before `main`, as the functions' bundles do): esbuild
+ *   drops what the client does not use; their CommonJS builds are kept whole (all of @smithy/core for the
+ *   signer's few functions: 330 KB of the 720 KB before).
+ * `minify: false`: the bundle as it was before, for the bench's before/after.
+ */
+export function clientBundleOptions(outfile: string, options: { minify?: boolean } = {}): BuildOptions {
+  const minify = options.minify ?? true;
+  return {
     entryPoints: [path.join(ROOT, 'client/index.ts')],
-    outfile: path.join(outDir, 'index.js'),
+    outfile,
     absWorkingDir: ROOT,
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: TARGET,
+    // Unminified: the bundle as it was before (esbuild's default order for Node, names as written).
+    mainFields: minify ? ['module', 'main'] : ['main', 'module'],
+    minify,
+    keepNames: minify,
     external: externals(CLIENT_BUNDLED),
     // Some bundled AWS packages are CommonJS and require Node built-ins (buffer): an ESM bundle has no
     // `require` of its own, so it gets Node's, for its own URL.
@@ -226,7 +241,14 @@ export async function buildClient(outDir = path.join(ROOT, 'dist/client')): Prom
     sourcesContent: true,
     metafile: true,
     logLevel: 'warning',
-  });
+  };
+}
+
+/** Builds @token-broker/client into `outDir` (emptied first); returns the directory. */
+export async function buildClient(outDir = path.join(ROOT, 'dist/client')): Promise<string> {
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  const result = await build({ ...clientBundleOptions(path.join(outDir, 'index.js')), metafile: true });
   const types = clientDeclarations(outDir);
   const template = JSON.parse(
     readFileSync(path.join(ROOT, 'packaging/client.package.json'), 'utf8'),

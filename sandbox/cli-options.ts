@@ -10,10 +10,12 @@ export const USAGE = `Usage: npm run sandbox -- [--env uat|prod] [--port N] [--s
 Starts a sandbox of the vendor API on 127.0.0.1 and prints "sandbox <env> listening on <url>".
   --env        vendor environment to imitate (default uat)
   --port       port to listen on; 0 = a free port (default: $SANDBOX_PORT, else 0)
-  --settings   JSON file: users, tokenLifetimeSeconds, limits, windowKind, invalidatePreviousTokenOnLogin,
-               rateLimitScope, envClaim, failureRate, failureStatuses, latencyMs, outage,
-               loginOutage, clockOffsetSeconds, quiet
+  --settings   JSON file: users, tokenLifetimeSeconds, limits, windowKind, families, recordRequests,
+               invalidatePreviousTokenOnLogin, rateLimitScope, envClaim, failureRate, failureStatuses,
+               latencyMs, outage, loginOutage, clockOffsetSeconds, quiet
   --help       this text
+Endpoint families (default: reports under /reports/ at 10/60 s + 60/3600 s, rebalancing under /rebalancing/
+at 4/60 s + 20/3600 s) count against their own limits and the general ones; "families": [] turns them off.
 Operator endpoints while it runs: GET /_sandbox/stats, POST /_sandbox/settings, POST /_sandbox/faults,
 POST /_sandbox/reset-stats.`;
 

@@ -8,9 +8,11 @@ import {
   rateLimitHeaders,
   vendorError,
 } from './answers.js';
+import { familyFor, handleFamily, limitLabel } from './families.js';
 import { type FaultQueue, faultAnswer } from './faults.js';
 import { handleLogin } from './login.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { Quota, RateLimiter } from './rate-limiter.js';
+import type { RequestLog } from './request-log.js';
 import { handleResource } from './resources.js';
 import type { ResolvedSettings } from './settings.js';
 import type { StatsRecorder } from './stats.js';
@@ -32,6 +34,8 @@ export interface PipelineParts {
   store: ResourceStore;
   stats: StatsRecorder;
   faults: FaultQueue;
+  /** Written to while `recordRequests` is on. */
+  requestLog: RequestLog;
   /** Waits real time (latencyMs); settles early when the sandbox closes. */
   delay(ms: number): Promise<void>;
 }
@@ -47,7 +51,8 @@ function bearerToken(header: string | undefined): BearerToken {
 
 /**
  * The vendor's side of one request, in the documented order: outage → injected faults → failureRate →
- * latency → auth → rate limit → path/body → store. Returns the answer and the jti it was made for.
+ * latency → auth → rate limit (general, and the endpoint family's) → path/body → store or family. Returns the
+ * answer and the jti it was made for.
  */
 export async function answerVendorRequest(
   request: VendorRequest,
@@ -85,18 +90,37 @@ export async function answerVendorRequest(
   const { jti } = check.claims;
   // Per token (§8), or per login user when the sandbox plays a vendor that counts that way.
   const quotaKey = settings.rateLimitScope === 'user' ? `user:${check.claims.username}` : jti;
-  const verdict = parts.limiter.consume(quotaKey, ctx.now(), settings.limits, settings.windowKind);
-  if (!verdict.allowed) return { answer: rateLimitAnswer(verdict.headers, verdict.retryAfterSeconds), jti };
+  const family = familyFor(settings.families, request.pathname);
+  const quotas: Quota[] = [{ key: quotaKey, limits: settings.limits }];
+  // A family's request counts against its own limits and the general ones together (§8: "lower limits").
+  if (family) quotas.push({ key: `${quotaKey}\u0000family:${family.name}`, limits: family.limits });
+  const now = ctx.now();
+  const verdict = parts.limiter.consumeAll(quotas, now, settings.windowKind);
+  const logged = { requestId: ctx.requestId, at: now, quotaKey, ...(family ? { family: family.name } : {}) };
+  if (!verdict.allowed) {
+    const byFamily = verdict.quota === 1;
+    const refusing = quotas[verdict.quota]?.limits[verdict.limit] ?? { limit: 0, windowSeconds: 0 };
+    parts.stats.rateLimitRefused(family?.name, byFamily, limitLabel(refusing));
+    if (settings.recordRequests) {
+      parts.requestLog.add({
+        ...logged,
+        served: false,
+        refusedBy: { ...(byFamily && family ? { family: family.name } : {}), ...refusing },
+      });
+    }
+    // The refusing limit's own headers: a family's 429 shows the family's window, a general one the general.
+    return { answer: rateLimitAnswer(verdict.headers, verdict.retryAfterSeconds), jti };
+  }
+  parts.stats.rateLimitServed(family?.name);
+  if (settings.recordRequests) parts.requestLog.add({ ...logged, served: true });
   parts.stats.tokenRequest(jti);
 
-  const answer = handleResource(
-    request.method,
-    request.pathname,
-    request.body,
-    ctx,
-    check.claims,
-    parts.store,
-  );
-  if (verdict.headers) answer.headers = { ...rateLimitHeaders(verdict.headers), ...answer.headers };
+  const answer = family
+    ? handleFamily(request.method, request.pathname, request.body, ctx, family)
+    : handleResource(request.method, request.pathname, request.body, ctx, check.claims, parts.store);
+  // A family's answer carries its most constrained family window; a family without limits, the general one.
+  const [general, ofFamily] = verdict.headers;
+  const shown = ofFamily ?? general;
+  if (shown) answer.headers = { ...rateLimitHeaders(shown), ...answer.headers };
   return { answer, jti };
 }

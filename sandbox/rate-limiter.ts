@@ -12,6 +12,23 @@ export type RateLimitVerdict =
   | { allowed: true; headers: RateLimitState | undefined }
   | { allowed: false; headers: RateLimitState; retryAfterSeconds: number };
 
+/** One quota a request counts against: its log's key and its limits. */
+export interface Quota {
+  key: string;
+  limits: SandboxLimit[];
+}
+
+export type CombinedVerdict =
+  | { allowed: true; headers: (RateLimitState | undefined)[] }
+  | {
+      allowed: false;
+      /** Indexes of the refusing quota and of its limit. */
+      quota: number;
+      limit: number;
+      headers: RateLimitState;
+      retryAfterSeconds: number;
+    };
+
 interface WindowView {
   limit: number;
   used: number;
@@ -35,7 +52,7 @@ const firstAbove = (values: number[], value: number) => bound(values, value, tru
 const firstAtOrAbove = (values: number[], value: number) => bound(values, value, false);
 
 /**
- * The vendor's per-token quota. One ascending log of counted request times per key serves both kinds
+ * The vendor's per-token quotas (general and per endpoint family). One ascending log of counted request times per key serves both kinds
  * (a fixed window is "entries since floor(now/W)*W", a sliding one "entries after now-W"), so limits
  * and the kind can change while the sandbox runs without losing what was counted.
  */
@@ -44,34 +61,57 @@ export class RateLimiter {
 
   /** Counts the request if every limit has room; otherwise rejects it without counting it. */
   consume(key: string, nowMs: number, limits: SandboxLimit[], kind: WindowKind): RateLimitVerdict {
-    if (limits.length === 0) return { allowed: true, headers: undefined };
-    const log = this.#prunedLog(key, nowMs, limits);
-    const before = limits.map((l) => this.#view(log, nowMs, l, kind));
-    const blocking = before.filter((w) => w.used >= w.limit);
-    if (blocking.length > 0) {
-      const last = blocking.reduce((a, b) => (b.roomAt > a.roomAt ? b : a));
+    const verdict = this.consumeAll([{ key, limits }], nowMs, kind);
+    if (!verdict.allowed)
+      return { allowed: false, headers: verdict.headers, retryAfterSeconds: verdict.retryAfterSeconds };
+    return { allowed: true, headers: verdict.headers[0] };
+  }
+
+  /**
+   * One request that several quotas count (the general limits and an endpoint family's): counted in every one
+   * when every limit of every quota has room, in none otherwise. A refusal names the quota and the limit that
+   * has room latest (what Retry-After must cover); an acceptance gives each quota's most constrained window.
+   */
+  consumeAll(quotas: readonly Quota[], nowMs: number, kind: WindowKind): CombinedVerdict {
+    const views = quotas.map(({ key, limits }) => {
+      const log = limits.length === 0 ? [] : this.#prunedLog(key, nowMs, limits);
+      return { log, before: limits.map((l) => this.#view(log, nowMs, l, kind)) };
+    });
+    let blocking: { quota: number; limit: number; view: WindowView } | undefined;
+    views.forEach(({ before }, quota) => {
+      before.forEach((view, limit) => {
+        if (view.used >= view.limit && (!blocking || view.roomAt > blocking.view.roomAt))
+          blocking = { quota, limit, view };
+      });
+    });
+    if (blocking) {
+      const { view } = blocking;
       return {
         allowed: false,
-        headers: { limit: last.limit, remaining: 0, reset: Math.ceil(last.roomAt / 1000) },
-        retryAfterSeconds: Math.max(1, Math.ceil((last.roomAt - nowMs) / 1000)),
+        quota: blocking.quota,
+        limit: blocking.limit,
+        headers: { limit: view.limit, remaining: 0, reset: Math.ceil(view.roomAt / 1000) },
+        retryAfterSeconds: Math.max(1, Math.ceil((view.roomAt - nowMs) / 1000)),
       };
     }
-    log.splice(firstAbove(log, nowMs), 0, nowMs);
-    this.#logs.set(key, log);
-    const after = limits.map((l) => this.#view(log, nowMs, l, kind));
-    const tightest = after.reduce((a, b) => {
-      const ra = a.limit - a.used;
-      const rb = b.limit - b.used;
-      return rb < ra || (rb === ra && b.roomAt > a.roomAt) ? b : a;
-    });
-    return {
-      allowed: true,
-      headers: {
+    const headers = quotas.map(({ key, limits }, index) => {
+      if (limits.length === 0) return undefined;
+      const log = views[index]?.log ?? [];
+      log.splice(firstAbove(log, nowMs), 0, nowMs);
+      this.#logs.set(key, log);
+      const after = limits.map((l) => this.#view(log, nowMs, l, kind));
+      const tightest = after.reduce((a, b) => {
+        const ra = a.limit - a.used;
+        const rb = b.limit - b.used;
+        return rb < ra || (rb === ra && b.roomAt > a.roomAt) ? b : a;
+      });
+      return {
         limit: tightest.limit,
         remaining: Math.max(0, tightest.limit - tightest.used),
         reset: Math.ceil(tightest.roomAt / 1000),
-      },
-    };
+      };
+    });
+    return { allowed: true, headers };
   }
 
   clear(): void {

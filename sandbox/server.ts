@@ -8,6 +8,7 @@ import { handleOperator, OPERATOR_PREFIX, type OperatorControls } from './operat
 import { answerVendorRequest, type PipelineParts } from './pipeline.js';
 import { RateLimiter } from './rate-limiter.js';
 import { readBody } from './request-body.js';
+import { type LoggedRequest, RequestLog } from './request-log.js';
 import {
   type MutableSandboxSettings,
   mutableView,
@@ -28,7 +29,10 @@ export interface Sandbox {
   update(settings: Partial<MutableSandboxSettings>): void;
   inject(fault: InjectedFault): void;
   stats(): SandboxStats;
+  /** Resets the counters and empties the request log. */
   resetStats(): void;
+  /** Every rate-limited outcome since the last reset, while `recordRequests` was on (oldest first). */
+  requestLog(): LoggedRequest[];
   close(): Promise<void>;
 }
 
@@ -46,6 +50,7 @@ export async function startSandbox(input: SandboxSettings): Promise<Sandbox> {
   const settings = resolveSettings(input);
   const stats = new StatsRecorder(settings.environment);
   const faults = new FaultQueue();
+  const requestLog = new RequestLog();
   const waits = new Set<() => void>();
   const parts: PipelineParts = {
     settings,
@@ -54,6 +59,7 @@ export async function startSandbox(input: SandboxSettings): Promise<Sandbox> {
     store: new ResourceStore(),
     stats,
     faults,
+    requestLog,
     delay: (ms) =>
       new Promise<void>((resolve) => {
         const done = () => {
@@ -67,7 +73,10 @@ export async function startSandbox(input: SandboxSettings): Promise<Sandbox> {
   };
   const controls: OperatorControls = {
     stats: () => stats.snapshot(),
-    resetStats: () => stats.reset(),
+    resetStats: () => {
+      stats.reset();
+      requestLog.clear();
+    },
     update: (partial) => {
       Object.assign(settings, parseMutableSettings(partial));
     },
@@ -147,6 +156,7 @@ export async function startSandbox(input: SandboxSettings): Promise<Sandbox> {
     inject: controls.inject,
     stats: controls.stats,
     resetStats: controls.resetStats,
+    requestLog: () => requestLog.entries(),
     close() {
       closing ??= new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));

@@ -14,6 +14,19 @@ export type WindowKind = 'fixed' | 'sliding';
 
 export type RateLimitScope = 'token' | 'user';
 
+/**
+ * An endpoint family with its own lower limits (vendor-api.md §8: "reports, rebalancing: lower limits ... not
+ * shown"): every request whose path starts with `pathPrefix` counts against these limits AND the general ones.
+ */
+export interface SandboxFamily {
+  /** Lowercase letters, digits and dashes, e.g. `reports`. */
+  name: string;
+  /** An absolute path ending in `/`, e.g. `/reports/`; no family's prefix may start another's. */
+  pathPrefix: string;
+  /** Counted per token or per user (`rateLimitScope`) and fixed or sliding (`windowKind`), as the general ones. */
+  limits: SandboxLimit[];
+}
+
 export interface SandboxSettings {
   environment: VendorEnvironment;
   /** 0 (default) = a free port; the sandbox always binds 127.0.0.1 only. */
@@ -27,6 +40,16 @@ export interface SandboxSettings {
   /** Default: the vendor's documented 50/60 s and 1000/3600 s. */
   limits?: SandboxLimit[];
   windowKind?: WindowKind;
+  /**
+   * Endpoint families with lower limits of their own; default: `reports` at `/reports/` (10/60 s + 60/3600 s) and
+   * `rebalancing` at `/rebalancing/` (4/60 s + 20/3600 s), values the vendor does not publish. `[]`: none.
+   */
+  families?: SandboxFamily[];
+  /**
+   * Keep a log of every rate-limited outcome (served or refused, with its family and the limit that refused it),
+   * read with `Sandbox.requestLog()`: the vendor's own record, for span checks. Default false (it grows).
+   */
+  recordRequests?: boolean;
   /** When true a new login makes the user's older tokens 401 TOKEN_INVALID. */
   invalidatePreviousTokenOnLogin?: boolean;
   /**
@@ -66,11 +89,54 @@ export const sandboxLimitSchema = z.strictObject({
     .max(86_400 * 31),
 });
 
+/** Unreserved characters only, so a prefix is matched against the path exactly as it was sent. */
+const PATH_PREFIX = /^(\/[A-Za-z0-9._~-]+)+\/$/;
+
+export const sandboxFamilySchema = z.strictObject({
+  name: z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
+  pathPrefix: z
+    .string()
+    .max(256)
+    .regex(PATH_PREFIX, 'an absolute path of letters, digits and . _ ~ -, ending in /')
+    .refine((prefix) => !prefix.startsWith('/_sandbox/'), 'must not be under /_sandbox/ (the operator API)'),
+  limits: z.array(sandboxLimitSchema).max(16),
+});
+
+export const sandboxFamiliesSchema = z
+  .array(sandboxFamilySchema)
+  .max(16)
+  .superRefine((families, ctx) => {
+    families.forEach((family, index) => {
+      families.slice(0, index).forEach((earlier) => {
+        if (earlier.name === family.name) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [index, 'name'],
+            message: `repeats the name "${family.name}"`,
+          });
+        }
+        // One request, one family: overlapping prefixes would make it depend on the order.
+        if (
+          earlier.pathPrefix.startsWith(family.pathPrefix) ||
+          family.pathPrefix.startsWith(earlier.pathPrefix)
+        ) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [index, 'pathPrefix'],
+            message: `overlaps the prefix of family "${earlier.name}"`,
+          });
+        }
+      });
+    });
+  });
+
 /** Every setting that may change while the sandbox runs (API `update`, `POST /_sandbox/settings`). */
 export const mutableSettingsSchema = z.strictObject({
   tokenLifetimeSeconds: z.number().int().positive().optional(),
   limits: z.array(sandboxLimitSchema).max(16).optional(),
   windowKind: z.enum(['fixed', 'sliding']).optional(),
+  families: sandboxFamiliesSchema.optional(),
+  recordRequests: z.boolean().optional(),
   invalidatePreviousTokenOnLogin: z.boolean().optional(),
   rateLimitScope: z.enum(['token', 'user']).optional(),
   envClaim: z.string().min(1).max(64).optional(),
@@ -94,6 +160,29 @@ export interface ResolvedSettings extends Required<Omit<MutableSandboxSettings, 
   random: () => number;
 }
 
+/**
+ * The sandbox's stand-ins for the vendor's unpublished lower limits: below the general 50/60 s and 1000/3600 s,
+ * each window of a different size from the general ones, so an answer's X-RateLimit-Limit tells whose it is.
+ */
+export const DEFAULT_FAMILIES: SandboxFamily[] = [
+  {
+    name: 'reports',
+    pathPrefix: '/reports/',
+    limits: [
+      { limit: 10, windowSeconds: 60 },
+      { limit: 60, windowSeconds: 3600 },
+    ],
+  },
+  {
+    name: 'rebalancing',
+    pathPrefix: '/rebalancing/',
+    limits: [
+      { limit: 4, windowSeconds: 60 },
+      { limit: 20, windowSeconds: 3600 },
+    ],
+  },
+];
+
 const DEFAULTS: Required<Omit<MutableSandboxSettings, 'envClaim'>> = {
   tokenLifetimeSeconds: 14_400,
   limits: [
@@ -101,6 +190,8 @@ const DEFAULTS: Required<Omit<MutableSandboxSettings, 'envClaim'>> = {
     { limit: 1000, windowSeconds: 3600 },
   ],
   windowKind: 'fixed',
+  families: DEFAULT_FAMILIES,
+  recordRequests: false,
   invalidatePreviousTokenOnLogin: false,
   rateLimitScope: 'token',
   failureRate: 0,

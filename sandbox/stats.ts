@@ -6,6 +6,23 @@ export interface LoginCounts {
   failures: number;
 }
 
+/** What one quota (the general limits, or an endpoint family's) let through and refused. */
+export interface QuotaCounts {
+  /** Requests counted in its windows (they passed every limit that applies to them). */
+  served: number;
+  /** 429s answered. General: those its limits caused. A family: every 429 to its requests, whoever's limit. */
+  refused: number;
+  /** The refusals by the limit that caused them: `10/60s` (its own), `general 50/60s` (a family's request). */
+  refusedByLimit: Record<string, number>;
+}
+
+export interface RateLimitCounts {
+  /** Every request counts against the general limits, a family's too. */
+  general: QuotaCounts;
+  /** By family name: its requests only. */
+  families: Record<string, QuotaCounts>;
+}
+
 export interface SandboxStats {
   environment: VendorEnvironment;
   /** Every POST /restful/login/ received, whatever its answer. */
@@ -22,7 +39,15 @@ export interface SandboxStats {
   responsesByStatus: Record<string, number>;
   /** Every errorCode served, RATE_LIMIT_EXCEEDED included. */
   errorsByCode: Record<string, number>;
+  /** Rate limiting by quota, for measuring quota use and 429s per endpoint family. */
+  rateLimits: RateLimitCounts;
 }
+
+const emptyCounts = (): QuotaCounts => ({ served: 0, refused: 0, refusedByLimit: {} });
+const copyCounts = (counts: QuotaCounts): QuotaCounts => ({
+  ...counts,
+  refusedByLimit: { ...counts.refusedByLimit },
+});
 
 const bump = (counts: Map<string, number>, key: string): void => {
   counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -37,6 +62,8 @@ export class StatsRecorder {
   #requestsByToken = new Map<string, number>();
   #responsesByStatus = new Map<string, number>();
   #errorsByCode = new Map<string, number>();
+  #general = emptyCounts();
+  #families = new Map<string, QuotaCounts>();
 
   constructor(environment: VendorEnvironment) {
     this.#environment = environment;
@@ -62,6 +89,34 @@ export class StatsRecorder {
     bump(this.#requestsByToken, jti);
   }
 
+  /** A request that passed rate limiting, under `family` when it is one's. */
+  rateLimitServed(family: string | undefined): void {
+    this.#general.served++;
+    if (family !== undefined) this.#family(family).served++;
+  }
+
+  /**
+   * A 429 of the limiter: `byFamily` says whether the family's own limit refused it (else a general one did),
+   * `limit` names that limit (`10/60s`).
+   */
+  rateLimitRefused(family: string | undefined, byFamily: boolean, limit: string): void {
+    const bumpIn = (counts: QuotaCounts, key: string) => {
+      counts.refused++;
+      counts.refusedByLimit[key] = (counts.refusedByLimit[key] ?? 0) + 1;
+    };
+    if (!byFamily) bumpIn(this.#general, limit);
+    if (family !== undefined) bumpIn(this.#family(family), byFamily ? limit : `general ${limit}`);
+  }
+
+  #family(name: string): QuotaCounts {
+    let counts = this.#families.get(name);
+    if (!counts) {
+      counts = emptyCounts();
+      this.#families.set(name, counts);
+    }
+    return counts;
+  }
+
   response(status: number, errorCode: string | undefined): void {
     bump(this.#responsesByStatus, String(status));
     if (errorCode !== undefined) bump(this.#errorsByCode, errorCode);
@@ -74,6 +129,8 @@ export class StatsRecorder {
     this.#requestsByToken = new Map();
     this.#responsesByStatus = new Map();
     this.#errorsByCode = new Map();
+    this.#general = emptyCounts();
+    this.#families = new Map();
   }
 
   snapshot(): SandboxStats {
@@ -85,6 +142,10 @@ export class StatsRecorder {
       requestsByToken: Object.fromEntries(this.#requestsByToken),
       responsesByStatus: Object.fromEntries(this.#responsesByStatus),
       errorsByCode: Object.fromEntries(this.#errorsByCode),
+      rateLimits: {
+        general: copyCounts(this.#general),
+        families: Object.fromEntries([...this.#families].map(([name, counts]) => [name, copyCounts(counts)])),
+      },
     };
   }
 }

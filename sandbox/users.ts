@@ -40,7 +40,7 @@ export const sandboxUsersSchema = z
 
 /**
  * An advisor and an execution-platform user per environment. The passwords are SANDBOX-ONLY test
- * fixtures, documented in the README; they open nothing but a sandbox.
+ * fixtures, documented in docs/local-mode.md; they open nothing but a sandbox.
  */
 export function defaultSandboxUsers(environment: VendorEnvironment): SandboxUser[] {
   const env = environment.toUpperCase();

@@ -54,6 +54,11 @@ export const Metric = {
   PermitsDenied: 'PermitsDenied',
   TokenRejectionsReported: 'TokenRejectionsReported',
   VendorRateLimitReported: 'VendorRateLimitReported',
+  /**
+   * 1 per learned class limit below a configured limit of that class (same or shorter window), each time a report
+   * teaches one: the vendor allows less than the configuration says (docs/runbook.md). Per set.
+   */
+  ClassLimitBelowConfigured: 'ClassLimitBelowConfigured',
   VendLatency: 'VendLatency',
   /** 1 per 5xx answer, with dimension ErrorCode (one of VEND_SERVER_ERROR_CODES) and no CredentialSet. */
   VendServerError: 'VendServerError',

@@ -54,8 +54,8 @@ describe('bin/token-broker.mjs', () => {
   it('status: the table on stdout, exit 0', async () => {
     const run = await bin(['status'], b.env);
     expect(run.exit, run.stderr).toBe(0);
-    expect(run.stdout.split('\n')[0]).toMatch(/^SET\s+ENV\s+STATE\s+EXPIRES IN/);
-    expect(run.stdout).toMatch(/^uat-advisor\s+uat\s+HEALTHY\s+3h 59m\s+/m);
+    expect(run.stdout.split('\n')[0]).toMatch(/^SET\s+STATE\s+EXPIRES IN\s+AGE\s+QUOTA USED\s+CAUSE$/);
+    expect(run.stdout).toMatch(/^uat-advisor\s+HEALTHY\s+3h 59m\s+/m);
     for (const secret of SANDBOX_PASSWORDS) expect(run.stdout + run.stderr).not.toContain(secret);
   });
 

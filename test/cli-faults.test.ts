@@ -40,18 +40,25 @@ interface Entry {
   causes: { code: string | null; summary: string; runbook: string | null }[];
 }
 
-async function status(broker: CliBroker): Promise<{ table: string; sets: Record<string, Entry> }> {
+async function status(
+  broker: CliBroker,
+): Promise<{ table: string; narrow: string; sets: Record<string, Entry> }> {
   const clock = broker.clock as ManualClock;
-  const table = await runIn(['status'], { env: broker.env, clock });
+  const table = await runIn(['status', '--wide'], { env: broker.env, clock });
+  const narrow = await runIn(['status'], { env: broker.env, clock });
   const json = await runIn(['status', '--json'], { env: broker.env, clock });
   expect(table.exit).toBe(0);
   expect(json.exit).toBe(0);
-  for (const text of [table.stdout, table.stderr, json.stdout, json.stderr]) {
+  for (const text of [table.stdout, table.stderr, narrow.stdout, json.stdout, json.stderr]) {
     for (const secret of [...SANDBOX_PASSWORDS, 'not-the-password']) expect(text).not.toContain(secret);
     expect(text).not.toMatch(/eyJ[\w-]+\.[\w-]+/);
   }
   const entries = JSON.parse(json.stdout).credentialSets as Entry[];
-  return { table: table.stdout, sets: Object.fromEntries(entries.map((e) => [e.id, e])) };
+  return {
+    table: table.stdout,
+    narrow: narrow.stdout,
+    sets: Object.fromEntries(entries.map((e) => [e.id, e])),
+  };
 }
 
 const row = (table: string, setId: string): string =>
@@ -68,7 +75,7 @@ describe('status names the cause of each fault', () => {
     // the run re-logs in; UAT's vendor is down.
     await clock.advance(3 * HOUR + 20 * 60_000);
     await whileAdvancing(clock, b.broker.refreshNow());
-    let { table, sets } = await status(b);
+    let { table, narrow, sets } = await status(b);
     expect(sets['uat-advisor']).toMatchObject({
       state: 'DEGRADED',
       lastError: { code: 'SERVICE_UNAVAILABLE' },
@@ -90,11 +97,15 @@ describe('status names the cause of each fault', () => {
     expect(row(table, 'uat-advisor')).toMatch(
       /^uat-advisor\s+uat\s+DEGRADED\s+39m \d\ds\s+3h 20m ago\s+SERVICE_UNAVAILABLE \d+s ago\s+\S+\s+in (1m \d\ds|\d\ds)\s+0\/50 per 1m, 0\/1000 per 1h\s+vendor unavailable: .*\[runbook #vendor-unavailable\]$/,
     );
+    // The narrow default: the token's time left and age, the quota, the code and the runbook section.
+    expect(row(narrow, 'uat-advisor')).toMatch(
+      /^uat-advisor\s+DEGRADED\s+39m \d\ds\s+3h 20m\s+0\/50 1m, 0\/1000 1h\s+#vendor-unavailable$/,
+    );
 
     // The outage outlasts the token: past its hard floor (5 min before exp) consumers get 503.
     await clock.advance(37 * 60_000);
     await whileAdvancing(clock, b.broker.refreshNow());
-    ({ table, sets } = await status(b));
+    ({ table, narrow, sets } = await status(b));
     expect(sets['uat-advisor']).toMatchObject({
       state: 'NO_USABLE_TOKEN',
       lastError: { code: 'SERVICE_UNAVAILABLE' },
@@ -110,6 +121,9 @@ describe('status names the cause of each fault', () => {
       ],
     });
     expect(row(table, 'uat-advisor')).toMatch(/^uat-advisor\s+uat\s+NO_USABLE_TOKEN\s+/);
+    expect(row(narrow, 'uat-advisor')).toMatch(
+      /^uat-advisor\s+NO_USABLE_TOKEN\s+\d+m \d\ds\s+.*#vendor-unavailable$/,
+    );
     const token = await whileAdvancing(clock, runIn(['token', 'uat-advisor'], { env: b.env, clock }));
     expect(token).toMatchObject({ exit: 1, stdout: '' });
     expect(token.stderr).toMatch(/error TOKEN_UNAVAILABLE: .*\(HTTP 503\)/);
@@ -135,7 +149,7 @@ describe('status names the cause of each fault', () => {
       },
     });
     await b.broker.refreshNow();
-    const { table, sets } = await status(b);
+    const { table, narrow, sets } = await status(b);
     const entry = sets['uat-execution'];
     expect(entry).toMatchObject({
       state: 'CREDENTIALS_REJECTED',
@@ -160,6 +174,9 @@ describe('status names the cause of each fault', () => {
       new RegExp(
         `^uat-execution\\s+uat\\s+CREDENTIALS_REJECTED\\s+-\\s+never\\s+INVALID_CREDENTIALS 0s ago\\s+${requestId}\\s+in 15m 00s\\s+-\\s+the vendor rejected`,
       ),
+    );
+    expect(row(narrow, 'uat-execution')).toMatch(
+      /^uat-execution\s+CREDENTIALS_REJECTED\s+-\s+never\s+-\s+#credentials-rejected$/,
     );
     expect(sets['uat-advisor']?.state).toBe('HEALTHY');
 

@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { BrokerClient } from '../client/broker-client.js';
-import type { ManualClock } from '../shared/clock.js';
+import { ManualClock } from '../shared/clock.js';
 import { tokenId } from '../shared/vendor-client/token-id.js';
 import {
   type CliBroker,
@@ -26,6 +26,29 @@ function expectNoSecrets(text: string): void {
   for (const password of SANDBOX_PASSWORDS) expect(text).not.toContain(password);
   expect(text).not.toMatch(/eyJ[\w-]+\.[\w-]+/);
 }
+
+describe('a 403 from the Function URL (AWS refused the signature, before the broker)', () => {
+  const FORBIDDEN_LINE =
+    'error FORBIDDEN: the Function URL refused the signature: check the Region, the access keys and the clock (and that this principal may call lambda:InvokeFunctionUrl) (HTTP 403)';
+
+  it.each([
+    ['a wrong secret key', ['status'], { AWS_SECRET_ACCESS_KEY: 'not-the-secret-of-this-key' }],
+    ['an unknown access key', ['token', 'uat-advisor'], { AWS_ACCESS_KEY_ID: 'AKIANOSUCHKEY0000001' }],
+    ['a signature for another Region', ['status', '--region', 'eu-west-1'], {}],
+  ] as const)('%s: one line that says what to check, with the code; exit 3', async (_, argv, env) => {
+    const run = await cli([...argv], { ...b.env, ...env });
+    expect(run).toMatchObject({ exit: 3, stdout: '' });
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(`token-broker ${argv[0]}: ${FORBIDDEN_LINE}`);
+    expect(run.stderr).not.toContain(PORTFOLIO.AWS_SECRET_ACCESS_KEY);
+  });
+
+  it('a clock 20 minutes off: the same line', async () => {
+    const late = new ManualClock(clock.now() + 20 * 60_000);
+    const run = await runIn(['status'], { env: b.env, clock: late });
+    expect(run.exit).toBe(3);
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toBe(`token-broker status: ${FORBIDDEN_LINE}`);
+  });
+});
 
 describe('token-broker token', () => {
   it('prints only the token on stdout: a token of the set, valid at the vendor sandbox', async () => {
@@ -148,7 +171,7 @@ describe('token-broker status', () => {
     await client.close();
     await clock.advance(2000);
 
-    const run = await cli(['status']);
+    const run = await cli(['status', '--wide']);
     expect(run.exit).toBe(0);
     const lines = run.stdout.trim().split('\n');
     expect(lines[0]).toMatch(

@@ -31,11 +31,11 @@ describe('token-broker status as an operator', () => {
     const run = await asOncall(['status']);
     expect(run.exit, run.stderr).toBe(0);
     const rows = run.stdout.trim().split('\n').slice(1);
-    expect(rows.map((line) => line.split(/\s+/).slice(0, 3))).toEqual([
-      ['uat-advisor', 'uat', 'HEALTHY'],
-      ['uat-execution', 'uat', 'HEALTHY'],
-      ['prod-advisor', 'prod', 'HEALTHY'],
-      ['prod-execution', 'prod', 'HEALTHY'],
+    expect(rows.map((line) => line.split(/\s+/).slice(0, 2))).toEqual([
+      ['uat-advisor', 'HEALTHY'],
+      ['uat-execution', 'HEALTHY'],
+      ['prod-advisor', 'HEALTHY'],
+      ['prod-execution', 'HEALTHY'],
     ]);
     const json = JSON.parse((await asOncall(['status', 'prod-execution', '--json'])).stdout);
     expect(json.credentialSets.map((s: { id: string; state: string }) => [s.id, s.state])).toEqual([
@@ -65,7 +65,7 @@ describe('token-broker status as an operator', () => {
     const token = await portfolio.getToken('prod-execution', undefined);
     await portfolio.acquirePermits('prod-execution', { tokenId: token.tokenId, count: 25 });
 
-    const run = await asOncall(['status']);
+    const run = await asOncall(['status', '--wide']);
     expect(run.exit, run.stderr).toBe(0);
     const row = (id: string) => run.stdout.split('\n').find((line) => line.startsWith(`${id} `)) ?? '';
     expect(row('prod-execution')).toContain(
@@ -103,7 +103,7 @@ describe('token-broker status as an operator', () => {
       }),
     ).general[0];
     await clock.advance((minute?.spanMs ?? Number.NaN) + (minute?.slotMs ?? 0));
-    const later = await asOncall(['status', 'prod-execution']);
+    const later = await asOncall(['status', 'prod-execution', '--wide']);
     expect(later.stdout).toContain(
       '0/50 per 1m (portfolio-service 0/23, 23 left; shared 0/27, 27 left), ' +
         '25/1000 per 1h (portfolio-service 25/400, 375 left; shared 0/600, 600 left)',

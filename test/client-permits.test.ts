@@ -13,10 +13,14 @@ import { whileAdvancing } from './support/refresher-harness.js';
 const grants = (w: BrokerWorld) => w.callsTo('POST', '/permits').map((c) => c.body.count as number);
 const returns = (w: BrokerWorld) => w.callsTo('POST', '/permits/returns').map((c) => c.body);
 
+/** n permits, each sent at once (marked used: a held one would hold its batch's give-back until it ends). */
 async function take(client: BrokerClient, tokenId: string, n: number, cls?: string) {
   const permits = [];
-  for (let i = 0; i < n; i++)
-    permits.push(await client.acquirePermit(SET_ID, tokenId, cls ? { class: cls } : {}));
+  for (let i = 0; i < n; i++) {
+    const permit = await client.acquirePermit(SET_ID, tokenId, cls ? { class: cls } : {});
+    permit.markUsed();
+    permits.push(permit);
+  }
   return permits;
 }
 

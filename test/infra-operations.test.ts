@@ -59,8 +59,8 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     expect(topics).toHaveLength(1);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
     // 7 per credential set, 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and p99,
-    // the ledger's clock skew.
-    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1);
+    // the ledger's clock skew, the class limits below their configuration (one for all sets).
+    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1 + 1);
     expect(stage.runbookUrl).toMatch(/^https:\/\/[^#\s]+$/);
     for (const alarm of alarms) {
       const [, url, link] = /Runbook: (https:\/\/\S+)#([a-z0-9-]+)$/.exec(alarm.AlarmDescription) ?? [];
@@ -98,6 +98,24 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
         });
       }
     }
+  });
+
+  it('alarms once over every set when a learned class limit is below its configuration, whatever the stage size', () => {
+    const { template } = d();
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp('-classes-limit-below-configured$'),
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 1,
+      AlarmDescription: Match.stringLikeRegexp('#class-limit-below-its-configuration$'),
+      Metrics: [
+        Match.objectLike({
+          Expression: Match.stringLikeRegexp(
+            `SELECT SUM\\(${Metric.ClassLimitBelowConfigured}\\) .* GROUP BY CredentialSet`,
+          ),
+          Period: 300,
+        }),
+      ],
+    });
   });
 
   it('alarms when the refresher has not run for two schedule periods, counting no data as not running', () => {

@@ -70,6 +70,7 @@ const stateArb = fc
     (s): LedgerState => ({
       version: s.version,
       time: s.time,
+      learnedVersion: 0,
       rings: new Map(Object.entries(s.rings)),
       // Alive at the state's time (a decoded item keeps every id; stateAt prunes the dead ones).
       writeIds: new Set(s.writeIds),

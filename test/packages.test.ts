@@ -191,6 +191,29 @@ describe('@token-broker/client, installed from its tarball', () => {
     },
   );
 
+  it('client/examples/own-vendor-calls.mjs (the service calls the vendor itself) runs as written against the local broker', async () => {
+    copyFileSync(
+      path.join(ROOT, 'client/examples/own-vendor-calls.mjs'),
+      path.join(service, 'own-vendor-calls.mjs'),
+    );
+    const result = await node(NODE_24, ['own-vendor-calls.mjs'], service, {
+      TOKEN_BROKER_URL: brokerUrl,
+      AWS_REGION: 'local',
+      ...PORTFOLIO,
+    });
+    expect(result.exit, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^POST own-calls-\d+: 201$/m);
+    expect(result.stdout).toMatch(/^GET own-calls-\d+: 200 \{"name":"Grace"\}$/m);
+    expect(result.stdout).toMatch(/^permit not needed, given back: true$/m);
+    expect(result.stdout + result.stderr).not.toMatch(/eyJ[\w-]+\./);
+    // client/README.md shows the file whole.
+    const readme = readFileSync(path.join(ROOT, 'client/README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### Calling the vendor yourself'));
+    expect(/```js\n([\s\S]*?)```/.exec(section)?.[1]).toBe(
+      readFileSync(path.join(ROOT, 'client/examples/own-vendor-calls.mjs'), 'utf8'),
+    );
+  });
+
   it('without credentials given, in the environment, or the AWS SDK chain installed, says what to install', async () => {
     writeFileSync(
       path.join(service, 'no-credentials.mjs'),
@@ -285,7 +308,10 @@ describe('@token-broker/client, installed from its tarball', () => {
   BrokerApiError,
   BrokerClient,
   type BrokerClientOptions,
+  ConfigurationError,
+  type PermitHandle,
   type PermitPriority,
+  type RateLimitReportResult,
   type Telemetry,
   type VendedToken,
   VendorApiError,
@@ -306,8 +332,13 @@ const remaining: number | undefined = response.rateLimit.remaining;
 const priority: PermitPriority = 'batch';
 try {
   await broker.acquirePermit('uat-advisor', id);
-  await broker.acquirePermit('uat-advisor', id, { priority, maxWaitMs: 1_000 });
+  const permit: PermitHandle = await broker.acquirePermit('uat-advisor', id, { priority, maxWaitMs: 1_000 });
+  const back: boolean = permit.giveBack();
+  const report: RateLimitReportResult = await broker.reportRateLimit('uat-advisor', id, { status: 200, headers: {} });
+  const next: VendedToken = await broker.reportRejection('uat-advisor', { tokenId: id, errorCode: 'TOKEN_EXPIRED' });
+  console.log(back, report.reported, next.tokenId);
 } catch (error) {
+  if (error instanceof ConfigurationError) console.log(error.code);
   if (error instanceof BrokerApiError) console.log(error.code, error.requestId);
   if (error instanceof VendorApiError) console.log(error.status, error.code);
 }
@@ -321,6 +352,8 @@ await broker.vendorRequest('uat-advisor', { method: 'PATCH', path: '/x' });
 new BrokerClient({ brokerUrl: url, region: undefined });
 // @ts-expect-error a priority is 'interactive' or 'batch'
 await broker.acquirePermit('uat-advisor', id, { priority: 'urgent' });
+// @ts-expect-error only the two codes that mean the token itself was refused
+await broker.reportRejection('uat-advisor', { tokenId: id, errorCode: 'TOKEN_MISSING' });
 // @ts-expect-error the token is read-only
 token.accessToken = '';
 await broker.close();
@@ -378,15 +411,41 @@ describe('@token-broker/cli, installed from its tarball', () => {
     },
   );
 
-  it('npx --package=<tarball> token-broker --help, without installing it first', async () => {
+  it('the documented npx lines (packaging/cli-README.md, docs/runbook.md) run without a terminal, from the tarball', async () => {
+    // Where the docs say: a directory with the tarball in it, nothing installed; stdin is no terminal, so npx
+    // cannot ask whether to install the package and must be told (-y).
     const empty = path.join(work, 'empty');
     execFileSync('mkdir', ['-p', empty]);
-    const { stdout } = await run(
-      'npx',
-      ['--yes', '--prefer-offline', `--package=${cliTarball}`, 'token-broker', '--help'],
-      { cwd: empty, env: npmEnv(), timeout: 300_000 },
-    );
-    expect(stdout).toMatch(/^Usage: token-broker <command> \[options\]/);
+    copyFileSync(cliTarball, path.join(empty, path.basename(cliTarball)));
+    const documented = ['packaging/cli-README.md', 'docs/runbook.md'].map((doc) => {
+      const text = readFileSync(path.join(ROOT, doc), 'utf8');
+      const line = /(npx (?:\S+ )*--package=\S+ token-broker \S+)/.exec(text)?.[1];
+      expect(line, doc).toBeDefined();
+      return line ?? '';
+    });
+    for (const line of documented) {
+      expect(line).toContain(`--package=./${path.basename(cliTarball)} `);
+      const ran = await run('sh', ['-c', line], {
+        cwd: empty,
+        // The registry's metadata from npm's cache, as the other installs here (npm_config_prefer_offline is
+        // --prefer-offline): the line itself stays as documented.
+        env: {
+          ...npmEnv(),
+          npm_config_prefer_offline: 'true',
+          TOKEN_BROKER_URL: brokerUrl,
+          AWS_REGION: 'local',
+          ...ONCALL,
+        },
+        timeout: 300_000,
+      }).then(
+        (done) => ({ exit: 0, ...done }),
+        (error: { code: number; stdout: string; stderr: string }) => ({ exit: error.code, ...error }),
+      );
+      expect(ran.exit, `${line}\n${ran.stderr}`).toBe(0);
+      expect(ran.stdout).toMatch(
+        line.endsWith('--help') ? /^Usage: token-broker <command> \[options\]/ : /^SET\s+STATE\s/,
+      );
+    }
   });
 
   it.each(nodes)(
@@ -403,8 +462,8 @@ describe('@token-broker/cli, installed from its tarball', () => {
         },
       );
       expect(status.exit, status.stderr).toBe(0);
-      expect(status.stdout.split('\n')[0]).toMatch(/^SET\s+ENV\s+STATE\s+EXPIRES IN/);
-      expect(status.stdout).toMatch(/^uat-advisor\s+uat\s+HEALTHY\s/m);
+      expect(status.stdout.split('\n')[0]).toMatch(/^SET\s+STATE\s+EXPIRES IN\s+AGE\s+QUOTA USED\s+CAUSE$/);
+      expect(status.stdout).toMatch(/^uat-advisor\s+HEALTHY\s/m);
       expect(status.stdout + status.stderr).not.toContain(ONCALL.AWS_SECRET_ACCESS_KEY);
     },
   );

@@ -235,4 +235,28 @@ describe('the Python example against npm start', () => {
     expect(stats.errorsByCode.RATE_LIMIT_EXCEEDED).toBe(1);
     await expectNoSecrets(`${stdout}${stderr}`, ['uat-advisor']);
   }, 180_000);
+
+  it('classifies a report path by the class patterns of the set and takes permits of that class', async () => {
+    // local/broker.config.json gives uat-advisor the classes reports (/reports/**) and rebalancing, limits learned.
+    const { code, stdout, stderr } = await runExample([
+      '--set',
+      'uat-advisor',
+      '--calls',
+      '1',
+      '--permits',
+      '1',
+      '--vendor-path',
+      '/reports/daily/{tenant}',
+    ]);
+    expect(stderr, brokerState()).toBe('');
+    expect(code).toBe(0);
+    const lines = stdout.trim().split('\n');
+    // The token answer lists the classes; the path /reports/daily/<tenant> is of "reports" by its pattern.
+    expect(lines[2]).toBe('request class: reports (by its path)');
+    expect(lines[3]).toMatch(/^permits: granted 1 of 1, remaining .*\(reports\)/);
+    // This sandbox may not serve /reports/ (404) or may (200, and its class headers reported for learning).
+    expect(lines[4]).toMatch(/^vendor call 1: (404 RESOURCE_NOT_FOUND|200)$/);
+    expect(lines.at(-1)).toBe('done: 1 vendor call(s) made under permits');
+    await expectNoSecrets(`${stdout}${stderr}`, ['uat-advisor']);
+  }, 60_000);
 });

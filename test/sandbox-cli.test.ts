@@ -180,6 +180,11 @@ describe('sandbox CLI options', () => {
     await writeFile(badJson, '{ nope');
     await writeFile(badValue, JSON.stringify({ latencyMs: -5, windowKind: 'rolling' }));
     await writeFile(badUser, JSON.stringify({ users: [{ username: 'u', password: 'hunter2-secret' }] }));
+    const badFamily = join(dir, 'bad-family.json');
+    await writeFile(
+      badFamily,
+      JSON.stringify({ families: [{ name: 'reports', pathPrefix: 'reports', limits: [] }] }),
+    );
     for (const [args, env, message] of [
       [['--bogus'], {}, 'bogus'],
       [['--env', 'staging'], {}, '--env'],
@@ -192,6 +197,7 @@ describe('sandbox CLI options', () => {
       [['--settings', badValue], {}, 'latencyMs'],
       [['--settings', badValue], {}, 'windowKind'],
       [['--settings', badUser], {}, 'users.0.tenant'],
+      [['--settings', badFamily], {}, 'families.0.pathPrefix'],
     ] as const) {
       const parsing = parseCliOptions([...args], env);
       await expect(parsing).rejects.toBeInstanceOf(ConfigurationError);
@@ -219,6 +225,7 @@ describe('sandbox CLI options', () => {
       users: [user],
       windowKind: 'sliding',
       limits: [{ limit: 3, windowSeconds: 5 }],
+      families: [{ name: 'exports', pathPrefix: '/exports/', limits: [{ limit: 1, windowSeconds: 5 }] }],
       latencyMs: 10,
     };
     await writeFile(file, JSON.stringify(settings));

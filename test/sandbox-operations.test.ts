@@ -277,6 +277,8 @@ describe('vendor sandbox: stats', () => {
         WRONG_TENANT: 1,
         TOKEN_MISSING: 1,
       },
+      // Both authenticated requests passed the limiter (the wrong tenant is found after it); no family's path.
+      rateLimits: { general: { served: 2, refused: 0, refusedByLimit: {} }, families: {} },
     };
     expect(sandbox.stats()).toEqual(expected);
     const overHttp = await call(sandbox.url, 'GET', '/_sandbox/stats');
@@ -292,6 +294,7 @@ describe('vendor sandbox: stats', () => {
       requestsByToken: {},
       responsesByStatus: {},
       errorsByCode: {},
+      rateLimits: { general: { served: 0, refused: 0, refusedByLimit: {} }, families: {} },
     });
     await login(sandbox.url, username, password);
     sandbox.resetStats();

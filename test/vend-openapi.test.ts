@@ -291,8 +291,18 @@ describe('docs/vend-api.openapi.yaml', () => {
   it('matches every answer of every route but the outages: 2xx, 400, 403, 404, 405, 409, 410, 413, 429', async () => {
     const h = await startHarness({
       operators: [ONCALL],
-      // A permit class, so that quotas list class windows and a grant names its class.
-      setOverrides: { rateLimits: { classes: { reports: [{ limit: 5, windowSeconds: 60 }] } } },
+      // A permit class with its paths, so that quotas list class windows, a grant names its class, and the token
+      // answer lists the class's path patterns.
+      setOverrides: {
+        rateLimits: {
+          classes: {
+            reports: {
+              paths: ['/reports/**', '/users/*/*/reports/*'],
+              limits: [{ limit: 5, windowSeconds: 60 }],
+            },
+          },
+        },
+      },
       reportLimits: {
         rateLimitReports: { perCaller: 2, perSet: 3 },
         rejectionReports: { perCaller: 3, perSet: 10 },
@@ -302,7 +312,10 @@ describe('docs/vend-api.openapi.yaml', () => {
 
     // GET /v1/credential-sets: before any login (nulls), and after.
     await send('list before any token', fixture('list-credential-sets'), 200);
-    const token = parseBody<{ tokenId: string }>(await send('token', fixture('get-token'), 200));
+    const token = parseBody<{ tokenId: string; classes: unknown }>(
+      await send('token', fixture('get-token'), 200),
+    );
+    expect(token.classes).toEqual([{ class: 'reports', paths: ['/reports/**', '/users/*/*/reports/*'] }]);
     await send('token, default validity', withChanges(fixture('get-token'), { query: '' }), 200);
     await send('list', fixture('list-credential-sets'), 200);
     await send('list as operator', as(fixture('list-credential-sets'), ONCALL_SESSION), 200);

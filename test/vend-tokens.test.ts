@@ -44,6 +44,8 @@ describe('GET /v1/credential-sets/{id}/token', () => {
         { limit: 50, windowSeconds: 60, remaining: 50 },
         { limit: 1000, windowSeconds: 3600, remaining: 1000 },
       ],
+      // The set has no request classes.
+      classes: [],
     });
     expect(claims.env).toBe('uat');
     expect(body.expiresInSeconds).toBe(4 * 3600 - 1);

@@ -63,9 +63,10 @@ describe('vendor base URL', () => {
 });
 
 describe('resource path shape', () => {
-  it.each(['/users/1/acme/serviceKey/C-42', '/users/007/tenant.a_b~c/serviceKey/key-1'])('accepts %s', (p) =>
-    expect(isResourcePath(p)).toBe(true),
-  );
+  it.each([
+    '/users/1/acme/serviceKey/C-42',
+    '/users/007/tenant.a_b~c/serviceKey/key-1',
+  ])('accepts %s', (p) => expect(isResourcePath(p)).toBe(true));
   it.each([
     '/users/x/acme/serviceKey/k',
     '/users/1/acme/externalKey/k',
@@ -77,6 +78,14 @@ describe('resource path shape', () => {
     '/users/1/acme/serviceKey/k/extra',
     'users/1/acme/serviceKey/k',
     '/restful/login/',
+    // Other endpoints (reports, rebalancing) only as the paths of a configured class: isSafeVendorPath.
+    '/reports/monthly/r-1',
+    '/reports/../users/1/acme/serviceKey/k',
+    '/reports/r-1?x=1',
+    '/reports//r-1',
+    '/reports/..',
+    '/reports/./r-1',
+    '/',
   ])('refuses %s', (p) => expect(isResourcePath(p)).toBe(false));
 });
 

@@ -15,6 +15,7 @@ import {
   stageConfigSchema,
 } from '../../infra/stage-config.js';
 import { brokerConfigText, configRevision } from '../../shared/config/broker-config.js';
+import { plainIssues, unknownKeysError } from '../../shared/config/unknown-keys.js';
 import { ConfigurationError } from '../../shared/errors.js';
 import { StackChecksUnavailableError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -66,7 +67,10 @@ function fieldOf(root: string, path: readonly PropertyKey[]): string {
 }
 
 function schemaErrors(root: string, error: z.ZodError): Finding[] {
-  return error.issues.map((issue) => ({ field: fieldOf(root, issue.path), message: issue.message }));
+  return plainIssues(error.issues).map((issue) => ({
+    field: fieldOf(root, issue.path),
+    message: issue.message,
+  }));
 }
 
 /** What is valid but almost certainly not meant for a real deploy. */
@@ -225,7 +229,7 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
   const { input, source } = loadStageInput('check-config', nameOrPath, io.cwd);
   const root = typeof input?.name === 'string' && input.name ? input.name : 'stage';
   io.stderr.write(`token-broker check-config: checking stage "${root}" from ${source} …\n`);
-  const result = stageConfigSchema.safeParse(input);
+  const result = stageConfigSchema.safeParse(input, { error: unknownKeysError });
   let errors = result.success ? [] : schemaErrors(root, result.error);
   const warnings = result.success ? warningsOf(result.data) : [];
   if (result.success) errors = await stackErrors(result.data, input, io);

@@ -10,16 +10,23 @@ import {
   readConsumerPermits,
 } from '../status/consumer-permits.js';
 import { listHealth } from '../status/list-health.js';
-import { type StatusEntry, statusEntries, statusTable } from '../status/render.js';
+import { NARROW_DEFAULT_WIDTH } from '../status/narrow-table.js';
+import { type StatusEntry, statusEntries } from '../status/render.js';
+import { type StatusLayout, statusText } from '../status/status-text.js';
+import { WATCH_DEFAULT_SECONDS, WATCH_MIN_SECONDS, watchRounds } from '../status/watch.js';
 
-export const STATUS_HELP = `Usage: token-broker status [<set>...] [--json] [--url URL] [--region REGION]
+export const STATUS_HELP = `Usage: token-broker status [<set>...] [--wide] [--watch [SECONDS]] [--json] [--url URL] [--region REGION]
        token-broker status --consumers [--window SECONDS] [--metrics-region REGION] [<set>...] [--json]
 
-Shows every credential set you may see (or only the ones named): its state, the time to its token's
-expiry, the last refresh, the last login error with the vendor's requestId, the quota used in each
-window (50 a minute and 1000 an hour by default), and the cause in words with its runbook section.
-A window with reservations (rateLimits.reservations) also shows each reserved consumer's part and the
-shared part: granted in the window (plus the ledger's margin)/its limit, and what is left, e.g.
+Shows every credential set you may see (or only the ones named), one line each, as wide as the terminal
+(100 characters when stdout is not one): its state, the time to its token's expiry, the token's age (since
+its last refresh), the quota used in each window (50 a minute and 1000 an hour by default, "25/50 1m"), and
+the cause as error codes and runbook sections (#section of the runbook).
+
+--wide shows every column: the environment, the last refresh, the last login error with the vendor's
+requestId, the next login attempt, class windows, and the cause in words. There a window with reservations
+(rateLimits.reservations) also shows each reserved consumer's part and the shared part: granted in the window
+(plus the ledger's margin)/its limit, and what is left, e.g.
 "25/50 per 1m (order-service 20/23, 3 left; shared 5/27, 22 left)".
 
 States: HEALTHY, REFRESHING (re-login due), DEGRADED (last login failed; the token is still served),
@@ -27,10 +34,12 @@ NO_USABLE_TOKEN (consumers get 503), CREDENTIALS_REJECTED (wrong username/passwo
 ENV_MISMATCH (the vendor's token is for the other environment).
 
 Options:
+  --wide            every column (the lines are then about 230 characters wide)
+  --watch [SECONDS] ask again every SECONDS (default ${WATCH_DEFAULT_SECONDS}, at least ${WATCH_MIN_SECONDS}) and redraw, until Ctrl-C
   --json            the same as JSON (ISO times, Unix-second expiry, causes with codes and runbook anchors)
   --url URL         the broker's Function URL (default: TOKEN_BROKER_URL)
   --region REGION   the SigV4 Region (default: the URL's, else AWS_REGION; "local" for the local broker)
-  --consumers       a column per set: each consumer's permits granted/returned/denied over the window, from
+  --consumers       (wide) a column per set: each consumer's permits granted/returned/denied over the window, from
                     the broker's CloudWatch metrics (needs cloudwatch:GetMetricData; consumers with no permit
                     in the window are not listed)
   --window SECONDS  the window of --consumers: whole minutes, at most 10800 (default 3600)
@@ -43,10 +52,35 @@ const OPTIONS = {
   ...HELP_OPTION,
   ...BROKER_OPTIONS,
   json: { type: 'boolean' },
+  wide: { type: 'boolean' },
+  watch: { type: 'string' },
   consumers: { type: 'boolean' },
   window: { type: 'string' },
   'metrics-region': { type: 'string' },
 } as const;
+
+/**
+ * `--watch` takes its seconds or none (`--watch`, `--watch 30`, `--watch=30`), which parseArgs cannot say: a
+ * bare one gets the default. A set id of digits only goes before `--watch`.
+ */
+function givingWatchItsValue(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    if (arg === '--') return [...out, ...args.slice(i)];
+    if (arg !== '--watch') out.push(arg);
+    else if (/^\d+$/.test(args[i + 1] ?? '')) out.push(`--watch=${args[++i]}`);
+    else out.push(`--watch=${WATCH_DEFAULT_SECONDS}`);
+  }
+  return out;
+}
+
+function watchInterval(value: string | undefined): number | undefined {
+  const seconds = wholeSeconds('status', 'watch', value);
+  if (seconds !== undefined && seconds < WATCH_MIN_SECONDS)
+    throw new UsageError(`--watch must be at least ${WATCH_MIN_SECONDS} seconds`, 'status');
+  return seconds;
+}
 
 /** The window of --consumers, in whole minutes within what Metrics Insights reads. */
 function consumerWindow(value: string | undefined): number {
@@ -89,7 +123,11 @@ async function withConsumerPermits(
 }
 
 export async function statusCommand(args: string[], io: CliIo): Promise<number> {
-  const parsed = parseCommandLine('status', args, OPTIONS, { min: 0, max: 64, what: 'credential set ids' });
+  const parsed = parseCommandLine('status', givingWatchItsValue(args), OPTIONS, {
+    min: 0,
+    max: 64,
+    what: 'credential set ids',
+  });
   if (parsed.help) {
     io.stdout.write(`${STATUS_HELP}\n`);
     return 0;
@@ -106,29 +144,57 @@ export async function statusCommand(args: string[], io: CliIo): Promise<number> 
       'status',
     );
   }
-  io.stderr.write(`token-broker status: asking ${target.url} …\n`);
-  const sets = await listHealth(target, io);
+  const watchSeconds = watchInterval(parsed.values.watch);
+  if (watchSeconds !== undefined && parsed.values.json)
+    throw new UsageError(
+      '--watch redraws the table; for JSON, run status --json at your own interval',
+      'status',
+    );
+  const layout: StatusLayout = {
+    wide: parsed.values.wide === true || consumers,
+    width: (io.stdout.isTTY === true && io.stdout.columns) || NARROW_DEFAULT_WIDTH,
+    ...(windowSeconds === undefined ? {} : { consumersWindowSeconds: windowSeconds }),
+  };
   const wanted = parsed.positionals;
-  const missing = wanted.filter((id) => !sets.some((set) => set.id === id));
-  if (missing.length > 0) {
-    // The broker lists only the sets this caller may use; it does not say whether others exist.
-    throw new NotFoundError(`not among the sets you may see: ${missing.join(', ')}`);
-  }
-  const now = io.clock.now();
-  let entries = statusEntries(wanted.length > 0 ? sets.filter((set) => wanted.includes(set.id)) : sets, now);
-  if (windowSeconds !== undefined)
-    entries = await withConsumerPermits(entries, io, metricsRegion, windowSeconds);
+
+  /** One reading: the sets asked for, with their diagnosis (and permits per consumer), at this instant. */
+  const read = async () => {
+    const sets = await listHealth(target, io);
+    const missing = wanted.filter((id) => !sets.some((set) => set.id === id));
+    if (missing.length > 0) {
+      // The broker lists only the sets this caller may use; it does not say whether others exist.
+      throw new NotFoundError(`not among the sets you may see: ${missing.join(', ')}`);
+    }
+    const now = io.clock.now();
+    const entries = statusEntries(
+      wanted.length > 0 ? sets.filter((set) => wanted.includes(set.id)) : sets,
+      now,
+    );
+    return {
+      now,
+      entries:
+        windowSeconds === undefined
+          ? entries
+          : await withConsumerPermits(entries, io, metricsRegion, windowSeconds),
+    };
+  };
+  const text = ({ entries, now }: { entries: StatusEntry[]; now: number }) =>
+    entries.length === 0 ? NO_SETS : statusText(entries, now, layout);
+
+  io.stderr.write(`token-broker status: asking ${target.url} …\n`);
+  if (watchSeconds !== undefined)
+    return watchRounds(io, 'token-broker status', watchSeconds, async () => text(await read()));
+  const reading = await read();
   if (parsed.values.json) {
     io.stdout.write(
-      `${JSON.stringify({ at: new Date(now).toISOString(), credentialSets: entries }, null, 2)}\n`,
+      `${JSON.stringify({ at: new Date(reading.now).toISOString(), credentialSets: reading.entries }, null, 2)}\n`,
     );
-  } else if (entries.length === 0) {
-    io.stdout.write('no credential sets: this caller may use none\n');
-  } else {
-    io.stdout.write(
-      `${statusTable(entries, now, windowSeconds === undefined ? {} : { consumersWindowSeconds: windowSeconds })}\n`,
-    );
-    io.stderr.write(`token-broker status: ${entries.length} set(s) at ${isoSeconds(now)}\n`);
+    return 0;
   }
+  io.stdout.write(`${text(reading)}\n`);
+  if (reading.entries.length > 0)
+    io.stderr.write(`token-broker status: ${reading.entries.length} set(s) at ${isoSeconds(reading.now)}\n`);
   return 0;
 }
+
+const NO_SETS = 'no credential sets: this caller may use none';

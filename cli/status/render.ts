@@ -1,4 +1,5 @@
 import { formatDuration, formatRelative, formatWindow, table } from '../format.js';
+import { type ClassesEntry, classesOf } from './class-limits.js';
 import type { ConsumerPermits } from './consumer-permits.js';
 import { type Cause, diagnose } from './diagnose.js';
 import type { SetHealthView } from './list-health.js';
@@ -43,6 +44,8 @@ export interface StatusEntry {
   nextAttemptAt: string | null;
   rateLimitedUntil: string | null;
   quota: QuotaWindowView[] | null;
+  /** Each class's limits, configured or learned (only for a set with classes, from a broker that says). */
+  classes?: ClassesEntry;
   causes: Cause[];
   /**
    * With `--consumers`: each consumer's permits over the window (CloudWatch); null when CloudWatch could not
@@ -55,6 +58,7 @@ export interface StatusEntry {
 export function statusEntries(sets: SetHealthView[], nowMs: number): StatusEntry[] {
   return sets.map((set) => {
     const { health } = set;
+    const classes = classesOf(set);
     return {
       id: set.id,
       environment: set.environment,
@@ -83,6 +87,7 @@ export function statusEntries(sets: SetHealthView[], nowMs: number): StatusEntry
             ? {}
             : { reservations: w.reservations.map((r) => ({ consumer: r.consumer, ...partView(r) })) }),
         })) ?? null,
+      ...(classes === undefined ? {} : { classes }),
       causes: diagnose(set, nowMs),
     };
   });
@@ -117,7 +122,7 @@ function causeCell(causes: Cause[]): string {
   return causes.map((c) => (c.runbook ? `${c.summary} [runbook #${c.runbook}]` : c.summary)).join('; ');
 }
 
-function expiresCell(entry: StatusEntry): string {
+export function expiresCell(entry: StatusEntry): string {
   if (entry.expiresAt === null || entry.expiresInSeconds === null) return '-';
   return entry.expiresInSeconds <= 0 ? 'expired' : formatDuration(entry.expiresInSeconds);
 }
@@ -137,8 +142,9 @@ function consumersCell(entry: StatusEntry): string {
 }
 
 /**
- * The table an on-call person reads first: one line per set, the cause last. With `consumersWindowSeconds`
- * (`--consumers`), a column of each consumer's permits granted/returned/denied over that window.
+ * The wide table (`--wide`): one line per set, every column, the cause in words last. With
+ * `consumersWindowSeconds` (`--consumers`), a column of each consumer's permits granted/returned/denied over
+ * that window. The narrow default is narrow-table.ts.
  */
 export function statusTable(
   entries: StatusEntry[],

@@ -3,12 +3,15 @@
 
 What a service does around each vendor call (docs/vend-api.md is the reference):
 
-  1. GET  /v1/credential-sets/{set}/token             -> accessToken, tokenId, vendorBaseUrl, tenant
-  2. POST /v1/credential-sets/{set}/permits           {tokenId, count}; 429 -> wait Retry-After, ask again
+  1. GET  /v1/credential-sets/{set}/token             -> accessToken, tokenId, vendorBaseUrl, tenant, classes
+     the request's class: the first of `classes` with a path pattern its path matches (else general)
+  2. POST /v1/credential-sets/{set}/permits           {tokenId, count, class?}; 429 -> wait Retry-After, ask again
   3. one permit per vendor request, sent within the grant's validity (validUntil - grantedAt) counted on this
      machine's monotonic clock from the permit request (not validUntil against this machine's wall clock)
   4. POST /v1/credential-sets/{set}/permits/returns   {tokenId, receipt, count}: the permits not used
-  5. vendor 429 -> POST .../rate-limit-reports         {tokenId, retryAfterSeconds}: every consumer waits
+  5. vendor 429 -> POST .../rate-limit-reports         {tokenId, retryAfterSeconds, class?}: every consumer waits
+     a class answer whose X-RateLimit-Limit the grant's `remaining` has no window of for its class -> the same
+     report with its X-RateLimit-* (limit, remaining, reset): the broker learns the class's limits from it
      vendor 401 TOKEN_EXPIRED/TOKEN_INVALID -> POST .../token/rejections {tokenId, errorCode}: a new token
 
 Every broker request is signed with SigV4 for a Lambda Function URL with IAM auth: service "lambda", the
@@ -18,6 +21,8 @@ Credentials come from botocore's default chain (environment, profile, SSO, conta
     export AWS_ACCESS_KEY_ID=AKIALOCALPORTFOLIO01 AWS_SECRET_ACCESS_KEY=local-only-portfolio-service-secret
     export AWS_REGION=local TOKEN_BROKER_URL=http://127.0.0.1:8787
     python3 examples/python/token_broker_example.py --set uat-advisor --calls 2
+    # a request of the set's "reports" class (by its path, /reports/** in local/broker.config.json):
+    python3 examples/python/token_broker_example.py --set uat-advisor --calls 1 --vendor-path /reports/daily/{tenant}
 
 To see the vendor-429 path against `npm start`, make the uat sandbox (its URL is in the banner) answer the next
 resource request 429 first:
@@ -127,6 +132,29 @@ def quota_text(windows):
     )
 
 
+def class_of_path(classes, path):
+    """The request's class: the first class (the broker lists them in configuration order) with a pattern the path
+    matches, else None (general). `*` matches exactly one segment, `**` (only last) one or more, any other segment
+    itself; one trailing slash of the path is not a segment. As shared/config/request-classes.ts."""
+    segments = path[1:].split("/") if path.startswith("/") else None
+    if segments is None:
+        return None
+    if len(segments) > 1 and segments[-1] == "":
+        segments.pop()
+    for entry in classes or []:
+        for pattern in entry.get("paths", []):
+            wanted = pattern[1:].split("/")
+            rest = wanted[-1] == "**"
+            fixed = wanted[:-1] if rest else wanted
+            if len(segments) < len(fixed) + (1 if rest else 0) or (not rest and len(segments) != len(fixed)):
+                continue
+            if "" in segments:
+                continue
+            if all(w == "*" or w == s for w, s in zip(fixed, segments)):
+                return entry["class"]
+    return None
+
+
 class BrokerError(Exception):
     pass
 
@@ -153,7 +181,7 @@ def get_token(broker, attempts=3):
     raise BrokerError("token: no answer")
 
 
-def take_permits(broker, token, count, max_wait_seconds):
+def take_permits(broker, token, count, max_wait_seconds, request_class=None):
     """POST .../permits; a 429 (no room, a cooldown after a vendor 429) says when to ask again.
 
     Asks for fewer, at once, when the broker says more could never be granted to this caller (400 on count:
@@ -165,9 +193,10 @@ def take_permits(broker, token, count, max_wait_seconds):
     most = count
     while True:
         asked_at = time.monotonic()
-        status, headers, answer = broker.call(
-            "POST", broker.set_path("/permits"), {"tokenId": token["tokenId"], "count": count}
-        )
+        body = {"tokenId": token["tokenId"], "count": count}
+        if request_class:
+            body["class"] = request_class
+        status, headers, answer = broker.call("POST", broker.set_path("/permits"), body)
         if status == 200:
             log(f"permits: granted {answer['granted']} of {count}, remaining {quota_text(answer.get('remaining'))}")
             # The grant came after asked_at: its validity counted from there ends no later than on the broker's
@@ -239,9 +268,11 @@ def give_back(broker, token, grant, unused):
         log(f"give-back: {describe_error(status, answer)}")
 
 
-def report_rate_limit(broker, token, vendor_headers):
+def report_rate_limit(broker, token, vendor_headers, request_class=None):
     """The vendor answered 429: tell the broker, which holds every consumer of the token back."""
     body = {"tokenId": token["tokenId"], "retryAfterSeconds": retry_after_seconds(vendor_headers, 1)}
+    if request_class:
+        body["class"] = request_class
     for header, field in (("X-RateLimit-Limit", "limit"), ("X-RateLimit-Remaining", "remaining"), ("X-RateLimit-Reset", "reset")):
         value = vendor_headers.get(header)
         if value is not None and value.isdigit():
@@ -251,6 +282,27 @@ def report_rate_limit(broker, token, vendor_headers):
         log(f"rate-limit report: accepted ({status}), retryAfterSeconds={body['retryAfterSeconds']}")
     else:
         log(f"rate-limit report: {describe_error(status, answer)}")
+
+
+def report_class_headers(broker, token, grant, request_class, vendor_headers, reported):
+    """A class answer's X-RateLimit-* of a limit the broker's last word (the grant's `remaining`) has no window of
+    for the class: report them, once per (limit, reset), so that the broker learns the class's limits."""
+    values = {}
+    for header, field in (("X-RateLimit-Limit", "limit"), ("X-RateLimit-Remaining", "remaining"), ("X-RateLimit-Reset", "reset")):
+        value = vendor_headers.get(header) if vendor_headers is not None else None
+        if value is None or not value.isdigit():
+            return
+        values[field] = int(value)
+    known = [w for w in grant.get("remaining") or [] if w.get("class") == request_class]
+    if any(w["limit"] == values["limit"] for w in known) or (values["limit"], values["reset"]) in reported:
+        return
+    reported.add((values["limit"], values["reset"]))
+    body = {"tokenId": token["tokenId"], "class": request_class, **values}
+    status, _, answer = broker.call("POST", broker.set_path("/rate-limit-reports"), body)
+    if status == 204:
+        log(f"class {request_class}: reported X-RateLimit-Limit {values['limit']}, not a limit the broker knows of it yet")
+    else:
+        log(f"class {request_class}: rate-limit report {describe_error(status, answer)}")
 
 
 def report_rejection(broker, token, error_code, request_id):
@@ -267,12 +319,16 @@ def report_rejection(broker, token, error_code, request_id):
     return answer
 
 
+def vendor_path(token, path_template):
+    return path_template.format(tenant=urllib.parse.quote(token["tenant"], safe=""))
+
+
 def call_vendor(token, path_template):
     """One vendor request with the token (sent under a permit). Returns (status, headers, body)."""
     base = token.get("vendorBaseUrl")
     if not base:
         raise BrokerError("the token answer names no vendorBaseUrl")
-    url = base.rstrip("/") + path_template.format(tenant=urllib.parse.quote(token["tenant"], safe=""))
+    url = base.rstrip("/") + vendor_path(token, path_template)
     request = urllib.request.Request(
         url, method="GET", headers={"authorization": "Bearer " + token["accessToken"], "accept": "application/json"}
     )
@@ -297,10 +353,15 @@ def run(args):
     done = 0
     rejections = 0
     permits = args.permits
+    # The request's class by its path; older brokers list no classes (then every request is general here).
+    request_class = class_of_path(token.get("classes"), vendor_path(token, args.vendor_path))
+    if request_class:
+        log(f"request class: {request_class} (by its path)")
+    reported = set()
     while done < args.calls:
         # A batch: what is not used goes back with the receipt (a real client sizes it to its pace), never more
         # than one grant can give this caller (with reservations on the set, it may be less than asked).
-        grant = take_permits(broker, token, permits, args.max_wait)
+        grant = take_permits(broker, token, permits, args.max_wait, request_class)
         permits = min(args.permits, grant["most"])
         used = 0
         outcome = None
@@ -321,10 +382,12 @@ def run(args):
                 break
             done += 1
             log(f"vendor call {done}: {status}" + (f" {code}" if code else ""))
+            if request_class and 200 <= status < 300:
+                report_class_headers(broker, token, grant, request_class, headers, reported)
         if outcome and outcome[0] == "rate-limited":
             # First the report, so that every consumer of the token holds back; the call is then made again
             # under a new permit, whose 429 says how long the token cools down.
-            report_rate_limit(broker, token, outcome[1])
+            report_rate_limit(broker, token, outcome[1], request_class)
         # Permits in hand are given back: unused at the end, or useless after a 429 or a rejected token.
         give_back(broker, token, grant, grant["granted"] - used)
         if outcome and outcome[0] == "rejected":
@@ -346,7 +409,8 @@ def main(argv=None):
     parser.add_argument(
         "--vendor-path",
         default="/users/1/{tenant}/serviceKey/token-broker-example",
-        help="the vendor resource read on each call ({tenant} is the token's tenant)",
+        help="the vendor resource read on each call ({tenant} is the token's tenant; a path of a class, e.g. "
+        "/reports/daily/{tenant}, takes permits of that class)",
     )
     args = parser.parse_args(argv)
     if not args.url or not args.set:

@@ -109,12 +109,31 @@ export class BrokerAlarms extends Construct {
     } else {
       for (const kind of kinds) this.groupedSetAlarm(kind);
     }
+    // Rare, and never urgent: one alarm over every set whatever the stage's size (no 20 more resources).
+    this.groupedSetAlarm(this.classLimitKind(), 'classes-limit-below-configured');
     this.functionAlarms('refresher', props.refresher.fn, props.refresher.timeout);
     const vendErrors = this.functionAlarms('vend', props.vend.fn, props.vend.timeout);
     this.rollbackAlarms.push(vendErrors, ...this.vendServerErrors(), this.vendLatency());
     this.refresherNotRunning();
     this.ledgerClockSkew();
     for (const [name, table] of Object.entries(props.tables)) this.tableAlarms(name, table);
+  }
+
+  /** A learned class limit below the configured one (docs/class-limits.md): the configuration allows too much. */
+  private classLimitKind(): SetAlarmKind {
+    return {
+      suffix: 'class-limit-below-configured',
+      metric: BrokerMetric.ClassLimitBelowConfigured,
+      statistic: 'Sum',
+      period: FIVE_MINUTES,
+      threshold: 1,
+      comparison: AT_LEAST,
+      perSet: (setId) =>
+        `The vendor's answers to a class of credential set ${setId} (reports, rebalancing) show a lower limit than its configuration: consumers will meet 429s the configuration does not foresee.`,
+      grouped:
+        "The vendor's answers to a class of a credential set (reports, rebalancing) show a lower limit than its configuration: consumers will meet 429s the configuration does not foresee.",
+      runbook: RunbookSection.ClassLimitBelowConfigured,
+    };
   }
 
   /**
@@ -236,7 +255,7 @@ export class BrokerAlarms extends Construct {
    * missing-data treatment of the per-set alarm. The series come in the order of breaching first, so that past
    * Metrics Insights' 500 series (PARTIAL_DATA) the ones that breach are still among those evaluated.
    */
-  private groupedSetAlarm(kind: SetAlarmKind): void {
+  private groupedSetAlarm(kind: SetAlarmKind, name = `all-sets-${kind.suffix}`): void {
     const periods = kind.periods ?? 1;
     const windowMinutes = periods * kind.period.toMinutes();
     if (windowMinutes > INSIGHTS_ALARM_WINDOW_MINUTES) {
@@ -246,7 +265,7 @@ export class BrokerAlarms extends Construct {
           `${kind.periodsSetting ?? 'its periods'} (${periods}) × ${kind.period.toMinutes()} min is ${windowMinutes} min: lower ${kind.periodsSetting ?? 'its periods'}${kind.period.toMinutes() === stage.refreshScheduleMinutes ? ' or refreshScheduleMinutes' : ''}`,
       );
     }
-    this.add(`all-sets-${kind.suffix}`, {
+    this.add(name, {
       metric: new MathExpression({
         expression: setInsightsQuery(kind.metric, {
           statistic: kind.statistic,

@@ -131,7 +131,11 @@ function setRow(set: StageCredentialSet, stage: StageConfig): IWidget[] {
           (name) => setMetric(name, set.id, 'Sum', PERIOD).with({ label: name }),
         ),
       ],
-      right: counts([BrokerMetric.TokenRejectionsReported, BrokerMetric.VendorRateLimitReported]),
+      right: counts([
+        BrokerMetric.TokenRejectionsReported,
+        BrokerMetric.VendorRateLimitReported,
+        BrokerMetric.ClassLimitBelowConfigured,
+      ]),
       width: WIDTH,
       height: HEIGHT,
     }),
@@ -283,6 +287,7 @@ function allSetsRows(stage: StageConfig): IWidget[] {
     permitsPerConsumerAllSets(),
     highest('Vendor 429 reported', BrokerMetric.VendorRateLimitReported),
     highest('Token rejections reported', BrokerMetric.TokenRejectionsReported),
+    highest('Class limits below configuration', BrokerMetric.ClassLimitBelowConfigured),
     // Metrics Insights has no percentiles: the slowest request of each set (vend's p99 is with the functions).
     highest('Vend latency (ms), slowest request', BrokerMetric.VendLatency, 'Maximum'),
   ];

@@ -93,6 +93,8 @@ export interface ImportSubject {
   file: string;
   env: Record<string, string>;
   nodeOptions: string[];
+  /** Whether the import must export a `handler` (default true: a function's bundle); false for a library. */
+  handler?: boolean;
 }
 
 /** Each subject's imports, real and CPU time in ms, sorted ascending. */
@@ -116,7 +118,7 @@ export function measureInterleaved(
       const [wall, cpu] = node([...subject.nodeOptions, '--input-type=module', '-e', CPU_PROBE], {
         ...subject.env,
         PROBE_MODULE: pathToFileURL(subject.file).href,
-        PROBE_HANDLER: '1',
+        ...(subject.handler === false ? {} : { PROBE_HANDLER: '1' }),
       })
         .split(' ')
         .map(Number);

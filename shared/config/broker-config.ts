@@ -8,6 +8,7 @@ import { lazySchema } from '../lazy-schema.js';
 import { type ConsumerConfig, parseConsumers, requireReservedConsumers } from './consumers.js';
 import { type CredentialSetConfig, parseCredentialSets } from './credential-sets.js';
 import { type OperatorConfig, parseOperators } from './operators.js';
+import { unknownKeysError } from './unknown-keys.js';
 
 /**
  * The functions' configuration registry: one JSON document per function, written at synth from the stage
@@ -37,7 +38,7 @@ export const BROKER_CONFIG_FILE = 'broker-config.json';
 export const BROKER_CONFIG_FORMAT = 1;
 
 const documentSchema = lazySchema(() =>
-  z.object({
+  z.strictObject({
     format: z.literal(BROKER_CONFIG_FORMAT),
     stage: z.string().min(1),
     credentialSets: z.array(z.unknown()),
@@ -126,7 +127,7 @@ export function readBrokerConfig(env: Record<string, string | undefined>): Loade
   if (expected === revision) {
     return { document: value as BrokerConfigDocument, revision, source, vouched: true };
   }
-  const result = documentSchema.safeParse(value);
+  const result = documentSchema.safeParse(value, { error: unknownKeysError });
   if (!result.success) {
     const issue = result.error.issues[0];
     const field = issue?.path.length ? `.${issue.path.join('.')}` : '';

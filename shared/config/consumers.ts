@@ -21,7 +21,7 @@ export const principalArnSchema = lazySchema(() =>
 export const ruleNameSchema = lazySchema(() => z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/));
 
 export const consumerSchema = lazySchema(() =>
-  z.object({
+  z.strictObject({
     /** A human name for logs, e.g. `portfolio-service`. */
     name: ruleNameSchema,
     principalArn: principalArnSchema,

@@ -5,6 +5,7 @@ import { planFor } from '../ledger/limit-plan.js';
 import { VENDOR_ENVIRONMENTS } from '../vendor-client/types.js';
 import { isLoopbackHostname } from '../vendor-client/vendor-url.js';
 import { rateLimitSettingsShape } from './rate-limits.js';
+import { plainIssues, unknownKeysError } from './unknown-keys.js';
 import { userBudgetIssues } from './user-budgets.js';
 
 // The shape of `rateLimits` is rate-limits.ts's (the ledger reads its type from there); this module adds the
@@ -33,7 +34,7 @@ export const vendorBaseUrlSchema = lazySchema(() =>
 
 export const refreshSettingsSchema = lazySchema(() =>
   z
-    .object({
+    .strictObject({
       /**
        * Re-login when the token has less than this left (before jitter). An hour leaves room for a dozen
        * 5-minute scheduled runs, their retries, and a vendor outage of 40 minutes before the hard floor.
@@ -130,7 +131,7 @@ export const rateLimitSettingsSchema = lazySchema(() =>
 
 // The defaults are parsed once, without zod's eval-compiled object fast path (see parseConfig).
 export const credentialSetSchema = lazySchema(() =>
-  z.object({
+  z.strictObject({
     /** For example `prod-advisor`. */
     id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
     environment: z.enum(VENDOR_ENVIRONMENTS),
@@ -186,7 +187,7 @@ export const expectedEnvClaimsOf = (set: Pick<CredentialSetConfig, 'environment'
 
 /** Turns zod issues into one message that names every wrong field, e.g. `credentialSets[1].environment`. */
 export function describeIssues(error: z.ZodError, root: string): string {
-  return error.issues
+  return plainIssues(error.issues)
     .map((issue) => {
       const path = issue.path.reduce<string>(
         (acc, part) => (typeof part === 'number' ? `${acc}[${part}]` : `${acc}.${String(part)}`),
@@ -208,7 +209,7 @@ export function parseConfig<T extends z.ZodType>(schema: T, input: unknown, sour
     }
   }
   // Parsed once per cold start: zod's eval-compiled fast path for objects would cost more to build than it saves.
-  const result = schema.safeParse(value, { jitless: true });
+  const result = schema.safeParse(value, { jitless: true, error: unknownKeysError });
   if (!result.success) {
     throw new ConfigurationError(`invalid configuration: ${describeIssues(result.error, source)}`);
   }

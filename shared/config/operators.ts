@@ -11,7 +11,7 @@ import { parseConfig } from './credential-sets.js';
  * the stage (the usual case for on-call); with them, only those.
  */
 export const operatorSchema = lazySchema(() =>
-  z.object({
+  z.strictObject({
     /** A human name for logs, e.g. `oncall`. */
     name: ruleNameSchema,
     principalArn: principalArnSchema,

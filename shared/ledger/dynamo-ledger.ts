@@ -6,6 +6,8 @@ import { availableTo } from './available.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
+import { inForce, type LearnedClasses, learnedRingLimits, teach } from './learned-limits.js';
+import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
 import {
   ALL_CLASSES,
@@ -13,11 +15,12 @@ import {
   giveBack,
   type LedgerState,
   remainingAt,
+  seedLearnedRing,
   stateAt,
   wroteWithId,
 } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type ItemFormat, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
+import { type ItemFormat, type LearnedRings, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   CARRIED_WRITE_IDS,
   callerTag,
@@ -39,6 +42,7 @@ import type {
   PermitRequest,
   RateLedger,
   VendorFeedbackReport,
+  VendorFeedbackResult,
   WindowRemaining,
 } from './types.js';
 import { usageAt } from './usage.js';
@@ -73,6 +77,18 @@ export interface DynamoRateLedgerOptions {
    * ledger time is then corrected to it (ledger-clock.ts). Unset: `clock` is the ledger's time.
    */
   reference?: ClockReference;
+  /** How long (clock ms) a set's learned limits are used before reading them again (learned-store.ts). Default 5000. */
+  learnedCacheMs?: number;
+}
+
+/** An acquire decided on a learned view older than one the item's grants were decided under: read it again. */
+const STALE_VIEW = Symbol('stale learned view');
+
+/** The plan of a request: the settings', with the learned classes' rings as the set's view says. */
+interface RequestPlan {
+  plan: LimitPlan;
+  /** The view's version (0: none, or the plan has no learned class). */
+  version: number;
 }
 
 /**
@@ -130,6 +146,7 @@ export class DynamoRateLedger implements RateLedger {
   readonly #random: () => number;
   readonly #cacheFreshMs: number;
   readonly #cache = new Map<string, Snapshot>();
+  readonly #learned: LearnedStore;
   readonly #queue = new BatchQueue<Op>((tokenId, ops) => this.#runBatch(tokenId, ops));
 
   constructor(options: DynamoRateLedgerOptions) {
@@ -147,10 +164,64 @@ export class DynamoRateLedger implements RateLedger {
     this.#jitterMs = options.conflictJitterMs ?? 10;
     this.#random = options.random ?? Math.random;
     this.#cacheFreshMs = options.cacheFreshMs ?? 1000;
+    this.#learned = new LearnedStore({
+      client: options.client,
+      tableName: options.tableName,
+      clock: this.#clock,
+      cacheMs: options.learnedCacheMs,
+    });
+  }
+
+  /** The plan for these settings and the set's learned view (cached; `fresh`: read it again). */
+  async #planOf(limits: RateLimitSettings, setId: string | undefined, fresh = false): Promise<RequestPlan> {
+    const base = planFor(limits);
+    if (base.learned.size === 0 || setId === undefined) return { plan: base, version: 0 };
+    const view = await this.#learned.view(setId, fresh);
+    return { plan: this.#planIn(limits, base, view), version: view.version };
+  }
+
+  #planIn(limits: RateLimitSettings, base: LimitPlan, view: LearnedView): LimitPlan {
+    const now = this.#clock.now();
+    const rings: Record<string, RateLimitSettings['general']> = {};
+    for (const cls of base.learned)
+      rings[cls] = learnedRingLimits(view.classes[cls], limits.general, now) as RateLimitSettings['general'];
+    return planFor(limits, rings as LearnedRings);
+  }
+
+  /** The plan a permit of the set is decided on now: its learned classes' rings as its (cached) view says. */
+  async planOf(limits: RateLimitSettings, setId: string): Promise<LimitPlan> {
+    return (await this.#planOf(limits, setId)).plan;
+  }
+
+  /** What the set learned of its classes' limits, in force now (a fresh read: the operator's status). */
+  async learned(setId: string): Promise<LearnedClasses> {
+    const view = await this.#learned.view(setId, true);
+    const now = this.#clock.now();
+    return Object.fromEntries(
+      Object.entries(view.classes)
+        .map(([cls, limits]) => [cls, inForce(limits, now)] as const)
+        .filter(([, limits]) => limits.length > 0),
+    );
   }
 
   async acquire(request: PermitRequest): Promise<PermitDecision> {
-    const { tokenId, plan, count, cls } = checkPermit(request);
+    let planned = await this.#planOf(request.limits, request.setId);
+    let decision = await this.#acquireOn(request, planned, false);
+    if (decision === STALE_VIEW) {
+      // Another process decided grants on a newer learned view: read it, and decide on it. Once: an item some
+      // other set's view also writes (a user-scoped budget) may stay ahead of this set's.
+      planned = await this.#planOf(request.limits, request.setId, true);
+      decision = await this.#acquireOn(request, planned, true);
+    }
+    return decision as PermitDecision;
+  }
+
+  async #acquireOn(
+    request: PermitRequest,
+    { plan, version }: RequestPlan,
+    refreshed: boolean,
+  ): Promise<PermitDecision | typeof STALE_VIEW> {
+    const { tokenId, count, cls } = checkPermit(request, plan);
     const caller = callerTag(request.caller ?? '');
     // Only a consumer holding a reservation in this plan is named (in its receipt too).
     const consumer =
@@ -166,38 +237,48 @@ export class DynamoRateLedger implements RateLedger {
       MAX_HINT_SPREAD_MS,
       HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
     );
-    const decision = await this.#enqueue<PermitDecision>(tokenId, plan, (state, g, now) => {
-      const outcome = acquire(state, plan, g, count, cls, consumer);
-      if (outcome.granted) {
-        const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
-        const { split, ...granted } = outcome;
-        const receipt = issueReceipt(state.secret as string, {
-          key: tokenId,
-          cls,
-          count,
-          grantedAt: g,
-          caller,
-          id,
-          ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
-        });
-        const decision: PermitDecision = {
-          ...granted,
-          receipt,
+    const learning = plan.learned.size > 0 && request.setId !== undefined;
+    const decision = await this.#enqueue<PermitDecision | typeof STALE_VIEW>(
+      tokenId,
+      plan,
+      (state, g, now) => {
+        if (learning && !refreshed && state.learnedVersion > version)
+          return { change: 'none', result: STALE_VIEW };
+        const outcome = acquire(state, plan, g, count, cls, consumer);
+        if (outcome.granted) {
+          // The item's grants are from this view on: a process on an older one reads it first (STALE_VIEW).
+          if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
+          const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
+          const { split, ...granted } = outcome;
+          const receipt = issueReceipt(state.secret as string, {
+            key: tokenId,
+            cls,
+            count,
+            grantedAt: g,
+            caller,
+            id,
+            ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
+          });
+          const decision: PermitDecision = {
+            ...granted,
+            receipt,
+            available: availableTo(state, plan, g, cls, consumer),
+          };
+          return { change: 'grant', result: decision };
+        }
+        const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
+        const denial: PermitDecision = {
+          granted: false,
+          retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
+          retryAfterMs,
+          reason: outcome.reason,
+          remaining: outcome.remaining,
           available: availableTo(state, plan, g, cls, consumer),
         };
-        return { change: 'grant', result: decision };
-      }
-      const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
-      const denial: PermitDecision = {
-        granted: false,
-        retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
-        retryAfterMs,
-        reason: outcome.reason,
-        remaining: outcome.remaining,
-        available: availableTo(state, plan, g, cls, consumer),
-      };
-      return { change: 'none', result: denial };
-    });
+        return { change: 'none', result: denial };
+      },
+    );
+    if (decision === STALE_VIEW) return decision;
     this.#telemetry.debug('rate ledger: permit decision', {
       tokenId,
       count,
@@ -215,7 +296,8 @@ export class DynamoRateLedger implements RateLedger {
    * no failure: its permits age out, and nobody else's give-back is kept from being recorded by it.
    */
   async giveBack(request: GiveBackRequest): Promise<GiveBackResult> {
-    const { tokenId, plan, count, receipt } = checkGiveBack(request);
+    const { tokenId, count, receipt } = checkGiveBack(request);
+    const { plan } = await this.#planOf(request.limits, request.setId);
     const { claims, payload, mac } = receipt;
     const reject = (problem: ReceiptRejectedError['problem'], message: string) =>
       new ReceiptRejectedError(problem, message);
@@ -244,32 +326,81 @@ export class DynamoRateLedger implements RateLedger {
     return result;
   }
 
-  async reportVendorFeedback(report: VendorFeedbackReport): Promise<void> {
-    const { tokenId, plan, feedback } = checkFeedback(report);
+  async reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined> {
+    const { tokenId, plan: base, feedback } = checkFeedback(report);
     // Absolute times, fixed once (at the first attempt, on ledger time): applying the same report again (a
     // retry) changes nothing.
     let at: number | undefined;
     // Who reported: another caller's report may corroborate a long Retry-After (vendor-feedback.ts).
     const reporter = callerTag(report.caller ?? '');
+    const learned = await this.#learn(report, base, feedback, reporter);
+    const { plan, version } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
     const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
       at ??= now;
-      const changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
-      return { change: changed ? 'other' : 'none', result: changed };
+      let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
+      if (feedback.class !== undefined && feedback.limit !== undefined && feedback.remaining !== undefined)
+        changed =
+          seedLearnedRing(state, plan, g, feedback.class, feedback.limit, feedback.remaining) || changed;
+      // What it taught holds the item's grants from now on: a process on an older view reads it first.
+      const newer = version > state.learnedVersion;
+      if (newer) state.learnedVersion = version;
+      return { change: changed || newer ? 'other' : 'none', result: changed };
     });
-    this.#telemetry.info('rate ledger: vendor feedback', { tokenId, ...feedback, tightened });
+    this.#telemetry.info('rate ledger: vendor feedback', {
+      tokenId,
+      ...feedback,
+      tightened,
+      ...(learned ? { learned: learned.result.changed } : {}),
+    });
+    return learned ? { learned: learned.result } : {};
   }
 
-  async remaining(tokenId: string, limits: RateLimitSettings): Promise<WindowRemaining[]> {
+  /**
+   * A class report with X-RateLimit-Limit, -Remaining and -Reset may teach its class's limit (learned-limits.ts,
+   * teach), whether the class is learned or configured (for a configured class what is learned is shown and
+   * alarmed on, not enforced: the configuration sized its item).
+   */
+  async #learn(
+    report: VendorFeedbackReport,
+    base: LimitPlan,
+    feedback: ReturnType<typeof checkFeedback>['feedback'],
+    reporter: string,
+  ): Promise<{ planned: RequestPlan; result: NonNullable<VendorFeedbackResult['learned']> } | undefined> {
+    const cls = feedback.class;
+    const { setId } = report;
+    if (
+      cls === undefined ||
+      setId === undefined ||
+      feedback.limit === undefined ||
+      feedback.reset === undefined
+    )
+      return undefined;
+    const at = this.#time.now([base]);
+    const binding = [...report.limits.general, ...(report.limits.classes[cls] ?? [])];
+    const limit = feedback.limit;
+    const resetMs = feedback.reset * 1000;
+    const { view, changed } = await this.#learned.update(setId, (classes) => {
+      const next = teach(classes[cls] ?? [], { limit, resetMs, at, by: reporter }, binding, base.marginMs);
+      return next === undefined ? undefined : { ...classes, [cls]: next };
+    });
+    const planned: RequestPlan =
+      base.learned.size === 0
+        ? { plan: base, version: 0 }
+        : { plan: this.#planIn(report.limits, base, view), version: view.version };
+    return { planned, result: { class: cls, limits: inForce(view.classes[cls], at), changed } };
+  }
+
+  async remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {
     checkTokenId(tokenId);
-    const plan = planFor(limits);
+    const { plan } = await this.#planOf(limits, setId);
     const { state, g } = await this.#readAt(tokenId, plan);
     return remainingAt(state, plan, g, ALL_CLASSES);
   }
 
   /** A read, no write: granted and left per limit, and the vendor cooldown (the operator's status). */
-  async usage(tokenId: string, limits: RateLimitSettings): Promise<LedgerUsage> {
+  async usage(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage> {
     checkTokenId(tokenId);
-    const plan = planFor(limits);
+    const { plan } = await this.#planOf(limits, setId);
     const { state, g } = await this.#readAt(tokenId, plan);
     return usageAt(state, plan, g);
   }

@@ -29,7 +29,12 @@ export function headAdditions(
   plans: readonly LimitPlan[],
   g: number,
 ): HeadAddition[] | undefined {
-  if (read.version === 0 || work.caps.length > 0 || work.cooldownUntil !== read.cooldownUntil)
+  if (
+    read.version === 0 ||
+    work.caps.length > 0 ||
+    work.cooldownUntil !== read.cooldownUntil ||
+    work.learnedVersion !== read.learnedVersion
+  )
     return undefined;
   // A change of reservations is written in full, and so is every grant while it still guards the general rings.
   const guardMs = Math.max(...plans.map((plan) => plan.retainMs));

@@ -9,7 +9,7 @@ import type { StoredLedger } from './state-codec.js';
  * last full write, `t` ledger time, `cd` cooldown end, `cdr` the furthest cooldown claim and its caller,
  * `purgeAt` TTL (Unix seconds), `w` the write ids since the
  * last full write (a string set, see receipts.ts), `rk` the reservations' key and `rc` when they last changed
- * (LimitPlan.reservationsKey), `k` the receipt secret (set once, when the item is created). Then by format:
+ * (LimitPlan.reservationsKey), `lv` the learned view of its grants (LedgerState.learnedVersion), `k` the receipt secret (set once, when the item is created). Then by format:
  * - 1 (text): `r` older slots, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not
  *   `cdr` and `cw`), per ring with grants in its head slot `h:<ring key>` (count)
  *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
@@ -81,6 +81,7 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.k?.S !== undefined) stored.secret = item.k.S;
   if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
+  if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
   return stored;
 }
 
@@ -133,6 +134,8 @@ export function fullWrite(
   );
   // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
+  // Never lowered by a write (a newer release's processes may hold a newer view); absent stays absent.
+  if (stored.learnedVersion !== undefined) attribute('lv', { N: String(stored.learnedVersion) });
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {

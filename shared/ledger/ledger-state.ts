@@ -66,6 +66,11 @@ export interface LedgerState {
   reservationsChangedAt: number;
   /** The item's receipt secret; undefined until the item is first written. */
   secret: string | undefined;
+  /**
+   * The newest learned view (learned-store.ts, its version) any grant in the item was decided under (0: none).
+   * A process whose view is older reads the learned limits again before it decides (dynamo-ledger.ts).
+   */
+  learnedVersion: number;
 }
 
 /** For remainingAt: every limit of the settings, general and of every class. */
@@ -84,6 +89,7 @@ export const emptyState = (version = 0): LedgerState => ({
   reservationsKey: '',
   reservationsChangedAt: 0,
   secret: undefined,
+  learnedVersion: 0,
 });
 
 /** Whether the write with this id is in the item: since the last full write, or carried from before it. */
@@ -115,6 +121,7 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     reservationsKey: state.reservationsKey,
     reservationsChangedAt: state.reservationsChangedAt,
     secret: state.secret,
+    learnedVersion: state.learnedVersion,
   };
 }
 
@@ -241,6 +248,14 @@ export function acquire(
     return { granted: false, retryAt, reason, remaining: remainingAt(state, plan, g, cls) };
   }
   for (const spec of specs) record(state, spec, g, k);
+  // Every other ring of the class in the item too (a process with another learned view keeps it): its grants
+  // count against the rings of every view, whichever process decides (docs/class-limits.md, "Processes").
+  if (cls !== undefined)
+    for (const key of [...state.rings.keys()]) {
+      const { scope, slotMs } = parseRingKey(key);
+      if (scope === cls && !specs.some((spec) => spec.key === key))
+        record(state, { key, slotMs } as RingSpec, g, k);
+    }
   for (const share of shares) {
     record(state, share.general, g, k);
     if (share.a > 0 && share.own) record(state, share.own, g, share.a);
@@ -351,4 +366,27 @@ export function leftAt(state: LedgerState, spec: RingSpec, g: number, cls: strin
   for (const cap of state.caps)
     if (cap.until > g && capApplies(cap, cls)) remaining = Math.min(remaining, Math.max(0, cap.remaining));
   return state.cooldownUntil > g ? 0 : remaining;
+}
+
+/**
+ * A learned class's ring that a report has just taught (not yet in the item) starts with what the vendor said
+ * was used of it: `limit - remaining`, as if granted at g (no earlier than they were; they leave the ring no
+ * sooner than they leave the vendor's window). So the grants of before the learning (the probe's) count in
+ * every span of the new ring, not only in the vendor cap's until its reset. Returns whether it recorded any.
+ */
+export function seedLearnedRing(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  cls: string,
+  limit: number,
+  remaining: number,
+): boolean {
+  if (!plan.learned.has(cls)) return false;
+  const spec = plan.classes.get(cls)?.find((candidate) => candidate.limit === limit);
+  if (!spec || state.rings.has(spec.key)) return false;
+  const used = Math.min(spec.limit, Math.max(0, limit - remaining));
+  if (used === 0) return false;
+  record(state, spec, g, used);
+  return true;
 }

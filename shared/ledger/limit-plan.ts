@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { RateLimitSettings } from '../config/rate-limits.js';
+import type { RateLimit, RateLimitSettings } from '../config/rate-limits.js';
 import { ConfigurationError } from '../errors.js';
+import {
+  LONGEST_LEARNED_WINDOW,
+  MAX_LEARNED_LIMIT,
+  MAX_LEARNED_PER_CLASS,
+  PROBE_LIMIT,
+} from './learned-limits.js';
 import {
   CALLER_TAG_LENGTH,
   CARRIED_WRITE_IDS,
@@ -94,7 +100,7 @@ export interface RingSpec {
  * reservation stays unused. Not only the simplest choice: a consumer with u < R used may ask for R - u the
  * next millisecond, and a permit lent at t counts for the window plus margin after t, so a loan could only be
  * repaid by breaking the bound or the guarantee; bounding loans in time needs a bound on the reserved
- * consumer's demand, which the guarantee does not assume. What it costs, measured: README, "Reservations".
+ * consumer's demand, which the guarantee does not assume. What it costs, measured: docs/design.md, "Reservations".
  */
 export interface ReservedWindow {
   shared: RingSpec;
@@ -107,6 +113,11 @@ export interface LimitPlan {
   /** By general ring key: the windows with reservations (none: empty, and the ledger is as it was without). */
   reserved: ReadonlyMap<string, ReservedWindow>;
   classes: ReadonlyMap<string, RingSpec[]>;
+  /**
+   * The classes configured with no limits (`[]`): their rings are the probe or what was learned
+   * (learned-limits.ts), and the item is sized for the most they can learn.
+   */
+  learned: ReadonlySet<string>;
   marginMs: number;
   validityMs: number;
   /** The longest span of any ring. */
@@ -150,22 +161,36 @@ export function parseRingKey(key: string): { scope: string; windowMs: number; sl
   return { scope: key.slice(0, at), windowMs, slotMs: slotMsFor(windowMs, perWindow) };
 }
 
-const plans = new WeakMap<RateLimitSettings, LimitPlan>();
+/** The rings of the learned classes, as learned-limits.ts learnedRingLimits says (absent: the probe). */
+export type LearnedRings = Readonly<Record<string, readonly RateLimit[]>>;
+
+const plans = new WeakMap<RateLimitSettings, Map<string, LimitPlan>>();
 /**
  * The same plan for equal settings, whatever the object: a stage's sets usually share the vendor's defaults,
  * and compiling (the worst-case item size above all) once instead of once per set keeps a 100-set cold start
- * from compiling 100 identical plans. Bounded by the distinct settings a process has seen.
+ * from compiling 100 identical plans. Bounded by the distinct settings (and learned views) a process has seen.
  */
 const plansByValue = new Map<string, LimitPlan>();
+const MAX_CACHED_LEARNED_PLANS = 1000;
 
-/** The plan for a settings object, validated once and then cached (settings are parsed once at cold start). */
-export function planFor(settings: RateLimitSettings): LimitPlan {
-  const cached = plans.get(settings);
+/**
+ * The plan for a settings object, validated once and then cached (settings are parsed once at cold start), with
+ * the learned classes' rings as `learned` says (the probe for a class it does not name). The plan of one learned
+ * view is cached too, so a request does not compile it again.
+ */
+export function planFor(settings: RateLimitSettings, learned?: LearnedRings): LimitPlan {
+  const learnedKey = learned === undefined ? '' : JSON.stringify(learned);
+  const byLearned = plans.get(settings);
+  const cached = byLearned?.get(learnedKey);
   if (cached) return cached;
-  const key = JSON.stringify(settings);
-  const plan = plansByValue.get(key) ?? compile(settings);
+  const key = `${JSON.stringify(settings)}|${learnedKey}`;
+  const plan = plansByValue.get(key) ?? compile(settings, learned);
+  if (plansByValue.size >= MAX_CACHED_LEARNED_PLANS) plansByValue.clear();
   plansByValue.set(key, plan);
-  plans.set(settings, plan);
+  const map = byLearned ?? new Map<string, LimitPlan>();
+  if (map.size >= MAX_CACHED_LEARNED_PLANS) map.clear();
+  map.set(learnedKey, plan);
+  plans.set(settings, map);
   return plan;
 }
 
@@ -198,7 +223,7 @@ export function ringsFor(plan: LimitPlan, cls: string | undefined): RingSpec[] {
   return [...plan.general, ...(plan.classes.get(cls) ?? [])];
 }
 
-function compile(settings: RateLimitSettings): LimitPlan {
+function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undefined): LimitPlan {
   const fail = (message: string): never => {
     throw new ConfigurationError(`rate limit settings: ${message}`);
   };
@@ -243,12 +268,40 @@ function compile(settings: RateLimitSettings): LimitPlan {
   const reservationsKey = keyOfReservations(reserved);
   const validityMs = Math.round(permitValiditySeconds * 1000);
   if (Object.keys(settings.classes ?? {}).length > MAX_CLASSES) fail(`at most ${MAX_CLASSES} classes`);
-  const classesIn = (format: ItemFormat) => {
+  const learned = new Set(
+    Object.entries(settings.classes ?? {})
+      .filter(([, limits]) => Array.isArray(limits) && limits.length === 0)
+      .map(([name]) => name),
+  );
+  if (learned.size > 0 && settings.itemFormat === 1)
+    fail(
+      `itemFormat 1 cannot hold a learned class (${[...learned].map((n) => `classes.${n} = []`).join(', ')}): its rings are sized for what it may learn, which only item format 2 fits; leave itemFormat unset or give the class its limits`,
+    );
+  /**
+   * A learned class's rings: as learned (the probe until then); `worst`: the most it may ever hold, for sizing
+   * the item: the probe (its ring lingers a span after the first learning) and MAX_LEARNED_PER_CLASS limits of
+   * MAX_LEARNED_LIMIT over the longest learned window.
+   */
+  const learnedLimits = (name: string, worst: boolean): RateLimit[] =>
+    worst
+      ? [
+          PROBE_LIMIT,
+          ...Array.from({ length: MAX_LEARNED_PER_CLASS }, (_, i) => ({
+            limit: MAX_LEARNED_LIMIT,
+            windowSeconds: LONGEST_LEARNED_WINDOW - i,
+          })),
+        ]
+      : [...(learnedRings?.[name] ?? [PROBE_LIMIT])];
+  const classesIn = (format: ItemFormat, worst = true) => {
     const classes = new Map<string, RingSpec[]>();
     for (const [name, limits] of Object.entries(settings.classes ?? {})) {
       if (!CLASS_NAME.test(name)) fail('class names must be lowercase letters, digits and dashes');
       const slots = format === 2 ? CLASS_SLOTS_PER_WINDOW : SLOTS_PER_WINDOW;
-      classes.set(name, specs(name, limits, `classes.${name}`, slots));
+      if (!learned.has(name)) classes.set(name, specs(name, limits, `classes.${name}`, slots));
+      else {
+        const ring = learnedLimits(name, worst);
+        classes.set(name, ring.length === 0 ? [] : specs(name, ring, `classes.${name} (learned)`, slots));
+      }
     }
     return classes;
   };
@@ -269,11 +322,14 @@ function compile(settings: RateLimitSettings): LimitPlan {
   const acceptedBefore =
     textItemBound(ringsIn(classes1), classes1.size, reservationsKey.length, true) <= budget;
   // Unset: format 1 where the previous release accepted the settings or the item fits it, else packed.
+  // A learned class: format 2 (release N-1 refuses `[]` in its configuration, so no item of it is read there).
   const itemFormat: ItemFormat =
-    settings.itemFormat ?? (acceptedBefore || boundIn(1, classes1) <= budget ? 1 : 2);
-  const classes = itemFormat === 1 ? classes1 : classesIn(2);
-  const all = ringsIn(classes);
-  const itemBytesBound = boundIn(itemFormat, classes);
+    settings.itemFormat ?? (learned.size === 0 && (acceptedBefore || boundIn(1, classes1) <= budget) ? 1 : 2);
+  // Sized for the most the learned classes can learn; the rings are those learned now.
+  const sized = itemFormat === 1 ? classes1 : classesIn(2);
+  const classes = learned.size === 0 ? sized : classesIn(itemFormat, false);
+  const all = [...ringsIn(classes), ...ringsIn(sized)];
+  const itemBytesBound = boundIn(itemFormat, sized);
   if (itemBytesBound > budget && !(itemFormat === 1 && acceptedBefore)) {
     const packed = itemFormat === 1 ? boundIn(2, classesIn(2)) : 0;
     const hint =
@@ -290,9 +346,10 @@ function compile(settings: RateLimitSettings): LimitPlan {
     general,
     reserved,
     classes,
+    learned,
     marginMs,
     validityMs,
-    maxSpanMs: Math.max(...all.map((spec) => spec.spanMs)),
+    maxSpanMs: Math.max(...ringsIn(classes).map((spec) => spec.spanMs)),
     retainMs: Math.max(...all.map((spec) => spec.spanMs + spec.slotMs)),
     itemBytesBound,
     itemFormat,

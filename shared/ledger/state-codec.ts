@@ -63,6 +63,8 @@ export interface StoredLedger {
   reservationsChangedAt?: number;
   /** The receipt secret (base64url), set once when the item is created. */
   secret?: string;
+  /** LedgerState.learnedVersion, when not 0 (`lv`: an attribute release N-1 leaves as it is). */
+  learnedVersion?: number;
   /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
   purgeAt: number;
 }
@@ -151,6 +153,7 @@ export function encodeState(
       PURGE_SLACK_SECONDS,
   };
   if (state.secret !== undefined) stored.secret = state.secret;
+  if (state.learnedVersion > 0) stored.learnedVersion = state.learnedVersion;
   if (state.reservationsKey !== '') stored.reservationsKey = state.reservationsKey;
   if (state.reservationsChangedAt > 0 && state.reservationsChangedAt + retainMs > state.time)
     stored.reservationsChangedAt = state.reservationsChangedAt;
@@ -220,6 +223,10 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
   for (const id of packed.carriedWriteIds) {
     if (!isWriteId(id)) unreadable('carried write ids');
     state.carriedWriteIds.push(id);
+  }
+  if (stored.learnedVersion !== undefined) {
+    if (!isCount(stored.learnedVersion)) unreadable('learned version');
+    state.learnedVersion = stored.learnedVersion;
   }
   if (stored.purgeAt * 1000 <= now) return state;
   if (stored.reservationsKey !== undefined) {

@@ -1,4 +1,6 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
+import type { LearnedClasses, LearnedLimit } from './learned-limits.js';
+import type { LimitPlan } from './limit-plan.js';
 
 /** What is left of one limit (general, or of a class) at the time of the answer. */
 export interface WindowRemaining {
@@ -23,6 +25,8 @@ export interface PermitRequest {
   /** A named class of resource-intensive endpoints (reports, rebalancing): counts against it and the general limits. */
   class?: string;
   limits: RateLimitSettings;
+  /** The credential set: what it learned of its learned classes' limits applies (docs/class-limits.md). */
+  setId?: string;
 }
 
 export type DenialReason = 'QUOTA' | 'COOLDOWN' | 'VENDOR_CAP';
@@ -62,6 +66,7 @@ export interface GiveBackRequest {
   /** How many of the grant's permits come back: at most what it gave; the receipt is spent either way. */
   count: number;
   limits: RateLimitSettings;
+  setId?: string;
 }
 
 /**
@@ -95,17 +100,30 @@ export interface VendorFeedbackReport {
   remaining?: number;
   /** X-RateLimit-Reset, Unix seconds. */
   reset?: number;
+  /** The configured class of the answer the headers came on: they may teach its limit (learned-limits.ts). */
+  class?: string;
+  /** The credential set, whose learned limits a class report may teach. */
+  setId?: string;
+}
+
+/** What a class report taught: the class's learned limits after it (`changed`: it taught something). */
+export interface VendorFeedbackResult {
+  learned?: { class: string; limits: LearnedLimit[]; changed: boolean };
 }
 
 export interface RateLedger {
   acquire(request: PermitRequest): Promise<PermitDecision>;
   /** Throws ReceiptRejectedError (nothing changed) for a forged, foreign, spent or expired receipt. */
   giveBack(request: GiveBackRequest): Promise<GiveBackResult>;
-  reportVendorFeedback(report: VendorFeedbackReport): Promise<void>;
+  reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined>;
   /** A read, no write. */
-  remaining(tokenId: string, limits: RateLimitSettings): Promise<WindowRemaining[]>;
+  remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]>;
   /** A read, no write: granted and left per limit, and the vendor cooldown (for the operator's status). */
-  usage?(tokenId: string, limits: RateLimitSettings): Promise<LedgerUsage>;
+  usage?(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage>;
+  /** The plan a permit of the set is decided on now (its learned classes' rings as learned). */
+  planOf?(limits: RateLimitSettings, setId: string): Promise<LimitPlan>;
+  /** What the set learned of its classes' limits (in force now; the operator's status). */
+  learned?(setId: string): Promise<LearnedClasses>;
 }
 
 /**

@@ -49,14 +49,17 @@ export interface CheckedPermit {
   cls: string | undefined;
 }
 
-export function checkPermit(request: {
-  tokenId: unknown;
-  count: unknown;
-  class?: unknown;
-  limits: RateLimitSettings;
-}): CheckedPermit {
+/** `plan`: the plan to check against (with the learned classes' rings as learned); default the settings'. */
+export function checkPermit(
+  request: {
+    tokenId: unknown;
+    count: unknown;
+    class?: unknown;
+    limits: RateLimitSettings;
+  },
+  plan: LimitPlan = planFor(request.limits),
+): CheckedPermit {
   const tokenId = checkTokenId(request?.tokenId);
-  const plan = planFor(request.limits);
   const cls = checkClass(plan, request.class);
   return { tokenId, plan, cls, count: checkCount(plan, cls, request.count) };
 }
@@ -87,6 +90,7 @@ export function checkGiveBack(request: {
 
 export function checkFeedback(report: {
   tokenId: unknown;
+  class?: unknown;
   limits: RateLimitSettings;
   retryAfterSeconds?: unknown;
   limit?: unknown;
@@ -96,7 +100,11 @@ export function checkFeedback(report: {
   const tokenId = checkTokenId(report?.tokenId);
   const plan = planFor(report.limits);
   const feedback: VendorFeedback = {};
-  const field = (name: keyof VendorFeedback, ok: (value: number) => boolean, rule: string) => {
+  const field = (
+    name: Exclude<keyof VendorFeedback, 'class'>,
+    ok: (value: number) => boolean,
+    rule: string,
+  ) => {
     const value = report[name];
     if (value === undefined) return;
     if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value))
@@ -111,5 +119,7 @@ export function checkFeedback(report: {
   field('limit', (v) => Number.isSafeInteger(v) && v >= 1, 'an integer ≥ 1');
   field('remaining', (v) => Number.isSafeInteger(v) && v >= 0, 'an integer ≥ 0');
   field('reset', (v) => v > 0 && v < 1e11, 'a Unix timestamp in seconds');
+  const cls = checkClass(plan, report.class);
+  if (cls !== undefined) feedback.class = cls;
   return { tokenId, plan, feedback };
 }

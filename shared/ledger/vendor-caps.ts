@@ -50,8 +50,15 @@ export const shortestGeneral = (plan: LimitPlan): RingSpec =>
  * The configured limit a report names by its X-RateLimit-Limit: a general one with that limit, else a class's;
  * `known` false when there is none (or no limit was named): then the shortest general window.
  */
-export function limitNamed(plan: LimitPlan, limit: number | undefined): { spec: RingSpec; known: boolean } {
+export function limitNamed(
+  plan: LimitPlan,
+  limit: number | undefined,
+  cls?: string,
+): { spec: RingSpec; known: boolean } {
   if (limit !== undefined) {
+    // A report on a class answer (its `class`): that class's limit of that size first.
+    const own = cls === undefined ? undefined : plan.classes.get(cls)?.find((s) => s.limit === limit);
+    if (own) return { spec: own, known: true };
     const general = plan.general.find((spec) => spec.limit === limit);
     if (general) return { spec: general, known: true };
     for (const specs of plan.classes.values()) {

@@ -10,6 +10,8 @@ export interface VendorFeedback {
   remaining?: number;
   /** Unix seconds. */
   reset?: number;
+  /** The class of the answer the headers came on: the limit they name is looked for among its limits first. */
+  class?: string;
 }
 
 /**
@@ -98,7 +100,7 @@ function addCap(
   feedback: VendorFeedback,
 ): boolean {
   const remaining = feedback.remaining ?? 0;
-  const { spec, known } = limitNamed(plan, feedback.limit);
+  const { spec, known } = limitNamed(plan, feedback.limit, feedback.class);
   const reported = feedback.reset !== undefined ? feedback.reset * 1000 : at + spec.windowMs;
   // A limit resets at most its window (and the margin) after the report: a later reset is not credible.
   const until = Math.min(reported, at + spec.spanMs);

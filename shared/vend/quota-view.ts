@@ -21,14 +21,14 @@ export class QuotaView {
     this.#ttlMs = options.ttlMs;
   }
 
-  remaining(tokenId: string, limits: RateLimitSettings): Promise<WindowRemaining[]> {
+  remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {
     const entry = this.#entries.get(tokenId);
     if (entry && this.#clock.now() - entry.readAt < this.#ttlMs) return Promise.resolve(entry.remaining);
     const pending = this.#reads.get(tokenId);
     if (pending) return pending;
     const readAt = this.#clock.now();
     const read = this.#ledger
-      .remaining(tokenId, limits)
+      .remaining(tokenId, limits, setId)
       .then((remaining) => {
         if (this.#ttlMs > 0) {
           // Bounded: tokens come and go every few hours, a handful per set.

@@ -12,6 +12,7 @@ import type { Clock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { lazySchema } from '../lazy-schema.js';
 import { LedgerUnavailableError } from '../ledger/errors.js';
+import { LONGEST_LEARNED_WINDOW } from '../ledger/learned-limits.js';
 import { callerPrincipal } from './principal.js';
 import { VendError } from './vend-errors.js';
 
@@ -44,22 +45,22 @@ import { VendError } from './vend-errors.js';
  */
 export const reportLimitSettingsSchema = lazySchema(() =>
   z
-    .object({
+    .strictObject({
       windowSeconds: z.number().positive().default(60),
       rateLimitReports: z
-        .object({
+        .strictObject({
           perCaller: z.number().int().positive().default(120),
           perSet: z.number().int().positive().default(600),
         })
         .default({ perCaller: 120, perSet: 600 }),
       rejectionReports: z
-        .object({
+        .strictObject({
           perCaller: z.number().int().positive().default(1000),
           perSet: z.number().int().positive().default(5000),
         })
         .default({ perCaller: 1000, perSet: 5000 }),
       giveBacks: z
-        .object({
+        .strictObject({
           perCaller: z.number().int().positive().default(120),
           perSet: z.number().int().positive().default(600),
         })
@@ -283,9 +284,15 @@ export class ReportLimiter {
 
 /**
  * The longest a vendor answer can hold the set back: its longest configured window (general or class) plus
- * the ledger's margin, in seconds. A vendor window longer than any configured one is not credible.
+ * the ledger's margin, in seconds. A vendor window longer than any configured one is not credible; with a
+ * learned class (`[]`), the longest window a class may learn (a report's reset is what teaches its length).
  */
 export function maxHoldSeconds(limits: RateLimitSettings): number {
-  const windows = [...limits.general, ...Object.values(limits.classes).flat()].map((l) => l.windowSeconds);
+  const learned = Object.values(limits.classes).some((l) => l.length === 0);
+  const windows = [
+    ...limits.general,
+    ...Object.values(limits.classes).flat(),
+    ...(learned ? [{ windowSeconds: LONGEST_LEARNED_WINDOW }] : []),
+  ].map((l) => l.windowSeconds);
   return Math.max(...windows) + limits.marginSeconds;
 }

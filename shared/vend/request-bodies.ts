@@ -54,6 +54,11 @@ export const rateLimitReportBody = lazy(() =>
       remaining: z.number().int().min(0).max(1_000_000).optional(),
       /** Unix seconds. */
       reset: z.number().int().min(0).max(99_999_999_999).optional(),
+      /** The configured class of the answer the headers came on (docs/class-limits.md): they may teach its limit. */
+      class: z
+        .string()
+        .regex(/^[a-z][a-z0-9-]{0,62}$/)
+        .optional(),
     })
     .refine((r) => r.retryAfterSeconds !== undefined || r.remaining !== undefined, {
       message: 'retryAfterSeconds or remaining is required',

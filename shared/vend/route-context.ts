@@ -20,6 +20,8 @@ export interface Audit {
   tokenId?: string;
   /** What the broker did, e.g. VENDED, GRANTED, DENIED, RELOGIN_AFTER_REJECTION. */
   decision?: string;
+  /** A rate-limit report taught this class something of its limits (docs/class-limits.md). */
+  learnedClass?: string;
   source?: string;
   count?: number;
   /** Give-backs: permits actually taken back. */

@@ -18,7 +18,7 @@ import {
   toVendorError,
 } from './parse-response.js';
 import { redactSecrets } from './redact.js';
-import { assertResourcePath } from './resource-path.js';
+import { assertVendorPath } from './resource-path.js';
 import { type RetryEvent, type RetrySettings, resolveRetrySettings, withRetry } from './retry.js';
 import { tokenId } from './token-id.js';
 import type {
@@ -109,13 +109,16 @@ export class VendorClient implements VendorLogin {
     });
   }
 
-  /** A resource call (§4) with the bearer token. Non-2xx answers become the typed vendor errors. */
+  /**
+   * A resource call (§4), or a call of a configured request class (`ofClass`), with the bearer token. Non-2xx
+   * answers become the typed vendor errors.
+   */
   async request<T = unknown>(req: ResourceRequest): Promise<ResourceResponse<T>> {
     const { method, path, token } = req;
     if (!METHODS.includes(method)) {
       throw new InvalidVendorRequestError(`method must be one of ${METHODS.join(', ')}`);
     }
-    assertResourcePath(path);
+    assertVendorPath(path, req.ofClass === true);
     if (typeof token !== 'string' || !HEADER_SAFE.test(token)) {
       throw new InvalidVendorRequestError('token must be a non-empty string of printable ASCII characters');
     }

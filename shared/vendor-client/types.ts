@@ -60,6 +60,11 @@ export interface ResourceResponse<T = unknown> {
 export interface ResourceRequest {
   method: HttpMethod;
   path: string;
+  /**
+   * The path matched a pattern of a request class configured for the credential set: any safe path is sent
+   * (isSafeVendorPath), not only the documented resource shape.
+   */
+  ofClass?: boolean;
   /** The access token, sent as `Authorization: Bearer <token>`. */
   token: string;
   /** Serialised as JSON. Not allowed on GET. */

@@ -47,6 +47,12 @@ export async function runIn(
     /** CloudWatch has no local stand-in: tests give a client that aws-sdk-client-mock answers for. */
     cloudWatch?: (region: string) => CloudWatchClient;
     cwd?: string;
+    /** stdout as a terminal of this many columns (isTTY); by default a pipe. */
+    terminalColumns?: number;
+    /** What Ctrl-C would abort (`status --watch`); by default never aborted. */
+    interruption?: AbortSignal;
+    /** Sees each write to stdout as it happens (to interrupt a watch after some rounds). */
+    onStdout?: (text: string) => void;
   } = {},
 ): Promise<CliRun> {
   let stdout = '';
@@ -58,7 +64,13 @@ export async function runIn(
     stdin = piped;
   } else stdin = options.stdin;
   const io: CliIo = {
-    stdout: { write: (text: string) => (stdout += text) },
+    stdout: {
+      write: (text: string) => {
+        stdout += text;
+        options.onStdout?.(text);
+      },
+      ...(options.terminalColumns === undefined ? {} : { isTTY: true, columns: options.terminalColumns }),
+    },
     stderr: { write: (text: string) => (stderr += text) },
     stdin,
     env: options.env ?? {},
@@ -77,6 +89,7 @@ export async function runIn(
         region,
         credentials: { accessKeyId: 'AKIATEST', secretAccessKey: 'test' },
       }),
+    interruption: () => options.interruption ?? new AbortController().signal,
   };
   const exit = await runCli(argv, io);
   return { exit, stdout, stderr };

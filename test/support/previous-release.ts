@@ -100,9 +100,13 @@ export function extractPreviousRelease(sha = previousReleaseCommit()): {
   return { dir, extractedInMs: Math.round(performance.now() - started) };
 }
 
-/** Release N-1's ledger and settings schema, loaded from its extracted tree (vitest transforms it). */
-export async function previousRelease(): Promise<LedgerRelease & { commit: string; extractedInMs?: number }> {
-  const commit = previousReleaseCommit();
+/**
+ * Release N-1's ledger and settings schema, loaded from its extracted tree (vitest transforms it); `commit`: another
+ * release's (a full sha), e.g. the one a change's brief names as N-1.
+ */
+export async function previousRelease(
+  commit = previousReleaseCommit(),
+): Promise<LedgerRelease & { commit: string; extractedInMs?: number }> {
   const { dir, extractedInMs } = extractPreviousRelease(commit);
   const load = (file: string) => import(pathToFileURL(path.join(dir, file)).href);
   const ledger = (await load('shared/ledger/index.ts')) as typeof currentLedger;

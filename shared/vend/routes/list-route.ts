@@ -38,7 +38,7 @@ async function usageOf(
 ): Promise<LedgerUsage | undefined> {
   if (!token || !services.ledger.usage) return undefined;
   try {
-    return await services.ledger.usage(ledgerKeyFor(set, token.tokenId), set.rateLimits);
+    return await services.ledger.usage(ledgerKeyFor(set, token.tokenId), set.rateLimits, set.id);
   } catch (error) {
     services.telemetry.warn('quota unknown: the ledger did not answer', {
       credentialSet: set.id,
@@ -47,6 +47,59 @@ async function usageOf(
     });
     return undefined;
   }
+}
+
+/** One limit of a class as the status shows it: configured, or learned (when, and whether one caller's word). */
+export interface ClassLimitView {
+  limit: number;
+  windowSeconds: number;
+  source: 'configured' | 'learned';
+  learnedAt?: string;
+  /** Taught by one caller only: it holds until then unless another caller reports as much. */
+  provisionalUntil?: string;
+}
+
+/**
+ * Each class's limits: the configured ones and what was learned (docs/class-limits.md). A learned class with
+ * nothing learned yet shows none (`learned: true`, `limits: []`): it is held to the probe. Undefined when the
+ * set has no class; a class without its learned part when the ledger cannot say.
+ */
+async function classesOf(
+  services: VendServices,
+  set: CredentialSetConfig,
+): Promise<Record<string, { learned: boolean; limits: ClassLimitView[] }> | undefined> {
+  const names = Object.keys(set.rateLimits.classes);
+  if (names.length === 0) return undefined;
+  let learned: Awaited<ReturnType<NonNullable<VendServices['ledger']['learned']>>> = {};
+  try {
+    learned = (await services.ledger.learned?.(set.id)) ?? {};
+  } catch (error) {
+    services.telemetry.warn('learned class limits unknown: the ledger did not answer', {
+      credentialSet: set.id,
+      errorCode: (error as { code?: unknown })?.code ?? 'UNKNOWN',
+    });
+  }
+  return Object.fromEntries(
+    names.map((name) => {
+      const configured = set.rateLimits.classes[name] ?? [];
+      return [
+        name,
+        {
+          learned: configured.length === 0,
+          limits: [
+            ...configured.map((l) => ({ ...l, source: 'configured' as const })),
+            ...(learned[name] ?? []).map((l) => ({
+              limit: l.limit,
+              windowSeconds: l.windowSeconds,
+              source: 'learned' as const,
+              learnedAt: iso(l.learnedAt),
+              ...(l.until === undefined ? {} : { provisionalUntil: iso(l.until) }),
+            })),
+          ],
+        },
+      ];
+    }),
+  );
 }
 
 /**
@@ -68,7 +121,10 @@ export async function listCredentialSets(context: {
       const state = await services.provider.freshState(set);
       const now = services.clock.now();
       const setHealth = health(state, now, set);
-      const usage = await usageOf(services, set, state?.current);
+      const [usage, classes] = await Promise.all([
+        usageOf(services, set, state?.current),
+        classesOf(services, set),
+      ]);
       return {
         id: set.id,
         environment: set.environment,
@@ -101,6 +157,8 @@ export async function listCredentialSets(context: {
         quotaScope: set.quotaScope,
         /** Per limit of the current token: what is left now and what was granted in the window. */
         quota: usage ? visibleWindows(usage.windows, context.caller, set.id) : null,
+        /** Per class (only when the set has classes): its limits, configured or learned, and when learned. */
+        ...(classes ? { classes } : {}),
       };
     }),
   );

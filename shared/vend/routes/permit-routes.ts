@@ -43,14 +43,20 @@ function permitDimensions(
  * The most one grant can ever give this caller: the smallest limit that applies, where a window with reservations
  * holds the shared part plus the caller's own reservation (largestGrant). Unknown class: 400.
  */
-function maxCountFor(
-  set: CredentialSetConfig,
+async function maxCountFor(
+  context: SetRouteContext,
   permitClass: string | undefined,
   consumer: string | undefined,
-): number {
+): Promise<number> {
+  const { set, services } = context;
   if (permitClass !== undefined && !set.rateLimits.classes[permitClass])
     throw new BadRequestError('INVALID_VALUE', 'class', 'not a permit class of this credential set');
-  return largestGrant(planFor(set.rateLimits), permitClass, consumer);
+  // A learned class: its limits as learned (the probe's 1 until then), not the configuration's none.
+  const plan =
+    permitClass !== undefined && set.rateLimits.classes[permitClass]?.length === 0 && services.ledger.planOf
+      ? await services.ledger.planOf(set.rateLimits, set.id)
+      : planFor(set.rateLimits);
+  return largestGrant(plan, permitClass, consumer);
 }
 
 /**
@@ -94,7 +100,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   // holding a reservation in it when the caller has one (the configuration allows one per principal and set).
   const named = consumerOf(context);
   const consumer = reservedConsumer(set, named);
-  const maxCount = maxCountFor(set, request.class, consumer);
+  const maxCount = await maxCountFor(context, request.class, consumer);
   checkCount(request.count, maxCount);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
@@ -108,6 +114,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
     count: request.count,
     ...(request.class === undefined ? {} : { class: request.class }),
     limits: set.rateLimits,
+    setId: set.id,
   });
   if (!decision.granted) {
     audit.decision = `DENIED_${decision.reason}`;
@@ -168,6 +175,7 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
       receipt: request.receipt,
       count: request.count,
       limits: set.rateLimits,
+      setId: set.id,
     });
     audit.decision = notRecorded ? `RETURN_NOT_RECORDED_${notRecorded}` : 'RETURNED';
     audit.returned = returned;
@@ -187,24 +195,37 @@ export async function returnPermits(context: SetRouteContext): Promise<VendResul
   }
 }
 
-/** POST /v1/credential-sets/{id}/rate-limit-reports: a consumer saw a vendor 429 or X-RateLimit-* headers. */
+/**
+ * POST /v1/credential-sets/{id}/rate-limit-reports: a consumer saw a vendor 429 or X-RateLimit-* headers, on an
+ * answer of `class` when given (then the headers may teach the class's limit: docs/class-limits.md).
+ */
 export async function reportRateLimit(context: SetRouteContext): Promise<VendResult> {
   const { set, services, audit } = context;
-  const { tokenId, ...reported } = parseBody(
-    rateLimitReportBody(),
-    readJsonBody(context.request, services.maxBodyBytes),
-  );
+  const {
+    tokenId,
+    class: reportClass,
+    ...reported
+  } = parseBody(rateLimitReportBody(), readJsonBody(context.request, services.maxBodyBytes));
+  // The class is checked first, like every other field: bad input is refused for free and writes nothing.
+  if (reportClass !== undefined && !set.rateLimits.classes[reportClass])
+    throw new BadRequestError(
+      'INVALID_VALUE',
+      'class',
+      `"${reportClass}" is not a class of this credential set (${Object.keys(set.rateLimits.classes).join(', ') || 'it has none'})`,
+    );
   await requireLiveToken(context, tokenId);
   // Counted only once it would act: a malformed report is refused for free and writes nothing.
   await admitReport(context, 'rateLimitReports');
   const report = capFeedback(context, reported);
   const key = ledgerKeyFor(set, tokenId);
   services.quota.invalidate(key);
-  await services.ledger.reportVendorFeedback({
+  const result = await services.ledger.reportVendorFeedback({
     tokenId: key,
     caller: context.caller.principal,
     limits: set.rateLimits,
+    setId: set.id,
     ...report,
+    ...(reportClass === undefined ? {} : { class: reportClass }),
   });
   audit.decision = report.retryAfterSeconds === undefined ? 'RATE_HEADERS_REPORTED' : 'VENDOR_429_REPORTED';
   if (report.retryAfterSeconds !== undefined) {
@@ -212,5 +233,25 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
       [DIMENSION_CREDENTIAL_SET]: set.id,
     });
   }
+  const learned = result?.learned;
+  if (learned?.changed) {
+    audit.learnedClass = learned.class;
+    const below = belowConfigured(set.rateLimits.classes[learned.class] ?? [], learned.limits);
+    if (below > 0)
+      services.telemetry.metric(Metric.ClassLimitBelowConfigured, MetricUnit.Count, below, {
+        [DIMENSION_CREDENTIAL_SET]: set.id,
+      });
+  }
   return noContentResult();
 }
+
+/**
+ * How many learned limits of a class are below a configured one of the same or a longer window: the vendor allows
+ * less than the configuration says (docs/runbook.md, "Class limit below its configuration").
+ */
+export const belowConfigured = (
+  configured: readonly { limit: number; windowSeconds: number }[],
+  learned: readonly { limit: number; windowSeconds: number }[],
+): number =>
+  learned.filter((l) => configured.some((c) => l.limit < c.limit && l.windowSeconds <= c.windowSeconds))
+    .length;

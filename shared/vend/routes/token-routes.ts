@@ -1,4 +1,5 @@
 import type { CredentialSetConfig } from '../../config/credential-sets.js';
+import type { ClassPaths } from '../../config/request-classes.js';
 import type { WindowRemaining } from '../../ledger/index.js';
 import { DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
@@ -41,7 +42,7 @@ async function quotaOf(
   token: TokenView,
 ): Promise<WindowRemaining[] | null> {
   try {
-    return await services.quota.remaining(ledgerKeyFor(set, token.tokenId), set.rateLimits);
+    return await services.quota.remaining(ledgerKeyFor(set, token.tokenId), set.rateLimits, set.id);
   } catch (error) {
     services.telemetry.warn('quota unknown: the ledger did not answer', {
       credentialSet: set.id,
@@ -68,8 +69,17 @@ export async function tokenBody(services: VendServices, set: CredentialSetConfig
     /** Where the consumer sends its vendor calls with this token. */
     vendorBaseUrl: set.vendorBaseUrl,
     quota: await quotaOf(services, set, token),
+    /** Every class of the set, in configuration order, with its path patterns: the client classifies by them. */
+    classes: classesOf(set),
   };
 }
+
+/**
+ * The set's request classes as the consumer needs them: each class (configuration order, which decides where
+ * patterns overlap) with its path patterns, `[]` for a class that callers name by hand.
+ */
+const classesOf = ({ rateLimits }: CredentialSetConfig): ClassPaths[] =>
+  Object.keys(rateLimits.classes).map((name) => ({ class: name, paths: rateLimits.classPaths[name] ?? [] }));
 
 function noted(context: SetRouteContext, provided: ProvidedToken, decision: string): void {
   context.audit.tokenId = provided.token.tokenId;

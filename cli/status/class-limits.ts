@@ -1,0 +1,70 @@
+import { formatRelative, formatWindow } from '../format.js';
+import type { SetHealthView } from './list-health.js';
+
+/** One limit of a class as the broker's status lists it (list-route.ts, ClassLimitView). */
+export interface ClassLimitEntry {
+  limit: number;
+  windowSeconds: number;
+  source: 'configured' | 'learned';
+  learnedAt?: string;
+  provisionalUntil?: string;
+}
+
+/** A set's classes: `learned` when configured with no limits (docs/class-limits.md). */
+export type ClassesEntry = Record<string, { learned: boolean; limits: ClassLimitEntry[] }>;
+
+const isLimit = (value: unknown): value is ClassLimitEntry => {
+  const l = value as ClassLimitEntry;
+  return (
+    typeof l?.limit === 'number' &&
+    typeof l.windowSeconds === 'number' &&
+    (l.source === 'configured' || l.source === 'learned')
+  );
+};
+
+/**
+ * The set's `classes` from the broker's answer, keeping only well-formed entries (an older broker sends none:
+ * undefined). Read here rather than in the client's schema: only the operator's status shows them.
+ */
+export function classesOf(set: SetHealthView): ClassesEntry | undefined {
+  const raw = (set as { classes?: unknown }).classes;
+  if (!raw || typeof raw !== 'object') return undefined;
+  const out: ClassesEntry = {};
+  for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
+    const entry = value as { learned?: unknown; limits?: unknown };
+    if (!Array.isArray(entry?.limits)) continue;
+    out[name] = { learned: entry.learned === true, limits: entry.limits.filter(isLimit) };
+  }
+  return out;
+}
+
+/** `reports 5 per 1m learned 2m ago (one caller's word until in 40s)`, or `rebalancing learning (probe)`. */
+function classLine(name: string, entry: ClassesEntry[string], nowMs: number): string {
+  if (entry.limits.length === 0) return `${name} ${entry.learned ? 'learning (probe: 1 at a time)' : '-'}`;
+  const limits = entry.limits.map((l) => {
+    const base = `${l.limit} per ${formatWindow(l.windowSeconds)} ${l.source}`;
+    const when = l.learnedAt ? ` ${formatRelative(Date.parse(l.learnedAt), nowMs)}` : '';
+    const provisional = l.provisionalUntil
+      ? ` (one caller's word until ${formatRelative(Date.parse(l.provisionalUntil), nowMs)})`
+      : '';
+    return `${base}${when}${provisional}`;
+  });
+  return `${name} ${limits.join(', ')}`;
+}
+
+/**
+ * The "classes" section printed after the status table: per set with classes, each class's limits, configured
+ * or learned, and when learned. Empty when no set has a class.
+ */
+export function classesSection(entries: { id: string; classes?: ClassesEntry }[], nowMs: number): string {
+  const lines = entries.flatMap((e) =>
+    e.classes && Object.keys(e.classes).length > 0
+      ? [
+          `  ${e.id}: ${Object.entries(e.classes)
+            .map(([name, entry]) => classLine(name, entry, nowMs))
+            .join('; ')}`,
+        ]
+      : [],
+  );
+  return lines.length === 0 ? '' : `CLASSES\n${lines.join('\n')}\n`;
+}

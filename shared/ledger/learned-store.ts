@@ -1,0 +1,145 @@
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { PARTITION_KEY } from '../aws/tables.js';
+import type { Clock } from '../clock.js';
+import { LedgerUnavailableError } from './errors.js';
+import type { LearnedClasses, LearnedLimit } from './learned-limits.js';
+
+/**
+ * Learned class limits per credential set, kept across restarts and token changes: one item per set in the ledger
+ * table, `learned#<setId>` (no token's `token#...` nor a report counter's `report#...`), with a version every write
+ * increments (conditional on the version read: two processes learning at once never lose one another's) and the
+ * classes' limits as JSON (`c`): each with when it was learned and the tag of the caller who taught it. No TTL:
+ * what was learned stays until something tighter replaces it. Release N-1 never reads it.
+ */
+export interface LearnedView {
+  /** 0: nothing learned yet. */
+  version: number;
+  classes: LearnedClasses;
+  /** Clock time it was read. */
+  at: number;
+}
+
+const MAX_CONFLICTS = 10;
+const LIMIT_FIELDS = ['limit', 'windowSeconds', 'learnedAt'] as const;
+
+export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `learned#${setId}` } });
+
+/** The stored JSON, checked: a malformed item is read as nothing learned (the probe is the safe side). */
+function parseClasses(text: string | undefined): LearnedClasses {
+  if (text === undefined) return {};
+  try {
+    const parsed = JSON.parse(text) as Record<string, LearnedLimit[]>;
+    const out: LearnedClasses = {};
+    for (const [name, limits] of Object.entries(parsed)) {
+      if (!Array.isArray(limits)) continue;
+      out[name] = limits.filter(
+        (l) =>
+          LIMIT_FIELDS.every((f) => Number.isFinite(l?.[f]) && l[f] > 0) &&
+          typeof l.by === 'string' &&
+          (l.until === undefined || Number.isFinite(l.until)),
+      );
+    }
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+export class LearnedStore {
+  readonly #client: DynamoDBClient;
+  readonly #tableName: string;
+  readonly #clock: Clock;
+  readonly #cacheMs: number;
+  readonly #cache = new Map<string, LearnedView>();
+
+  /** `cacheMs`: how long a read view is used before reading again (default 5 s). */
+  constructor(options: { client: DynamoDBClient; tableName: string; clock: Clock; cacheMs?: number }) {
+    this.#client = options.client;
+    this.#tableName = options.tableName;
+    this.#clock = options.clock;
+    this.#cacheMs = options.cacheMs ?? 5000;
+  }
+
+  /** The set's view: cached for a short while, or read fresh (`fresh`: always). */
+  async view(setId: string, fresh = false): Promise<LearnedView> {
+    const cached = this.#cache.get(setId);
+    if (!fresh && cached && this.#clock.now() - cached.at <= this.#cacheMs) return cached;
+    return this.#read(setId);
+  }
+
+  /**
+   * Changes what the set learned: `change` gets the classes as read and returns them changed, or undefined for no
+   * change. Conditional on the version read; on a conflict, again on a fresh read. Returns the view after.
+   */
+  async update(
+    setId: string,
+    change: (classes: LearnedClasses) => LearnedClasses | undefined,
+  ): Promise<{ view: LearnedView; changed: boolean }> {
+    for (let conflicts = 0; conflicts <= MAX_CONFLICTS; conflicts++) {
+      const read = await this.#read(setId);
+      const next = change(structuredClone(read.classes));
+      if (next === undefined) return { view: read, changed: false };
+      const version = read.version + 1;
+      try {
+        await this.#send(() =>
+          this.#client.send(
+            new PutItemCommand({
+              TableName: this.#tableName,
+              Item: {
+                ...learnedKey(setId),
+                v: { N: String(version) },
+                c: { S: JSON.stringify(next) },
+              },
+              ConditionExpression: read.version === 0 ? 'attribute_not_exists(#v)' : '#v = :v',
+              ExpressionAttributeNames: { '#v': 'v' },
+              ...(read.version === 0
+                ? {}
+                : { ExpressionAttributeValues: { ':v': { N: String(read.version) } } }),
+            }),
+          ),
+        );
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) {
+          // Our own re-sent write may have applied (a lost answer): the next read tells, by the content.
+          continue;
+        }
+        throw error;
+      }
+      const view: LearnedView = { version, classes: next, at: this.#clock.now() };
+      this.#cache.set(setId, view);
+      return { view, changed: true };
+    }
+    throw new LedgerUnavailableError(`learned limits busy: ${MAX_CONFLICTS} conflicting writes in a row`);
+  }
+
+  async #read(setId: string): Promise<LearnedView> {
+    const { Item } = await this.#send(() =>
+      this.#client.send(
+        new GetItemCommand({ TableName: this.#tableName, Key: learnedKey(setId), ConsistentRead: true }),
+      ),
+    );
+    const version = Item?.v?.N === undefined ? 0 : Number(Item.v.N);
+    const view: LearnedView = {
+      version: Number.isSafeInteger(version) && version > 0 ? version : 0,
+      classes: parseClasses(Item?.c?.S),
+      at: this.#clock.now(),
+    };
+    this.#cache.set(setId, view);
+    return view;
+  }
+
+  async #send<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException || error instanceof LedgerUnavailableError)
+        throw error;
+      throw new LedgerUnavailableError('learned limits did not answer', { cause: error });
+    }
+  }
+}

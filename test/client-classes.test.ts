@@ -1,0 +1,222 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { VendedToken } from '../client/types.js';
+import { MemoryTelemetry } from '../shared/observability.js';
+import { InvalidResourcePathError } from '../shared/vendor-client/errors.js';
+import { type BrokerWorld, eventually, SET_ID, startBrokerWorld, TENANT } from './support/client-world.js';
+import { whileAdvancing } from './support/refresher-harness.js';
+import { call } from './support/sandbox-http.js';
+
+/**
+ * Request classes by path, in the consumer library, against the local broker and the vendor sandox over HTTP:
+ * the token answer lists the set's class patterns, vendorRequest takes the class of the path's pattern (a permit
+ * of it, and its reports name it), sends a class path of any safe shape, and reports what a class answer says
+ * of a limit the ledger does not know.
+ *
+ * The sandbox here has no endpoint families yet: a class on `/users/7/**` (a literal first segment, which the
+ * sandbox serves) stands for reports, and a `/reports/...` path is answered 404 by it, which still shows that it
+ * was sent. The broker here does not take `class` in rate-limit reports yet (the learn change adds it): the tests
+ * check what the client sends, which the broker's own tests check the other side of.
+ */
+
+const REPORTS = { limit: 5, windowSeconds: 60 };
+const general = (key: string) => (token: VendedToken) => `/users/42/${token.tenant}/serviceKey/${key}`;
+const report = (key: string) => (token: VendedToken) => `/users/7/${token.tenant}/serviceKey/${key}`;
+
+const classWindow = (windows: readonly { class?: string; windowSeconds: number; remaining: number }[]) =>
+  windows.find((w) => w.class === 'reports' && w.windowSeconds === 60)?.remaining;
+
+describe('BrokerClient.vendorRequest: request classes by path', () => {
+  let w: BrokerWorld;
+  afterEach(async () => {
+    await w.close();
+  });
+
+  const permitBodies = () => w.callsTo('POST', '/permits').map((c) => c.body);
+  const reports = () => w.callsTo('POST', '/rate-limit-reports').map((c) => c.body);
+
+  const start = (classes: Record<string, unknown>) =>
+    startBrokerWorld({ set: { rateLimits: { classes, itemFormat: 2 } as never } });
+
+  it('the token answer lists the classes; a path of a class pattern takes a permit of that class', async () => {
+    w = await start({
+      reports: { paths: ['/users/7/**', '/reports/**'], limits: [REPORTS] },
+      bulk: [{ limit: 4, windowSeconds: 60 }],
+    });
+    const client = w.client();
+    const token = await client.getToken(SET_ID);
+    expect(token.classes).toEqual([
+      { class: 'reports', paths: ['/users/7/**', '/reports/**'] },
+      { class: 'bulk', paths: [] },
+    ]);
+    const created = await client.vendorRequest(SET_ID, {
+      method: 'POST',
+      path: report('r-1'),
+      body: { a: 1 },
+    });
+    expect(created.status).toBe(201);
+    const plain = await client.vendorRequest(SET_ID, {
+      method: 'POST',
+      path: general('g-1'),
+      body: { a: 1 },
+    });
+    expect(plain.status).toBe(201);
+    expect(permitBodies()).toEqual([
+      { tokenId: token.tokenId, count: 1, class: 'reports' },
+      { tokenId: token.tokenId, count: 1 },
+    ]);
+    // The ledger counted one request of the class (and two general ones).
+    expect(classWindow(await w.remaining(token.tokenId))).toBe(REPORTS.limit - 1);
+  });
+
+  it('sends a class path of another shape than /users/...: the vendor sees it', async () => {
+    w = await start({ reports: { paths: ['/reports/**'], limits: [REPORTS] } });
+    const client = w.client();
+    const token = await client.getToken(SET_ID);
+    const outcome = await client.vendorRequest(SET_ID, { method: 'GET', path: '/reports/monthly/2026-01' });
+    // The sandbox's reports family answered it (with a class permit taken first).
+    expect(outcome).toMatchObject({
+      status: 200,
+      body: { family: 'reports', path: '/reports/monthly/2026-01' },
+    });
+    expect(Object.values(w.sandbox.stats().requestsByToken)).toEqual([1]);
+    expect(permitBodies()).toEqual([{ tokenId: token.tokenId, count: 1, class: 'reports' }]);
+  });
+
+  it.each([
+    ['climbs out of the class', '/reports/../restful/login/'],
+    ['hides a slash', '/reports/a%2Fb'],
+    ['carries a query', '/reports/daily?from=2026-01-01'],
+    ['matches no pattern and is not a resource path', '/rebalancing/run-1'],
+  ])('a path that %s is refused before any permit, and nothing is sent', async (_what, path) => {
+    w = await start({ reports: { paths: ['/reports/**'], limits: [REPORTS] } });
+    const client = w.client();
+    await client.getToken(SET_ID);
+    const error = await client.vendorRequest(SET_ID, { method: 'GET', path }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResourcePathError);
+    expect(permitBodies()).toEqual([]);
+    expect(w.sandbox.stats().responsesByStatus).toEqual({});
+  });
+
+  it('a named class yields to the class of the path, said once; it still names a path no pattern covers', async () => {
+    w = await start({
+      reports: { paths: ['/users/7/**'], limits: [REPORTS] },
+      bulk: [{ limit: 4, windowSeconds: 60 }],
+    });
+    const telemetry = new MemoryTelemetry();
+    const client = w.client({ telemetry });
+    const token = await client.getToken(SET_ID);
+    for (const key of ['n-1', 'n-2']) {
+      await client.vendorRequest(SET_ID, { method: 'POST', path: report(key), body: {}, class: 'bulk' });
+    }
+    await client.vendorRequest(SET_ID, { method: 'POST', path: general('b-1'), body: {}, class: 'bulk' });
+    expect(permitBodies().map((b) => b.class)).toEqual(['reports', 'reports', 'bulk']);
+    const warnings = telemetry.logs.filter((l) => l.message.includes('the path decides'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.attributes).toEqual({ credentialSet: SET_ID, namedClass: 'bulk', class: 'reports' });
+    expect(classWindow(await w.remaining(token.tokenId))).toBeLessThan(REPORTS.limit);
+  });
+
+  it('a 429 of a class answer is reported with its class', async () => {
+    w = await start({ reports: { paths: ['/users/7/**'], limits: [REPORTS] } });
+    const client = w.client({ retry: { random: () => 0 } });
+    const token = await client.getToken(SET_ID);
+    w.sandbox.inject({ errorCode: 'RATE_LIMIT_EXCEEDED', target: 'resources' });
+    const response = await whileAdvancing(
+      w.clock,
+      client.vendorRequest(SET_ID, { method: 'POST', path: report('after-429'), body: {} }),
+      1000,
+      2,
+    );
+    expect(response.status).toBe(201);
+    // Then the success's headers, a limit the ledger has no class window of (the next test says why).
+    await eventually(() => reports().length === 2);
+    expect(reports()).toEqual([
+      {
+        tokenId: token.tokenId,
+        class: 'reports',
+        retryAfterSeconds: 59,
+        limit: 50,
+        remaining: 0,
+        reset: expect.any(Number),
+      },
+      { tokenId: token.tokenId, class: 'reports', limit: 50, remaining: 49, reset: response.rateLimit.reset },
+    ]);
+  });
+
+  it('reports a class answer whose X-RateLimit-Limit the ledger has no class window of, once per vendor window', async () => {
+    // The class is configured at 5 a minute; this sandbox's answers carry its general headers (50 a minute), a
+    // limit the ledger has no window of for the class: what a class that is learned looks like to the client.
+    w = await start({ reports: { paths: ['/users/7/**'], limits: [REPORTS] } });
+    const client = w.client();
+    const token = await client.getToken(SET_ID);
+    const first = await client.vendorRequest(SET_ID, { method: 'POST', path: report('l-1'), body: {} });
+    await eventually(() => reports().length === 1);
+    expect(reports()[0]).toEqual({
+      tokenId: token.tokenId,
+      class: 'reports',
+      limit: 50,
+      remaining: first.rateLimit.remaining,
+      reset: first.rateLimit.reset,
+    });
+    // The same vendor window again: nothing new to learn. A general answer is not a class's.
+    const second = await client.vendorRequest(SET_ID, { method: 'POST', path: report('l-2'), body: {} });
+    expect(second.rateLimit.reset).toBe(first.rateLimit.reset);
+    await client.vendorRequest(SET_ID, { method: 'POST', path: general('l-3'), body: {} });
+    await client.close();
+    expect(reports()).toHaveLength(1);
+  });
+
+  it('reports a class answer that shows fewer left than the class window of its limit, and not otherwise', async () => {
+    // A class limited like the general minute: the answers' X-RateLimit-Limit (50) names the class's window.
+    w = await start({ reports: { paths: ['/users/7/**'], limits: [{ limit: 50, windowSeconds: 60 }] } });
+    const client = w.client();
+    const token = await client.getToken(SET_ID);
+    await client.vendorRequest(SET_ID, { method: 'POST', path: report('k-1'), body: {} });
+    // Somebody uses the token behind the broker's back: the vendor counts 10 requests the ledger never saw.
+    for (let i = 0; i < 10; i++)
+      await call(w.sandbox.url, 'GET', `/users/1/${TENANT}/serviceKey/k`, { token: token.accessToken });
+    const behind = await client.vendorRequest(SET_ID, { method: 'POST', path: report('k-2'), body: {} });
+    await eventually(() => reports().length === 1);
+    expect(reports()).toEqual([
+      {
+        tokenId: token.tokenId,
+        class: 'reports',
+        limit: 50,
+        remaining: behind.rateLimit.remaining,
+        reset: behind.rateLimit.reset,
+      },
+    ]);
+  });
+
+  it('from a broker that lists no classes: no classification by path, and reports without class', async () => {
+    w = await start({ reports: { paths: ['/users/7/**'], limits: [REPORTS] } });
+    // An older broker is played by taking the field out of its token answers.
+    const older: typeof fetch = async (input, init) => {
+      const response = await w.fetch(input, init);
+      if (!String(input).includes('/token')) return response;
+      const { classes: _dropped, ...body } = (await response.json()) as Record<string, unknown>;
+      return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
+    };
+    const client = w.client({ fetch: older, retry: { random: () => 0 } });
+    const token = await client.getToken(SET_ID);
+    expect(token.classes).toBeUndefined();
+    await client.vendorRequest(SET_ID, { method: 'POST', path: report('o-1'), body: {} });
+    expect(permitBodies()).toEqual([{ tokenId: token.tokenId, count: 1 }]);
+    const outside = await client
+      .vendorRequest(SET_ID, { method: 'GET', path: '/reports/monthly' })
+      .catch((e: unknown) => e);
+    expect(outside).toBeInstanceOf(InvalidResourcePathError);
+    // A class the caller names is taken as before, and its 429 reported as before (no `class` field).
+    w.sandbox.inject({ errorCode: 'RATE_LIMIT_EXCEEDED', target: 'resources' });
+    await whileAdvancing(
+      w.clock,
+      client.vendorRequest(SET_ID, { method: 'POST', path: report('o-2'), body: {}, class: 'reports' }),
+      1000,
+      2,
+    );
+    expect(permitBodies().at(-1)).toMatchObject({ class: 'reports' });
+    expect(reports()).toHaveLength(1);
+    expect(reports()[0]).not.toHaveProperty('class');
+    expect(reports()[0]).toMatchObject({ tokenId: token.tokenId, retryAfterSeconds: 59 });
+  });
+});

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CLASSES_SOAK_DEFAULTS,
+  type ClassesSoakSettings,
+  type ClassesVariant,
+  runClassesSoak,
+} from '../local/soak-classes.js';
+import { busiestSpans, spanExcesses } from '../local/soak-report.js';
+import { SHORT_SOAK } from './support/soak-case.js';
+
+/**
+ * The classes soak (`npm run soak -- classes`), shortened: the local broker over HTTP + SigV4, 8 consumers each
+ * sending general requests and one class's (reports or rebalancing) for 8 s of real time, against a sandbox whose
+ * windows are compressed to 3 s and 9 s (the families' limits 5-10 times below the general ones). It asserts only
+ * what load cannot change: no vendor 429 after learning (none at all where the limits are configured), and no
+ * span of any window, general or a family's, held more than its limit in the vendor's own log. The short soak's
+ * 1 s send margin keeps a starved process from turning a stall into a 429 (test/support/soak-case.ts).
+ *
+ * VARIANTS: `learned`, classes configured with paths only (their limits learned from the vendor's answers), and
+ * `configured`, the same paths with the sandbox's limits.
+ */
+const VARIANTS: ClassesVariant[] = ['configured', 'learned'];
+
+const SHORT_CLASSES: Omit<ClassesSoakSettings, 'variant'> = {
+  ...CLASSES_SOAK_DEFAULTS,
+  ...SHORT_SOAK,
+  windowKind: 'sliding',
+  consumers: 8,
+  durationSeconds: 8,
+  limits: [
+    { limit: 30, windowSeconds: 3 },
+    { limit: 60, windowSeconds: 9 },
+  ],
+  families: [
+    {
+      name: 'reports',
+      pathPrefix: '/reports/',
+      limits: [
+        { limit: 6, windowSeconds: 3 },
+        { limit: 12, windowSeconds: 9 },
+      ],
+    },
+    {
+      name: 'rebalancing',
+      pathPrefix: '/rebalancing/',
+      limits: [
+        { limit: 3, windowSeconds: 3 },
+        { limit: 6, windowSeconds: 9 },
+      ],
+    },
+  ],
+};
+
+describe('the vendor-side span check', () => {
+  const entry = (at: number, family?: string, quotaKey = 'jti-1') => ({
+    at,
+    quotaKey,
+    served: true,
+    ...(family ? { family } : {}),
+  });
+  const quotas = [
+    { family: undefined, limits: [{ limit: 3, windowSeconds: 10 }] },
+    { family: 'reports', limits: [{ limit: 2, windowSeconds: 10 }] },
+  ];
+
+  it('counts every request for the general limits and only its own for a family, per quota key', () => {
+    const log = [
+      entry(0, 'reports'),
+      entry(1_000),
+      entry(9_999, 'reports'),
+      entry(5_000, undefined, 'jti-2'),
+    ];
+    expect(busiestSpans(log, quotas).map((f) => [f.family, f.busiest])).toEqual([
+      [undefined, 3],
+      ['reports', 2],
+    ]);
+    expect(spanExcesses(busiestSpans(log, quotas))).toEqual([]);
+  });
+
+  it('finds a span above a limit, and ignores refusals and spans of a window apart', () => {
+    const crowded = [entry(0, 'reports'), entry(4_000, 'reports'), entry(9_000, 'reports')];
+    expect(spanExcesses(busiestSpans(crowded, quotas))).toEqual(['reports 2/10s: 3 served in one span']);
+    const apart = [entry(0, 'reports'), entry(9_000, 'reports'), entry(10_000, 'reports')];
+    expect(spanExcesses(busiestSpans(apart, quotas))).toEqual([]);
+    const refused = [...apart.slice(0, 2), { ...entry(9_500, 'reports'), served: false }];
+    expect(spanExcesses(busiestSpans(refused, quotas))).toEqual([]);
+  });
+});
+
+describe.each(VARIANTS)('classes soak, short (%s class limits)', (variant) => {
+  it('lets the vendor answer no 429 after learning and keeps every span of every window within its limit', async () => {
+    const result = await runClassesSoak({ ...SHORT_CLASSES, variant });
+    console.info(
+      JSON.stringify(
+        result.rows.map((row) => ({
+          quota: row.quota,
+          requests: row.requests,
+          served: row.served,
+          vendor429Learning: row.vendor429Learning,
+          quotaUsedPct: row.quotaUsedPct,
+          busiest: row.busiest.map((f) => `${f.busiest}/${f.limit}`),
+        })),
+      ),
+    );
+    expect(result.rows.map((row) => row.quota)).toEqual(['general', 'reports', 'rebalancing']);
+    for (const row of result.rows) {
+      expect(row.served, row.quota).toBeGreaterThan(0);
+      expect(row.vendor429After, row.quota).toBe(0);
+      if (variant === 'configured') expect(row.vendor429Learning, row.quota).toBe(0);
+    }
+    expect(result.excesses).toEqual([]);
+    expect(result.clientErrors).toEqual({});
+    expect(result.secretsInLogs).toBe(0);
+  }, 60_000);
+});
