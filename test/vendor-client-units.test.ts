@@ -63,10 +63,9 @@ describe('vendor base URL', () => {
 });
 
 describe('resource path shape', () => {
-  it.each([
-    '/users/1/acme/serviceKey/C-42',
-    '/users/007/tenant.a_b~c/serviceKey/key-1',
-  ])('accepts %s', (p) => expect(isResourcePath(p)).toBe(true));
+  it.each(['/users/1/acme/serviceKey/C-42', '/users/007/tenant.a_b~c/serviceKey/key-1'])('accepts %s', (p) =>
+    expect(isResourcePath(p)).toBe(true),
+  );
   it.each([
     '/users/x/acme/serviceKey/k',
     '/users/1/acme/externalKey/k',
