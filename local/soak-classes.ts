@@ -6,6 +6,12 @@ import { MemoryTelemetry } from '../shared/observability.js';
 import { startLocalBroker } from './broker.js';
 import type { LoadedLocalConfig } from './config.js';
 import { ConsoleTelemetry } from './console-telemetry.js';
+import {
+  type LearnedClassFigures,
+  type OperatorAccess,
+  operatorStatus,
+  watchLearnedClasses,
+} from './learned-watch.js';
 import { authorizationOf, SOAK_DEFAULTS, type SoakSettings, soakConfig } from './soak.js';
 import {
   busiestSpans,
@@ -62,10 +68,14 @@ export interface ClassRow {
   /** Busiest span per limit, from the vendor's log: e.g. "10/10s". */
   busiest: SpanFigure[];
   /**
-   * From the class's first request to its first answer, in ms (learned classes). The broker's learned state is
-   * not read (this branch's ledger has none yet): the first answer is when the vendor first told the limit.
+   * From the class's first request to the moment the broker learned its first limit (the learnedAt the
+   * operator's view showed first), in ms (learned classes); the first answer's time where the view showed none.
    */
   learnMs: number | undefined;
+  /** Learned classes: polls (every second) that found the class back at the probe after it had learned. */
+  probeFallbacks?: number;
+  /** Learned classes: what the broker showed as learned at the end, e.g. "10/10s + 30/60s". */
+  learnedAtEnd?: string;
 }
 
 export interface ClassesSoakResult {
@@ -77,6 +87,8 @@ export interface ClassesSoakResult {
   vendor401: number;
   secretsInLogs: number;
   elapsedSeconds: number;
+  /** Learned variant: `token-broker status <set>` as the operator ran it two thirds into the run. */
+  status?: string;
 }
 
 interface VendorHit {
@@ -211,6 +223,29 @@ export async function runClassesSoak(
       }),
   );
 
+  // The operator's view while it runs (learned): what the broker learned and when, and the CLI's status.
+  const operator = config.callers.find((c) =>
+    config.operators.some((o) => o.principalArn === c.principalArn),
+  );
+  const access: OperatorAccess | undefined = operator && {
+    vendUrl: broker.vendUrl,
+    region: config.region,
+    accessKeyId: operator.accessKeyId,
+    secretAccessKey: operator.secretAccessKey,
+  };
+  const watch =
+    settings.variant === 'learned' && access ? watchLearnedClasses(access, settings.setId) : undefined;
+  let status: Promise<string> | undefined;
+  const statusTimer =
+    watch && access
+      ? setTimeout(
+          () => {
+            status = operatorStatus(access, settings.setId);
+          },
+          (settings.durationSeconds * 2000) / 3,
+        )
+      : undefined;
+
   const clientErrors: Record<string, number> = {};
   const started = Date.now();
   const deadline = started + settings.durationSeconds * 1000;
@@ -254,8 +289,11 @@ export async function runClassesSoak(
     );
   } finally {
     clearInterval(ticker);
+    clearTimeout(statusTimer);
     await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
   }
+  const learnedFigures = (await watch?.stop()) ?? {};
+  const statusText = await status?.catch((error: unknown) => `status failed: ${(error as Error).message}`);
   const elapsedSeconds = (Date.now() - started) / 1000;
   const log = sandbox.requestLog();
   const credentials = JSON.parse(readFileSync(config.credentialsPath, 'utf8')) as Record<
@@ -264,7 +302,7 @@ export async function runClassesSoak(
   >;
   await broker.close();
 
-  const rows = classRows(settings, hits, log);
+  const rows = classRows(settings, hits, log, learnedFigures);
   const secrets = [
     ...new Set([...hits.map((hit) => hit.token), ...Object.values(credentials).map((c) => c.password)]),
   ];
@@ -277,6 +315,7 @@ export async function runClassesSoak(
     vendor401: hits.filter((hit) => hit.status === 401).length,
     secretsInLogs: secrets.reduce((total, secret) => total + haystack.split(secret).length - 1, 0),
     elapsedSeconds,
+    ...(statusText === undefined ? {} : { status: statusText }),
   };
 }
 
@@ -287,6 +326,7 @@ export function classRows(
   settings: ClassesSoakSettings,
   hits: readonly VendorHit[],
   log: readonly RefusingLog[],
+  learnedFigures: Record<string, LearnedClassFigures> = {},
 ): ClassRow[] {
   const byRequestId = new Map(log.map((entry) => [entry.requestId, entry]));
   const quotas = [
@@ -333,7 +373,16 @@ export function classRows(
       vendor429After: refusedHere.length - learning,
       quotaUsedPct: allowed === 0 ? 0 : Number(((100 * used) / allowed).toFixed(1)),
       busiest: figures.filter((figure) => figure.family === family),
-      learnMs: learned && ofClass.length > 0 ? firstAnswer - firstSent : undefined,
+      learnMs:
+        learned && ofClass.length > 0
+          ? (learnedFigures[family]?.learnedAt ?? firstAnswer) - firstSent
+          : undefined,
+      ...(learned && family !== undefined
+        ? {
+            probeFallbacks: learnedFigures[family]?.probeFallbacks ?? 0,
+            learnedAtEnd: learnedFigures[family]?.last ?? 'never shown',
+          }
+        : {}),
     };
   });
 }
@@ -368,6 +417,8 @@ export function classesTableRow(row: ClassRow): Record<string, string | number> 
     '429 after': row.vendor429After,
     'quota used after learning': `${row.quotaUsedPct} %`,
     busiest: row.busiest.map((f) => `${f.busiest}/${f.windowSeconds}s`).join(' '),
-    'learn s (to 1st answer)': row.learnMs === undefined ? '-' : (row.learnMs / 1000).toFixed(3),
+    'learn s (to the broker)': row.learnMs === undefined ? '-' : (row.learnMs / 1000).toFixed(3),
+    'learned at the end (probe again)':
+      row.learnedAtEnd === undefined ? '-' : `${row.learnedAtEnd} (${row.probeFallbacks ?? 0} polls)`,
   };
 }

@@ -165,7 +165,6 @@ async function classesSoak(only: string | undefined): Promise<string[]> {
   settled.forEach((outcome, index) => {
     const variant = variants[index];
     if (outcome.status === 'rejected') {
-      // The learned variant needs the configuration and the ledger of the other issue-24 branches.
       failures.push(`classes (${variant}) could not run: ${String(outcome.reason).slice(0, 400)}`);
       return;
     }
@@ -185,10 +184,16 @@ async function classesSoak(only: string | undefined): Promise<string[]> {
           'limits caused (its log names the refusing limit), on requests sent before the first answer of the class ' +
           "arrived (learning) and after. Quota used: served after learning over the most the vendor's limits allow " +
           "in each token's span of use after learning (sliding reading). Busiest: the most served to one token in " +
-          "any span of each window, from the vendor's log. Learn s: from the first request of the class to its " +
-          "first answer; the broker's learned state is not read (the ledger on this branch has none).",
+          "any span of each window, from the vendor's log. Learn s: from the first request of the class to the " +
+          'learnedAt of the first learned limit the broker showed the operator (GET /v1/credential-sets, polled ' +
+          'every second). Learned at the end: what the broker showed then, and how many polls after learning ' +
+          'found the class back at the probe (1 per 10 s).',
       })}\n`,
     );
+    if (result.status !== undefined)
+      process.stdout.write(
+        `token-broker status ${base.setId}, as the operator ran it two thirds into the run:\n${result.status}\n`,
+      );
     process.stdout.write(
       `classes (${variant}): vendor 401s ${result.vendor401}, secrets in logs ${result.secretsInLogs}, client errors ${JSON.stringify(result.clientErrors)}\n`,
     );
