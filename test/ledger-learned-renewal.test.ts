@@ -33,9 +33,9 @@ describe('renewal: the rules (learned-limits.ts, teach)', () => {
     { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: T0 + 60_000 + MARGIN_MS },
   ];
 
-  it('a report of the class renews every provisional limit its caller taught once under half its window is left', async () => {
-    // 40 s later: the minute's limit has 23 s left (under 30), the 10 s one has ended; a report of 10 per 10 s
-    // teaches that one again and renews the minute's to a window and the margin after the report.
+  it('a report of the class renews every provisional limit its caller taught, when that moves its end by half a window or more', async () => {
+    // 40 s later: the 10 s limit has ended, and a report of 10 per 10 s teaches it again; the minute's limit is
+    // renewed to a window and the margin after the report (which moves its end by 40 s: half a window or more).
     const at = T0 + 40_000;
     expect(teach(two, report(10, 6, 'a', at), GENERAL, MARGIN_MS)).toEqual([
       { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: at + 60_000 + MARGIN_MS },
@@ -43,19 +43,19 @@ describe('renewal: the rules (learned-limits.ts, teach)', () => {
     ]);
   });
 
-  it('more than half a window left: nothing to write', () => {
+  it('a renewal that would move an end by less than half its window: nothing to write', () => {
     const at = T0 + 20_000;
     expect(teach(two.slice(1), report(10, 6, 'a', at), GENERAL, MARGIN_MS)).toEqual([
       two[1],
       { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 6000 + MARGIN_MS },
     ]);
-    // The same limit again, with more than half its window left: no change either.
+    // The same limit again, moving its end by less than half its window: no change either.
     expect(teach(two, report(10, 9, 'a', T0 + 1000), GENERAL, MARGIN_MS)).toBeUndefined();
     expect(teach(two, report(30, 50, 'a', T0 + 20_000), GENERAL, MARGIN_MS)).toBeUndefined();
   });
 
   it("another caller's report renews none of them; it corroborates as before", () => {
-    // 4 s left of the 10 s limit (under half): its caller's report would renew it, another caller's does not.
+    // 4 s left of the 10 s limit: its caller's report would renew it, another caller's does not.
     const at = T0 + 9000;
     expect(teach(two, report(30, 20, 'b', at), GENERAL, MARGIN_MS)).toEqual([
       { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a' },

@@ -82,12 +82,13 @@ export function teach(
 }
 
 /**
- * Under half its window left: only then does its caller's report renew a provisional limit, so a caller that
- * reports on every vendor window writes the learned item (and raises the learned version every process then
- * reads again) about twice per window of the limit, not at every report.
+ * Whether a provisional limit's caller renews it by moving its end to `until`: only when that moves it by at
+ * least half its window, so a caller that reports on every vendor window writes the learned item (and raises the
+ * learned version every process then reads again) at most about twice per window of the limit, not at every
+ * report.
  */
-const renewable = (l: LearnedLimit, at: number): boolean =>
-  l.until !== undefined && l.until - at < (l.windowSeconds * 1000) / 2;
+const renews = (l: LearnedLimit, until: number): boolean =>
+  l.until !== undefined && until - l.until >= l.windowSeconds * 500;
 
 /**
  * A class's answers tell only its most constrained window at the time, so one caller's report of the class
@@ -104,9 +105,10 @@ function renew(
   const named = Math.min(report.limit, MAX_LEARNED_LIMIT);
   let changed = false;
   const next = live.map((l) => {
-    if (l.by !== by || l.limit === named || !renewable(l, at)) return l;
+    const until = at + l.windowSeconds * 1000 + marginMs;
+    if (l.by !== by || l.limit === named || !renews(l, until)) return l;
     changed = true;
-    return { ...l, until: at + l.windowSeconds * 1000 + marginMs };
+    return { ...l, until };
   });
   return changed ? next : undefined;
 }
@@ -137,7 +139,7 @@ function adopt(
     if (same.until !== undefined && same.by !== by) {
       delete same.until;
       changed = true;
-    } else if (same.until !== undefined && until > same.until && renewable(same, at)) {
+    } else if (same.until !== undefined && renews(same, until)) {
       same.until = until;
       changed = true;
     }
