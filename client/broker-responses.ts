@@ -29,7 +29,12 @@ export const tokenAnswer = z
     quota: z.array(quotaWindow).nullable().optional(),
     vendorBaseUrl: z.string().optional(),
     /** Absent from brokers before request classes by path. */
-    classes: z.array(z.object({ class: z.string(), paths: z.array(z.string()) }).loose()).optional(),
+    classes: z
+      .array(
+        // `learned`: absent from brokers before learned class limits.
+        z.object({ class: z.string(), paths: z.array(z.string()), learned: z.boolean().optional() }).loose(),
+      )
+      .optional(),
     reloggedIn: z.boolean().optional(),
   })
   .loose();
@@ -178,7 +183,11 @@ export function toVendedToken(answer: z.infer<typeof tokenAnswer>, receivedAt: n
     quota: (answer.quota ?? null) as QuotaWindow[] | null,
     vendorBaseUrl: answer.vendorBaseUrl,
     classes: answer.classes?.map((entry) =>
-      Object.freeze({ class: entry.class, paths: Object.freeze([...entry.paths]) }),
+      Object.freeze({
+        class: entry.class,
+        paths: Object.freeze([...entry.paths]),
+        learned: entry.learned === true,
+      }),
     ),
     receivedAt,
     expiresAtMs: Math.min(answer.expiresAt * 1000, receivedAt + answer.expiresInSeconds * 1000),

@@ -43,7 +43,10 @@ const count = (value: number | undefined, min: number): number | undefined =>
  * Answers of a request class (`reportClass`: the broker takes `class` in reports) are reported with their class,
  * 429s too; and a class answer's headers are reported whenever the ledger's last word for that class has no
  * window with their X-RateLimit-Limit: a limit the broker does not know yet (it learns the class's limits from
- * them), at most once per (token, class, limit, reset), so once per vendor window.
+ * them), at most once per (token, class, limit, reset), so once per vendor window. A learned class's answers
+ * (`learned`, from the token answer) are reported once per (token, class, limit, reset) even when the ledger
+ * knows the limit: one caller's word holds only while it keeps reporting (docs/class-limits.md, "Trust"), and
+ * the vendor's headers name one window at a time, so every report renews every limit of the class it taught.
  */
 export class RateFeedback {
   readonly #api: BrokerApi;
@@ -85,6 +88,7 @@ export class RateFeedback {
     known: readonly QuotaWindow[] | undefined,
     cls: string | undefined,
     reportClass?: string,
+    learned = false,
   ): Promise<boolean> | undefined {
     const { remaining, reset } = headers;
     if (remaining === undefined || reset === undefined || !known) return;
@@ -95,6 +99,7 @@ export class RateFeedback {
         { limit: headers.limit, remaining, reset },
         known,
         reportClass,
+        learned,
       );
     }
     const applicable = known.filter((w) => w.class === undefined || w.class === cls);
@@ -128,12 +133,15 @@ export class RateFeedback {
     headers: { limit: number; remaining: number; reset: number },
     known: readonly QuotaWindow[],
     cls: string,
+    learned: boolean,
   ): Promise<boolean> | undefined {
     const { limit, remaining, reset } = headers;
     const window = known.find((w) => w.class === cls && w.limit === limit);
     const key = `${setId}\u0000${tokenId}\u0000${cls}\u0000${limit}\u0000${reset}`;
     const before = this.#reported.get(key);
-    if (window) {
+    // A learned limit the ledger knows, this vendor window not reported yet: a renewal.
+    const renewal = window !== undefined && learned && before === undefined;
+    if (window && !renewal) {
       if (remaining >= window.remaining || (before !== undefined && before <= remaining)) return;
     } else if (before !== undefined) {
       // Learning: one report per vendor window tells the limit and the window; the next ones tell nothing new.
@@ -141,6 +149,16 @@ export class RateFeedback {
     }
     this.#remember(key, remaining);
     const report: Report = { tokenId, class: cls, ...this.#window(limit, remaining, reset) };
+    if (window && remaining >= window.remaining) {
+      // Routine (once per vendor window and process): said at info, not as a warning.
+      return this.#sendInBackground(
+        setId,
+        report,
+        'vendor rate headers of a learned class reported: renewing its limits',
+        { ledgerRemaining: window.remaining },
+        'info',
+      );
+    }
     return this.#sendInBackground(
       setId,
       report,
@@ -156,8 +174,9 @@ export class RateFeedback {
     report: Report,
     message: string,
     extra: Record<string, unknown>,
+    level: 'warn' | 'info' = 'warn',
   ): Promise<boolean> {
-    const done = this.#send(setId, report, message, extra).finally(() => this.#pending.delete(done));
+    const done = this.#send(setId, report, message, extra, level).finally(() => this.#pending.delete(done));
     this.#pending.add(done);
     return done;
   }
@@ -188,11 +207,12 @@ export class RateFeedback {
     report: Report,
     message: string,
     extra: Record<string, unknown> = {},
+    level: 'warn' | 'info' = 'warn',
   ): Promise<boolean> {
     if (report.retryAfterSeconds === undefined && report.remaining === undefined) return false;
     try {
       await this.#api.reportRateLimit(setId, report);
-      this.#telemetry.warn(message, { credentialSet: setId, ...report, ...extra });
+      this.#telemetry[level](message, { credentialSet: setId, ...report, ...extra });
       return true;
     } catch (error) {
       this.#telemetry.warn('rate-limit report failed', {

@@ -18,6 +18,11 @@ export interface RequestClass {
   class: string;
   /** `*` matches exactly one segment, `**` (only last) one or more, any other segment itself. */
   paths: readonly string[];
+  /**
+   * Its limits are learned from the vendor's answers (configured with none): the client reports their
+   * X-RateLimit-* once per vendor window to keep them in force. False from brokers that do not say.
+   */
+  learned: boolean;
 }
 
 /**

@@ -128,6 +128,8 @@ export async function vendorCall<T>(
     assertVendorPath(path, byPath);
     // Brokers that list classes take `class` in rate-limit reports; older ones refuse it (and the report with it).
     const reportClass = token.classes === undefined ? undefined : cls;
+    // A learned class's answers are reported once per vendor window (rate-feedback.ts): they renew its limits.
+    const learned = cls !== undefined && token.classes?.some((c) => c.class === cls && c.learned) === true;
     const vendor = deps.vendorFor(setId, token);
     let permit: PermitHandle;
     try {
@@ -180,6 +182,7 @@ export async function vendorCall<T>(
         deps.permits.lastKnownWindows(setId, token.tokenId, cls),
         cls,
         reportClass,
+        learned,
       );
       return response;
     } catch (error) {

@@ -1,8 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { VendedToken } from '../client/types.js';
+import type { QuotaWindow, VendedToken } from '../client/types.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { InvalidResourcePathError } from '../shared/vendor-client/errors.js';
-import { type BrokerWorld, eventually, SET_ID, startBrokerWorld, TENANT } from './support/client-world.js';
+import {
+  type BrokerWorld,
+  drivenClient,
+  eventually,
+  SET_ID,
+  startBrokerWorld,
+  TENANT,
+} from './support/client-world.js';
 import { whileAdvancing } from './support/refresher-harness.js';
 import { call } from './support/sandbox-http.js';
 
@@ -45,8 +52,8 @@ describe('BrokerClient.vendorRequest: request classes by path', () => {
     const client = w.client();
     const token = await client.getToken(SET_ID);
     expect(token.classes).toEqual([
-      { class: 'reports', paths: ['/users/7/**', '/reports/**'] },
-      { class: 'bulk', paths: [] },
+      { class: 'reports', paths: ['/users/7/**', '/reports/**'], learned: false },
+      { class: 'bulk', paths: [], learned: false },
     ]);
     const created = await client.vendorRequest(SET_ID, {
       method: 'POST',
@@ -218,5 +225,64 @@ describe('BrokerClient.vendorRequest: request classes by path', () => {
     expect(reports()).toHaveLength(1);
     expect(reports()[0]).not.toHaveProperty('class');
     expect(reports()[0]).toMatchObject({ tokenId: token.tokenId, retryAfterSeconds: 59 });
+  });
+
+  it('one principal, a learned class: it stays learned through minutes of steady traffic, never back to the probe, no vendor 429', async () => {
+    // The vendor's reports family: 3 per 5 s and 6 per 15 s (fixed windows), which the broker is not told. Its
+    // answers tell only the more constrained window at the time, so each answer tells one of the two.
+    w = await startBrokerWorld({
+      sandbox: {
+        families: [
+          {
+            name: 'reports',
+            pathPrefix: '/reports/',
+            limits: [
+              { limit: 3, windowSeconds: 5 },
+              { limit: 6, windowSeconds: 15 },
+            ],
+          },
+        ],
+      },
+      set: {
+        rateLimits: { classes: { reports: { paths: ['/reports/**'], limits: [] } }, itemFormat: 2 } as never,
+      },
+    });
+    // The class's rings as every permit answer (grant or denial) showed them, in order.
+    const rings: string[] = [];
+    const d = drivenClient(w, {}, async (input, init) => {
+      const response = await w.fetch(input, init);
+      if (!String(input).endsWith('/permits')) return response;
+      const text = await response.text();
+      const body = JSON.parse(text) as { remaining?: QuotaWindow[]; details?: { remaining?: QuotaWindow[] } };
+      const windows = body.remaining ?? body.details?.remaining ?? [];
+      rings.push(
+        JSON.stringify(windows.filter((q) => q.class === 'reports').map((q) => [q.limit, q.windowSeconds])),
+      );
+      return new Response(text, { status: response.status, headers: response.headers });
+    });
+    const token = await d.client.getToken(SET_ID);
+    expect(token.classes).toEqual([{ class: 'reports', paths: ['/reports/**'], learned: true }]);
+    const vendor429s = () => w.sandbox.stats().responsesByStatus['429'] ?? 0;
+    const startedAt = w.clock.now();
+    // Two minutes of one process sending a request of the class every 3 s: under both limits, so every answer
+    // is sent at once, and the headers tell now one window, now the other.
+    while (w.clock.now() - startedAt < 120_000) {
+      const outcome = await d.drive(
+        d.client.vendorRequest(SET_ID, { method: 'GET', path: '/reports/daily' }),
+      );
+      expect(outcome.status).toBe(200);
+      // The report of this answer, if any, is on its way (started before the answer returned): let it land.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await eventually(() => d.inFlight === 0);
+      await w.clock.advance(3000);
+    }
+    const probe = JSON.stringify([[1, 10]]);
+    // The probe decided the first grant only: from the first learning on, every permit answer is on learned rings.
+    expect(rings[0]).toBe(probe);
+    expect(rings.slice(1).filter((r) => r === probe)).toEqual([]);
+    expect(await w.ledger.learned(SET_ID)).toEqual({ reports: expect.arrayContaining([expect.anything()]) });
+    expect(vendor429s()).toBe(0);
+    // Every request was answered at once: one every 3 s.
+    expect(w.sandbox.stats().responsesByStatus['200']).toBe(40);
   });
 });

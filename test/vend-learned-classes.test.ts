@@ -49,6 +49,13 @@ describe('POST /v1/credential-sets/{id}/rate-limit-reports with a class', () => 
 
   it('a learned class: the probe grants one; a class answer teaches its limit; the status shows it', async () => {
     await start({ reports: [] });
+    // The token answer says the class is learned (the client then reports its answers' headers to renew them).
+    const event = fixture('get-token');
+    const answer = await h.invoke(event);
+    expect(api.answerProblems(requestOf(event), answer)).toEqual([]);
+    expect(parseBody<{ classes: unknown }>(answer).classes).toEqual([
+      { class: 'reports', paths: [], learned: true },
+    ]);
     const probe = parseBody<{ maxCount: number }>(await acquire({ tokenId, count: 1, class: 'reports' }));
     expect(probe.maxCount).toBe(1);
     expect((await acquire({ tokenId, count: 1, class: 'reports' })).statusCode).toBe(429);

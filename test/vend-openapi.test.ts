@@ -315,7 +315,9 @@ describe('docs/vend-api.openapi.yaml', () => {
     const token = parseBody<{ tokenId: string; classes: unknown }>(
       await send('token', fixture('get-token'), 200),
     );
-    expect(token.classes).toEqual([{ class: 'reports', paths: ['/reports/**', '/users/*/*/reports/*'] }]);
+    expect(token.classes).toEqual([
+      { class: 'reports', paths: ['/reports/**', '/users/*/*/reports/*'], learned: false },
+    ]);
     await send('token, default validity', withChanges(fixture('get-token'), { query: '' }), 200);
     await send('list', fixture('list-credential-sets'), 200);
     await send('list as operator', as(fixture('list-credential-sets'), ONCALL_SESSION), 200);

@@ -64,6 +64,7 @@ export const inForce = (limits: readonly LearnedLimit[] | undefined, now: number
  * at or above one that binds over as long a window, or looser than what is learned (a larger limit or a shorter
  * window): reports only tighten. Otherwise the class's new list:
  * - the same limit again lengthens its window (never shortens it), and from a different caller it corroborates;
+ * - from the caller that taught them, it renews the class's provisional limits (see renew);
  * - a different caller reporting the same or tighter than a provisional limit makes it kept;
  * - anything else new is provisional: it holds until the reported reset plus the margin, at most its window,
  *   unless a different caller corroborates it (so one caller, mistaken or lying, holds the class at most the
@@ -71,6 +72,48 @@ export const inForce = (limits: readonly LearnedLimit[] | undefined, now: number
  *   back where it was. The class's first limit is provisional too (docs/class-limits.md, "Trust").
  */
 export function teach(
+  current: readonly LearnedLimit[],
+  report: ClassReport,
+  binding: readonly RateLimit[],
+  marginMs: number,
+): LearnedLimit[] | undefined {
+  const renewed = renew(inForce(current, report.at), report, marginMs);
+  return adopt(renewed ?? current, report, binding, marginMs) ?? renewed;
+}
+
+/**
+ * Whether a provisional limit's caller renews it by moving its end to `until`: only when that moves it by at
+ * least half its window, so a caller that reports on every vendor window writes the learned item (and raises the
+ * learned version every process then reads again) at most about twice per window of the limit, not at every
+ * report.
+ */
+const renews = (l: LearnedLimit, until: number): boolean =>
+  l.until !== undefined && until - l.until >= l.windowSeconds * 500;
+
+/**
+ * A class's answers tell only its most constrained window at the time, so one caller's report of the class
+ * renews every provisional limit of it that caller taught, to one of its own windows and the margin after the
+ * report: its word holds while it keeps reporting, each report at most a window (docs/class-limits.md, "Trust").
+ * The limit the report names is left to adopt, which holds it to the reported reset. Undefined: no change.
+ */
+function renew(
+  live: readonly LearnedLimit[],
+  report: ClassReport,
+  marginMs: number,
+): LearnedLimit[] | undefined {
+  const { at, by } = report;
+  const named = Math.min(report.limit, MAX_LEARNED_LIMIT);
+  let changed = false;
+  const next = live.map((l) => {
+    const until = at + l.windowSeconds * 1000 + marginMs;
+    if (l.by !== by || l.limit === named || !renews(l, until)) return l;
+    changed = true;
+    return { ...l, until };
+  });
+  return changed ? next : undefined;
+}
+
+function adopt(
   current: readonly LearnedLimit[],
   report: ClassReport,
   binding: readonly RateLimit[],
@@ -96,7 +139,7 @@ export function teach(
     if (same.until !== undefined && same.by !== by) {
       delete same.until;
       changed = true;
-    } else if (same.until !== undefined && until > same.until) {
+    } else if (same.until !== undefined && renews(same, until)) {
       same.until = until;
       changed = true;
     }

@@ -213,7 +213,9 @@ export function drivenClient(
       // The body is read here: once the count is back to 0, only this process's own work is left.
       const response = await under(input, init);
       const body = await response.arrayBuffer();
-      return new Response(body, { status: response.status, headers: response.headers });
+      // A 204 (a rate-limit report's answer) may not be rebuilt with a body, even an empty one.
+      const nullBody = response.status === 204 || response.status === 205 || response.status === 304;
+      return new Response(nullBody ? null : body, { status: response.status, headers: response.headers });
     } finally {
       inFlight--;
     }

@@ -76,10 +76,16 @@ export async function tokenBody(services: VendServices, set: CredentialSetConfig
 
 /**
  * The set's request classes as the consumer needs them: each class (configuration order, which decides where
- * patterns overlap) with its path patterns, `[]` for a class that callers name by hand.
+ * patterns overlap) with its path patterns, `[]` for a class that callers name by hand, and whether its limits
+ * are learned (configured `[]`): the client then reports its answers' headers once per vendor window, which
+ * renews what one caller taught (docs/class-limits.md, "Trust").
  */
-const classesOf = ({ rateLimits }: CredentialSetConfig): ClassPaths[] =>
-  Object.keys(rateLimits.classes).map((name) => ({ class: name, paths: rateLimits.classPaths[name] ?? [] }));
+const classesOf = ({ rateLimits }: CredentialSetConfig): (ClassPaths & { learned: boolean })[] =>
+  Object.entries(rateLimits.classes).map(([name, limits]) => ({
+    class: name,
+    paths: rateLimits.classPaths[name] ?? [],
+    learned: limits.length === 0,
+  }));
 
 function noted(context: SetRouteContext, provided: ProvidedToken, decision: string): void {
   context.audit.tokenId = provided.token.tokenId;

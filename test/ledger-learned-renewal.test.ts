@@ -1,0 +1,189 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
+import { ManualClock } from '../shared/clock.js';
+import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
+import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { type LearnedLimit, teach } from '../shared/ledger/learned-limits.js';
+import type { LocalDynamo } from './support/dynalite.js';
+import { ENGINES, startEngine } from './support/engines.js';
+import { granted } from './support/ledger-harness.js';
+
+/**
+ * Issue 24, renewing one caller's word (docs/class-limits.md, "Trust"): a class's answers tell only its most
+ * constrained window at the time, so a caller that keeps reporting the class renews every provisional limit it
+ * taught, not only the one its headers name; a caller that stops, or another caller, renews nothing of it.
+ */
+const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
+const SET = 'uat-advisor';
+const learnedSet: RateLimitSettings = rateLimitSettingsSchema.parse({ classes: { reports: [] } });
+const MARGIN_MS = learnedSet.marginSeconds * 1000;
+const GENERAL = learnedSet.general;
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+describe('renewal: the rules (learned-limits.ts, teach)', () => {
+  const report = (limit: number, resetIn: number, by: string, at: number) => ({
+    limit,
+    resetMs: at + resetIn * 1000,
+    at,
+    by,
+  });
+  const two: LearnedLimit[] = [
+    { limit: 10, windowSeconds: 10, learnedAt: T0, by: 'a', until: T0 + 10_000 + MARGIN_MS },
+    { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: T0 + 60_000 + MARGIN_MS },
+  ];
+
+  it('a report of the class renews every provisional limit its caller taught, when that moves its end by half a window or more', async () => {
+    // 40 s later: the 10 s limit has ended, and a report of 10 per 10 s teaches it again; the minute's limit is
+    // renewed to a window and the margin after the report (which moves its end by 40 s: half a window or more).
+    const at = T0 + 40_000;
+    expect(teach(two, report(10, 6, 'a', at), GENERAL, MARGIN_MS)).toEqual([
+      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: at + 60_000 + MARGIN_MS },
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 6000 + MARGIN_MS },
+    ]);
+  });
+
+  it('a renewal that would move an end by less than half its window: nothing to write', () => {
+    const at = T0 + 20_000;
+    expect(teach(two.slice(1), report(10, 6, 'a', at), GENERAL, MARGIN_MS)).toEqual([
+      two[1],
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 6000 + MARGIN_MS },
+    ]);
+    // The same limit again, moving its end by less than half its window: no change either.
+    expect(teach(two, report(10, 9, 'a', T0 + 1000), GENERAL, MARGIN_MS)).toBeUndefined();
+    expect(teach(two, report(30, 50, 'a', T0 + 20_000), GENERAL, MARGIN_MS)).toBeUndefined();
+  });
+
+  it("another caller's report renews none of them; it corroborates as before", () => {
+    // 4 s left of the 10 s limit: its caller's report would renew it, another caller's does not.
+    const at = T0 + 9000;
+    expect(teach(two, report(30, 20, 'b', at), GENERAL, MARGIN_MS)).toEqual([
+      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a' },
+      two[0],
+    ]);
+  });
+});
+
+describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
+  const TOKEN = '5c4b3a2918070605';
+  const ONE_PRINCIPAL = 'arn:aws:iam::123456789012:role/portfolio-service';
+  const OTHER = 'arn:aws:iam::123456789012:role/reporting-service';
+  let dynamo: LocalDynamo;
+  let client: DynamoDBClient;
+  let table: string;
+  let clock: ManualClock;
+  const ledger = () => new DynamoRateLedger({ client, tableName: table, clock, random: () => 0 });
+  /** The vendor's fixed windows, counted from T0: whole seconds left of the current window of this length. */
+  const resetIn = (windowSeconds: number) => windowSeconds - (seconds(clock.now() - T0) % windowSeconds);
+  /** A class answer's headers of the window `windowSeconds` long, reported by `caller`. */
+  const teachBy = (l: DynamoRateLedger, caller: string, limit: number, windowSeconds: number) =>
+    l.reportVendorFeedback({
+      tokenId: TOKEN,
+      caller,
+      limits: learnedSet,
+      setId: SET,
+      class: 'reports',
+      limit,
+      remaining: limit - 1,
+      reset: seconds(clock.now()) + resetIn(windowSeconds),
+    });
+  /** The class's limits in force, as [limit, window] in window order. */
+  const inForce = async (l: DynamoRateLedger) =>
+    ((await l.learned(SET)).reports ?? [])
+      .map((limit) => [limit.limit, limit.windowSeconds])
+      .sort((a, b) => (a[1] ?? 0) - (b[1] ?? 0));
+  /** The class's rings a grant is checked against: the learned limits, or the probe's 1 per 10 s. */
+  const ringsOfGrant = async (l: DynamoRateLedger) =>
+    granted(
+      await l.acquire({
+        tokenId: TOKEN,
+        caller: 'x',
+        count: 1,
+        class: 'reports',
+        limits: learnedSet,
+        setId: SET,
+      }),
+    )
+      .remaining.filter((w) => w.class === 'reports')
+      .map((w) => [w.limit, w.windowSeconds])
+      .sort((a, b) => (a[1] ?? 0) - (b[1] ?? 0));
+
+  beforeAll(async () => {
+    dynamo = await startEngine(engine);
+    client = createDynamoDbClient({ endpoint: dynamo.endpoint });
+  });
+  afterAll(async () => {
+    client.destroy();
+    await dynamo.close();
+  });
+  beforeEach(async () => {
+    table = await dynamo.createTable('ledger-renewal');
+    clock = new ManualClock(T0);
+  });
+
+  it('one caller reporting only one of two limits keeps both in force, for minutes, whichever it reports', async () => {
+    const a = ledger();
+    await teachBy(a, ONE_PRINCIPAL, 10, 10);
+    await teachBy(a, ONE_PRINCIPAL, 30, 60);
+    expect(await inForce(a)).toEqual([
+      [10, 10],
+      [30, 60],
+    ]);
+    // Three minutes of answers telling only the 10 s window, then three of only the minute's: a report every 3 s.
+    for (const [limit, window] of [
+      [10, 10],
+      [30, 60],
+    ] as const) {
+      for (let step = 0; step < 60; step++) {
+        await clock.advance(3000);
+        await teachBy(a, ONE_PRINCIPAL, limit, window);
+        expect(await inForce(a)).toEqual([
+          [10, 10],
+          [30, 60],
+        ]);
+      }
+    }
+    // Still provisional (one caller's word), and the class is held to both, not to the probe.
+    expect(
+      Object.values(await a.learned(SET))
+        .flat()
+        .every((l) => l.until !== undefined),
+    ).toBe(true);
+    expect(await ringsOfGrant(ledger())).toEqual([
+      [10, 10],
+      [30, 60],
+    ]);
+  });
+
+  it('a caller that stops reporting: each of its limits ends within its window (and the margin), then the probe', async () => {
+    const a = ledger();
+    await teachBy(a, ONE_PRINCIPAL, 10, 10);
+    await teachBy(a, ONE_PRINCIPAL, 30, 60);
+    for (let step = 0; step < 40; step++) {
+      await clock.advance(3000);
+      await teachBy(a, ONE_PRINCIPAL, 10, 10);
+    }
+    const last = clock.now();
+    await clock.advance(10_000 + MARGIN_MS);
+    expect(await inForce(a)).toEqual([[30, 60]]);
+    await clock.advance(last + 60_000 + MARGIN_MS - clock.now());
+    expect(await inForce(a)).toEqual([]);
+    expect(await ringsOfGrant(ledger())).toEqual([[1, 10]]);
+  });
+
+  it("another caller's reports renew none of its limits: they corroborate only what they report", async () => {
+    const a = ledger();
+    await teachBy(a, ONE_PRINCIPAL, 10, 10);
+    await teachBy(a, ONE_PRINCIPAL, 30, 60);
+    const last = clock.now();
+    // Another consumer tells only the minute's window, for two minutes: that one is kept, the 10 s one ends.
+    for (let step = 0; step < 40; step++) {
+      await clock.advance(3000);
+      await teachBy(a, OTHER, 30, 60);
+      if (clock.now() >= last + 10_000 + MARGIN_MS) expect(await inForce(a)).toEqual([[30, 60]]);
+    }
+    expect(await a.learned(SET)).toEqual({
+      reports: [{ limit: 30, windowSeconds: 60, learnedAt: last, by: expect.any(String) }],
+    });
+  });
+});
