@@ -223,7 +223,9 @@ export async function runClassesSoak(
   if (callers.length === 0) throw new Error(`no local caller may use ${settings.setId}`);
   const clientTelemetry = new MemoryTelemetry();
   const clients = Array.from({ length: settings.consumers }, (_, index) => {
-    const caller = callers[index % callers.length] as (typeof callers)[number];
+    // Each service has consumers of every class: 0 and 1 the first's reports and rebalancing, 2 and 3 the second's.
+    const families = Math.max(1, settings.families.length);
+    const caller = callers[Math.floor(index / families) % callers.length] as (typeof callers)[number];
     return new BrokerClient({
       brokerUrl: broker.vendUrl,
       region: config.region,

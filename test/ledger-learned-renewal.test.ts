@@ -37,17 +37,24 @@ describe('renewal: the rules (learned-limits.ts, teach)', () => {
     // 40 s later: the 10 s limit has ended, and a report of 10 per 10 s teaches it again; the minute's limit is
     // renewed to a window and the margin after the report (which moves its end by 40 s: half a window or more).
     const at = T0 + 40_000;
-    expect(teach(two, report(10, 6, 'a', at), GENERAL, MARGIN_MS)).toEqual([
+    expect(teach(two, report(10, 7, 'a', at), GENERAL, MARGIN_MS)).toEqual([
       { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: at + 60_000 + MARGIN_MS },
-      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 6000 + MARGIN_MS },
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 7000 + MARGIN_MS },
     ]);
+  });
+
+  it('a reset rounded up to its whole second does not lengthen the window learned', () => {
+    // A sliding 10 s window whose room comes back 9.6 s after the answer says so as the next whole second, 10.4 s.
+    const [taught] =
+      teach([], { limit: 10, resetMs: T0 + 10_400, at: T0, by: 'a' }, GENERAL, MARGIN_MS) ?? [];
+    expect(taught?.windowSeconds).toBe(10);
   });
 
   it('a renewal that would move an end by less than half its window: nothing to write', () => {
     const at = T0 + 20_000;
-    expect(teach(two.slice(1), report(10, 6, 'a', at), GENERAL, MARGIN_MS)).toEqual([
+    expect(teach(two.slice(1), report(10, 7, 'a', at), GENERAL, MARGIN_MS)).toEqual([
       two[1],
-      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 6000 + MARGIN_MS },
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 7000 + MARGIN_MS },
     ]);
     // The same limit again, moving its end by less than half its window: no change either.
     expect(teach(two, report(10, 9, 'a', T0 + 1000), GENERAL, MARGIN_MS)).toBeUndefined();

@@ -122,7 +122,9 @@ function adopt(
   const { at, by } = report;
   const live = inForce(current, at);
   const limit = Math.min(report.limit, MAX_LEARNED_LIMIT);
-  const seconds = Math.max(1, Math.ceil((report.resetMs - at) / 1000));
+  // X-RateLimit-Reset is whole seconds, the moment of room rounded up: what is certainly left of the window is
+  // a second less (else a 10 s sliding window, seen as 10.4 s, would be learned as 15).
+  const seconds = Math.max(1, Math.ceil((report.resetMs - 1000 - at) / 1000));
   const windowSeconds = learnedWindowFor(seconds);
   const taught: RateLimit = { limit, windowSeconds };
   if (binding.some((b) => asTight(b, taught))) return undefined;
