@@ -36,7 +36,7 @@ interface Entry {
   consecutiveFailures: number;
   nextAttemptAt: string | null;
   rateLimitedUntil: string | null;
-  quota: { used: number; remaining: number }[] | null;
+  quota: { used: number; remaining: number; class?: string }[] | null;
   causes: { code: string | null; summary: string; runbook: string | null }[];
 }
 
@@ -95,7 +95,7 @@ describe('status names the cause of each fault', () => {
       causes: [{ summary: 'ok' }],
     });
     expect(row(table, 'uat-advisor')).toMatch(
-      /^uat-advisor\s+uat\s+DEGRADED\s+39m \d\ds\s+3h 20m ago\s+SERVICE_UNAVAILABLE \d+s ago\s+\S+\s+in (1m \d\ds|\d\ds)\s+0\/50 per 1m, 0\/1000 per 1h\s+vendor unavailable: .*\[runbook #vendor-unavailable\]$/,
+      /^uat-advisor\s+uat\s+DEGRADED\s+39m \d\ds\s+3h 20m ago\s+SERVICE_UNAVAILABLE \d+s ago\s+\S+\s+in (1m \d\ds|\d\ds)\s+0\/50 per 1m, 0\/1000 per 1h(, [a-z-]+ \d+\/\d+ per \d+s)*\s+vendor unavailable: .*\[runbook #vendor-unavailable\]$/,
     );
     // The narrow default: the token's time left and age, the quota, the code and the runbook section.
     expect(row(narrow, 'uat-advisor')).toMatch(
@@ -249,14 +249,15 @@ describe('status names the cause of each fault', () => {
         },
       ],
     });
-    // Every attempt took a permit; none is left during the cooldown.
-    expect(entry?.quota?.map((w) => [w.used, w.remaining])).toEqual([
+    // Every attempt took a permit; none is left during the cooldown (in the general windows: the set's request
+    // classes, on the probe, took none).
+    expect(entry?.quota?.filter((w) => w.class === undefined).map((w) => [w.used, w.remaining])).toEqual([
       [rateLimited, 0],
       [rateLimited, 0],
     ]);
     expect(row(table, 'uat-advisor')).toMatch(
       new RegExp(
-        `${rateLimited}/50 per 1m, ${rateLimited}/1000 per 1h\\s+rate limited by the vendor until .*\\[runbook #vendor-429-reported-by-consumers\\]$`,
+        `${rateLimited}/50 per 1m, ${rateLimited}/1000 per 1h(, [a-z-]+ \\d+/\\d+ per \\d+s)*\\s+rate limited by the vendor until .*\\[runbook #vendor-429-reported-by-consumers\\]$`,
       ),
     );
     expect(sets['uat-execution']?.causes).toEqual([{ code: null, summary: 'ok', runbook: null }]);

@@ -173,7 +173,8 @@ describe('token-broker status', () => {
 
     const run = await cli(['status', '--wide']);
     expect(run.exit).toBe(0);
-    const lines = run.stdout.trim().split('\n');
+    // The sets table: the first section (a CLASSES section follows for sets with request classes).
+    const lines = (run.stdout.trim().split('\n\n')[0] ?? '').split('\n');
     expect(lines[0]).toMatch(
       /^SET\s+ENV\s+STATE\s+EXPIRES IN\s+LAST REFRESH\s+LAST ERROR\s+VENDOR REQUEST ID\s+NEXT ATTEMPT\s+QUOTA USED\s+CAUSE$/,
     );

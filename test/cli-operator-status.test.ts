@@ -30,7 +30,7 @@ describe('token-broker status as an operator', () => {
   it('shows every set of the broker, with no token anywhere in the output', async () => {
     const run = await asOncall(['status']);
     expect(run.exit, run.stderr).toBe(0);
-    const rows = run.stdout.trim().split('\n').slice(1);
+    const rows = (run.stdout.trim().split('\n\n')[0] ?? '').split('\n').slice(1);
     expect(rows.map((line) => line.split(/\s+/).slice(0, 2))).toEqual([
       ['uat-advisor', 'HEALTHY'],
       ['uat-execution', 'HEALTHY'],

@@ -70,7 +70,7 @@ describe('token-broker status --consumers', () => {
   it('adds a column of each consumer’s permits granted/returned/denied over the window, from CloudWatch', async () => {
     const run = await asOncall(['--consumers', '--metrics-region', 'eu-west-1']);
     expect(run.exit, run.stderr).toBe(0);
-    const [header, ...rows] = run.stdout.trim().split('\n');
+    const [header, ...rows] = (run.stdout.trim().split('\n\n')[0] ?? '').split('\n');
     expect(header).toContain('PERMITS PER CONSUMER (1h) granted/returned/denied');
     const row = (id: string) => rows.find((line) => line.startsWith(`${id} `)) ?? '';
     expect(row('uat-advisor')).toContain('batch 40/10/6, portfolio 10/3/2');
@@ -144,8 +144,7 @@ describe('token-broker status --consumers', () => {
     const run = await asOncall(['--consumers', '--metrics-region', 'eu-west-1']);
     expect(run.exit).toBe(0);
     expect(
-      run.stdout
-        .trim()
+      (run.stdout.trim().split('\n\n')[0] ?? '')
         .split('\n')
         .slice(1)
         .every((line) => line.includes('unknown')),

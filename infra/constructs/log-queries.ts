@@ -34,6 +34,18 @@ export const LOG_QUERIES: readonly LogQuerySpec[] = [
     },
   },
   {
+    // The reports that taught a class's limits: who (caller), when, on which set and class.
+    name: 'learned-class-reports',
+    sources: ['vend'],
+    runbook: [RunbookSection.ClassLimitBelowConfigured],
+    query: {
+      fields: ['@timestamp', 'credentialSet', 'learnedClass', 'caller', 'decision', 'status'],
+      filterStatements: ['message = "vend request"', 'ispresent(learnedClass)'],
+      sort: '@timestamp desc',
+      limit: 200,
+    },
+  },
+  {
     name: 'login-failures',
     sources: ['refresher'],
     runbook: [
