@@ -380,7 +380,12 @@ export class DynamoRateLedger implements RateLedger {
     const limit = feedback.limit;
     const resetMs = feedback.reset * 1000;
     const { view, changed } = await this.#learned.update(setId, (classes) => {
-      const next = teach(classes[cls] ?? [], { limit, resetMs, at, by: reporter }, binding, base.marginMs);
+      const next = teach(
+        classes[cls] ?? [],
+        { limit, resetMs, at, by: reporter, remaining: feedback.remaining },
+        binding,
+        base.marginMs,
+      );
       return next === undefined ? undefined : { ...classes, [cls]: next };
     });
     const planned: RequestPlan =

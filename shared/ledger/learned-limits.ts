@@ -44,6 +44,8 @@ export interface ClassReport {
   /** When the report arrived (ledger time, epoch ms). */
   at: number;
   by: string;
+  /** X-RateLimit-Remaining, when reported: the vendor counts `limit - remaining` in the window (spanOf). */
+  remaining?: number;
 }
 
 /** The shortest common window at least `seconds` long (the longest if none is). */
@@ -113,6 +115,28 @@ function renew(
   return changed ? next : undefined;
 }
 
+/**
+ * How long the requests a report's window counts (`limit - remaining`) took to make, at least, given other
+ * limits of the same requests (the general ones, the class's configured ones and its learned ones): the vendor
+ * let none through beyond any of its limits, so `n` requests under "l per w" span at least (ceil(n / l) - 2)
+ * windows w (fixed windows: they fill ceil(n / l) windows, of which the first and the last may be cut short;
+ * sliding ones span more). The window's room comes back (the reset) a window after its oldest counted request
+ * (sliding) or after its start, before that request (fixed), so the window is at least `reset - at` plus this.
+ * Why it matters: a sliding window's reset, seen while it is full of requests made over a while, is much less
+ * than the window: a 30 per 60 s limit first seen 28 s before its reset was learned as 30 per 30 s, which let
+ * through twice its limit a minute until a report after a pause lengthened it (issue 24). Only lengthens: the
+ * limits used are kept ones or the reporter's own (one caller's word never lengthens another's limit for good),
+ * and a wrong (looser) one gives less, never more, than the true span.
+ */
+function spanOf(report: ClassReport, limits: readonly RateLimit[]): number {
+  if (report.remaining === undefined || !Number.isFinite(report.remaining)) return 0;
+  const counted = report.limit - Math.max(0, report.remaining);
+  return Math.max(
+    0,
+    ...limits.map((l) => Math.max(0, Math.ceil(counted / l.limit) - 2) * l.windowSeconds * 1000),
+  );
+}
+
 function adopt(
   current: readonly LearnedLimit[],
   report: ClassReport,
@@ -123,8 +147,10 @@ function adopt(
   const live = inForce(current, at);
   const limit = Math.min(report.limit, MAX_LEARNED_LIMIT);
   // X-RateLimit-Reset is whole seconds, the moment of room rounded up: what is certainly left of the window is
-  // a second less (else a 10 s sliding window, seen as 10.4 s, would be learned as 15).
-  const seconds = Math.max(1, Math.ceil((report.resetMs - 1000 - at) / 1000));
+  // a second less (else a 10 s sliding window, seen as 10.4 s, would be learned as 15). And the window holds the
+  // requests the vendor counts, which took at least spanOf to make: its oldest is at least that long before.
+  const spanMs = spanOf(report, [...binding, ...live.filter((l) => l.until === undefined || l.by === by)]);
+  const seconds = Math.max(1, Math.ceil((report.resetMs - 1000 - at + spanMs) / 1000));
   const windowSeconds = learnedWindowFor(seconds);
   const taught: RateLimit = { limit, windowSeconds };
   if (binding.some((b) => asTight(b, taught))) return undefined;

@@ -25,6 +25,7 @@ import {
   returnGrant,
   shiftRing,
   slotIndex,
+  usedAfter,
   usedAt,
 } from './ring.js';
 import type { DenialReason, NotRecordedReason, WindowRemaining } from './types.js';
@@ -372,7 +373,18 @@ export function leftAt(state: LedgerState, spec: RingSpec, g: number, cls: strin
  * A learned class's ring that a report has just taught (not yet in the item) starts with what the vendor said
  * was used of it: `limit - remaining`, as if granted at g (no earlier than they were; they leave the ring no
  * sooner than they leave the vendor's window). So the grants of before the learning (the probe's) count in
- * every span of the new ring, not only in the vendor cap's until its reset. Returns whether it recorded any.
+ * every span of the new ring, not only in the vendor cap's until its reset.
+ *
+ * And with the class's grants still in flight when the vendor answered: decided before this report reached the
+ * item (on a view without this ring, so not recorded in it) and sent after that answer (so not in its count).
+ * Such a grant was made at most a margin before the answer (a permit reaches the vendor within the margin) and
+ * the answer is reported within about as long again, so it lies in the last two margins: the class's other
+ * rings hold every grant of the class (rule 1 of docs/class-limits.md, "Processes that disagree"), and what they
+ * hold there is added (a slot partly in that time counts in full: more, never fewer), less one: the grant of
+ * the answer reported is among them, and the vendor counted it. Without them the ring
+ * counted fewer than the vendor by the grants in flight, and once the vendor cap of the report ended (its reset)
+ * the ledger granted that many more than the vendor had room for: a vendor 429 after learning, with the learned
+ * limit right (issue 24). Returns whether it recorded any.
  */
 export function seedLearnedRing(
   state: LedgerState,
@@ -385,7 +397,16 @@ export function seedLearnedRing(
   if (!plan.learned.has(cls)) return false;
   const spec = plan.classes.get(cls)?.find((candidate) => candidate.limit === limit);
   if (!spec || state.rings.has(spec.key)) return false;
-  const used = Math.min(spec.limit, Math.max(0, limit - remaining));
+  const recent = Math.max(
+    0,
+    ...[...state.rings].map(([key, ring]) => {
+      const { scope, slotMs } = parseRingKey(key);
+      return scope === cls ? usedAfter({ slotMs } as RingSpec, ring, g, g - 2 * plan.marginMs) : 0;
+    }),
+  );
+  // Less the grant whose answer this is: the vendor counted it.
+  const inFlight = Math.max(0, recent - 1);
+  const used = Math.min(spec.limit, Math.max(0, limit - remaining) + inFlight);
   if (used === 0) return false;
   record(state, spec, g, used);
   return true;
