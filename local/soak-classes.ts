@@ -69,6 +69,14 @@ export interface ClassRow {
   vendor429Learning: number;
   /** The same, sent after it (general: every one). */
   vendor429After: number;
+  /**
+   * Of those, the ones a limit refused that no answer of the class had named (X-RateLimit-Limit) before the
+   * request was sent: the vendor names only the tightest window, so a class's second limit shows itself when it
+   * is nearly full, and a request already in flight may meet it (docs/class-limits.md, "A limit not yet named").
+   */
+  vendor429AfterUnnamed: number;
+  /** The most 429s after learning by one such limit not yet named (the promise: at most one each). */
+  vendor429PerUnnamedLimit: number;
   /** Served after learning over the most the limits allow in each quota key's span of use after learning. */
   quotaUsedPct: number;
   /** Busiest span per limit, from the vendor's log: e.g. "10/10s". */
@@ -105,6 +113,8 @@ interface VendorHit {
   requestId: string | undefined;
   /** The family whose prefix the path has (the soak's own knowledge), undefined for a general request. */
   family: string | undefined;
+  /** The answer's X-RateLimit-Limit: the limit it named. */
+  named: number | undefined;
 }
 
 /**
@@ -209,6 +219,7 @@ export async function runClassesSoak(
         token: bearer.replace(/^Bearer /, ''),
         requestId: response.headers.get('x-request-id') ?? undefined,
         family: familyOfPath(settings.families, new URL(url).pathname),
+        named: Number(response.headers.get('x-ratelimit-limit')) || undefined,
       });
     }
     return response;
@@ -347,7 +358,7 @@ export async function runClassesSoak(
   };
 }
 
-type RefusingLog = VendorLogEntry & { requestId: string; refusedBy?: { family?: string } };
+type RefusingLog = VendorLogEntry & { requestId: string; refusedBy?: { family?: string; limit?: number } };
 
 /** The table's figures, from what the clients saw (send times, classes) and what the vendor logged. */
 export function classRows(
@@ -374,6 +385,16 @@ export function classRows(
       return hit.status === 429 && entry?.served === false && entry.refusedBy?.family === family;
     });
     const learning = refusedHere.filter((hit) => hit.sentAt < firstAnswer).length;
+    // After learning, refused by a limit that no answer of the class had named before the request left.
+    const refusingLimit = (hit: VendorHit) => byRequestId.get(hit.requestId ?? '')?.refusedBy?.limit;
+    const unnamedLimits = refusedHere
+      .filter((hit) => hit.sentAt >= firstAnswer)
+      .filter(
+        (hit) => !ofClass.some((answer) => answer.named === refusingLimit(hit) && answer.at < hit.sentAt),
+      )
+      .map(refusingLimit);
+    const perUnnamed = new Map<number | undefined, number>();
+    for (const limit of unnamedLimits) perUnnamed.set(limit, (perUnnamed.get(limit) ?? 0) + 1);
     const served = log.filter((entry) => entry.served && (family === undefined || entry.family === family));
     const limitsMs: LimitMs[] = limits.map((l) => ({ limit: l.limit, windowMs: l.windowSeconds * 1000 }));
     const byKey = new Map<string, number[]>();
@@ -399,6 +420,8 @@ export function classRows(
       served: served.length,
       vendor429Learning: learning,
       vendor429After: refusedHere.length - learning,
+      vendor429AfterUnnamed: unnamedLimits.length,
+      vendor429PerUnnamedLimit: Math.max(0, ...perUnnamed.values()),
       quotaUsedPct: allowed === 0 ? 0 : Number(((100 * used) / allowed).toFixed(1)),
       busiest: figures.filter((figure) => figure.family === family),
       learnMs:
@@ -420,7 +443,10 @@ export function classesSoakFailures(result: ClassesSoakResult): string[] {
   const failures: string[] = [];
   for (const row of result.rows) {
     const where = `classes (${row.variant}) ${row.quota}`;
-    if (row.vendor429After > 0) failures.push(`${where}: ${row.vendor429After} vendor 429s after learning`);
+    const named = row.vendor429After - row.vendor429AfterUnnamed;
+    if (named > 0) failures.push(`${where}: ${named} vendor 429s after learning, by limits already named`);
+    if (row.vendor429PerUnnamedLimit > 1)
+      failures.push(`${where}: ${row.vendor429PerUnnamedLimit} vendor 429s by one limit before it was named`);
     if (row.vendor429Learning > 1)
       failures.push(`${where}: ${row.vendor429Learning} vendor 429s while learning`);
     if (row.requests === 0) failures.push(`${where}: no request reached the vendor`);
@@ -442,7 +468,7 @@ export function classesTableRow(row: ClassRow): Record<string, string | number> 
     requests: row.requests,
     served: row.served,
     '429 learning': row.told ? '-' : row.vendor429Learning,
-    '429 after': row.vendor429After,
+    '429 after (limit not yet named)': `${row.vendor429After} (${row.vendor429AfterUnnamed})`,
     'quota used after learning': `${row.quotaUsedPct} %`,
     busiest: row.busiest.map((f) => `${f.busiest}/${f.windowSeconds}s`).join(' '),
     'learn s (to the broker)': row.learnMs === undefined ? '-' : (row.learnMs / 1000).toFixed(3),

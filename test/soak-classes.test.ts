@@ -88,7 +88,7 @@ describe('the vendor-side span check', () => {
 });
 
 describe.each(VARIANTS)('classes soak, short (%s class limits)', (variant) => {
-  it('lets the vendor answer no 429 after learning and keeps every span of every window within its limit', async () => {
+  it('lets the vendor answer no 429 after learning from a limit already named, and keeps every span of every window within its limit', async () => {
     const result = await runClassesSoak({ ...SHORT_CLASSES, variant });
     console.info(
       JSON.stringify(
@@ -105,11 +105,17 @@ describe.each(VARIANTS)('classes soak, short (%s class limits)', (variant) => {
     expect(result.rows.map((row) => row.quota)).toEqual(['general', 'reports', 'rebalancing']);
     for (const row of result.rows) {
       expect(row.served, row.quota).toBeGreaterThan(0);
-      expect(row.vendor429After, row.quota).toBe(0);
+      // After learning, no 429 from a limit an answer had named; one at most from a limit no answer had named yet
+      // (the vendor names only its tightest window: docs/class-limits.md, "A limit not yet named").
+      expect(row.vendor429After - row.vendor429AfterUnnamed, row.quota).toBe(0);
+      expect(row.vendor429PerUnnamedLimit, row.quota).toBeLessThanOrEqual(1);
       if (variant === 'configured') expect(row.vendor429Learning, row.quota).toBe(0);
     }
     expect(result.excesses).toEqual([]);
-    expect(result.clientErrors).toEqual({});
+    // A 429 the client could not wait out within the run is its only error, and only for such a limit.
+    const { RATE_LIMIT_EXCEEDED: rateLimited = 0, ...otherErrors } = result.clientErrors;
+    expect(otherErrors).toEqual({});
+    expect(rateLimited).toBeLessThanOrEqual(result.rows.reduce((n, row) => n + row.vendor429AfterUnnamed, 0));
     expect(result.secretsInLogs).toBe(0);
   }, 60_000);
 });

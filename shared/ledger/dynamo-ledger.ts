@@ -6,7 +6,7 @@ import { availableTo } from './available.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
-import { inForce, type LearnedClasses, learnedRingLimits, teach } from './learned-limits.js';
+import { inForce, type LearnedClasses, learnedRingLimits, PROBE_RETRY_MS, teach } from './learned-limits.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
 import {
@@ -20,7 +20,14 @@ import {
   wroteWithId,
 } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type ItemFormat, type LearnedRings, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
+import {
+  type ItemFormat,
+  isProbing,
+  type LearnedRings,
+  type LimitPlan,
+  largestGrant,
+  planFor,
+} from './limit-plan.js';
 import {
   CARRIED_WRITE_IDS,
   callerTag,
@@ -266,7 +273,11 @@ export class DynamoRateLedger implements RateLedger {
           };
           return { change: 'grant', result: decision };
         }
-        const retryAfterMs = Math.max(1, outcome.retryAt - now + Math.floor(this.#random() * spreadMs));
+        // A class still on its probe learns from the answer to the request the probe let through: the next ask
+        // may find it learned, so no one is told to wait out the probe's whole span (PROBE_RETRY_MS).
+        const probing = cls !== undefined && outcome.reason === 'QUOTA' && isProbing(plan, cls);
+        const retryAt = probing ? Math.min(outcome.retryAt, now + PROBE_RETRY_MS) : outcome.retryAt;
+        const retryAfterMs = Math.max(1, retryAt - now + Math.floor(this.#random() * spreadMs));
         const denial: PermitDecision = {
           granted: false,
           retryAfterSeconds: Math.ceil(retryAfterMs / 1000),

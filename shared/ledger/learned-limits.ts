@@ -8,6 +8,11 @@ import type { RateLimit } from '../config/rate-limits.js';
 
 /** Until a class's first limit is learned: at most one grant in any span of this window (plus the margin). */
 export const PROBE_LIMIT: RateLimit = { limit: 1, windowSeconds: 10 };
+/**
+ * The most a denial on the probe tells a caller to wait: the answer to the one request the probe let through
+ * teaches the class's limits within a round trip, so the next ask should not wait out the probe's whole span.
+ */
+export const PROBE_RETRY_MS = 1000;
 /** Limits a class keeps at once (a vendor family may have a minute's and an hour's). */
 export const MAX_LEARNED_PER_CLASS = 2;
 /**

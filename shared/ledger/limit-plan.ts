@@ -596,3 +596,10 @@ export function packedItemBound(
     FIXED_BYTES + (1 + 1) + (2 + packed) + heads + offsets + idBytes(reservationsKeyLength) + CLAIM_BYTES
   );
 }
+
+/** Whether a learned class is held to the probe in this plan: nothing of its limits is learned (in force) yet. */
+export const isProbing = (plan: LimitPlan, cls: string): boolean =>
+  plan.learned.has(cls) &&
+  (plan.classes.get(cls) ?? []).some(
+    (spec) => spec.limit === PROBE_LIMIT.limit && spec.windowSeconds === PROBE_LIMIT.windowSeconds,
+  );
