@@ -46,7 +46,7 @@ describe('token-broker status: classes', () => {
     expect(classesSection(entries, NOW)).toBe(
       'CLASSES\n' +
         "  uat-advisor: reports 10 per 1m learned 2m 00s ago (one caller's word until in 40s); " +
-        'rebalancing learning (probe: 1 at a time); exports 5 per 1h configured\n',
+        'rebalancing learning (probe: 1 per 10s); exports 5 per 1h configured\n',
     );
     // No set with classes (or an older broker): nothing printed.
     expect(classesSection(statusEntries([set('uat-execution')], NOW), NOW)).toBe('');

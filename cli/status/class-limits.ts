@@ -1,3 +1,4 @@
+import { PROBE_LIMIT } from '../../shared/ledger/learned-limits.js';
 import { formatRelative, formatWindow } from '../format.js';
 import type { SetHealthView } from './list-health.js';
 
@@ -40,7 +41,9 @@ export function classesOf(set: SetHealthView): ClassesEntry | undefined {
 
 /** `reports 5 per 1m learned 2m ago (one caller's word until in 40s)`, or `rebalancing learning (probe)`. */
 function classLine(name: string, entry: ClassesEntry[string], nowMs: number): string {
-  if (entry.limits.length === 0) return `${name} ${entry.learned ? 'learning (probe: 1 at a time)' : '-'}`;
+  // Nothing learned yet: the ledger holds the class to its probe (docs/class-limits.md, "The probe").
+  const probe = `learning (probe: ${PROBE_LIMIT.limit} per ${formatWindow(PROBE_LIMIT.windowSeconds)})`;
+  if (entry.limits.length === 0) return `${name} ${entry.learned ? probe : '-'}`;
   const limits = entry.limits.map((l) => {
     const base = `${l.limit} per ${formatWindow(l.windowSeconds)} ${l.source}`;
     const when = l.learnedAt ? ` ${formatRelative(Date.parse(l.learnedAt), nowMs)}` : '';
