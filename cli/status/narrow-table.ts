@@ -40,7 +40,7 @@ function causeCell(causes: Cause[], short: boolean): string {
 }
 
 /** The line cut to `width` characters, the cut marked. */
-function clip(line: string, width: number): string {
+export function clip(line: string, width: number): string {
   return line.length <= width ? line : `${line.slice(0, Math.max(0, width - 1))}…`;
 }
 

@@ -1,5 +1,5 @@
 import { classesSection } from './class-limits.js';
-import { narrowStatusTable } from './narrow-table.js';
+import { clip, narrowStatusTable } from './narrow-table.js';
 import { type StatusEntry, statusTable } from './render.js';
 
 export interface StatusLayout {
@@ -30,14 +30,11 @@ export function statusText(entries: StatusEntry[], nowMs: number, layout: Status
     // the width like the table (--wide has it whole).
     layout.wide
       ? classesSection(entries, nowMs).trimEnd()
-      : cutLines(classesSection(entries, nowMs).trimEnd(), layout.width),
+      : classesSection(entries, nowMs)
+          .trimEnd()
+          .split('\n')
+          .map((line) => clip(line, layout.width))
+          .join('\n'),
   ];
   return sections.filter((section) => section !== '').join('\n\n');
 }
-
-/** Each line at most `width` characters, a longer one cut with `…`. */
-const cutLines = (text: string, width: number): string =>
-  text
-    .split('\n')
-    .map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line))
-    .join('\n');
