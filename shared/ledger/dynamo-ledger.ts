@@ -351,7 +351,15 @@ export class DynamoRateLedger implements RateLedger {
       let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
       if (feedback.class !== undefined && feedback.limit !== undefined && feedback.remaining !== undefined)
         changed =
-          seedLearnedRing(state, plan, g, feedback.class, feedback.limit, feedback.remaining) || changed;
+          seedLearnedRing(
+            state,
+            plan,
+            g,
+            feedback.class,
+            feedback.limit,
+            feedback.remaining,
+            learned?.result.limits,
+          ) || changed;
       // What it taught holds the item's grants from now on: a process on an older view reads it first.
       const newer = version > state.learnedVersion;
       if (newer) state.learnedVersion = version;

@@ -186,7 +186,7 @@ function adopt(
   }
   // Looser than (or as loose as) something learned: nothing new.
   if (next.some((l) => asTight(l, taught))) return undefined;
-  const added: LearnedLimit = { ...taught, learnedAt: at, by, until };
+  const added: LearnedLimit = { ...taught, learnedAt: heldSince(current, taught, at), by, until };
   // Provisional beside what is kept: when it ends, the kept limits are as they were.
   const kept = next.filter((l) => l.until === undefined);
   const provisional = next.filter((l) => l.until !== undefined && !asTight(added, l));
@@ -205,6 +205,24 @@ function adopt(
   nearest.learnedAt = at;
   if (nearest.until !== undefined) nearest.until = Math.max(nearest.until, until);
   return dedupe(others).slice(0, MAX_LEARNED_PER_CLASS);
+}
+
+/**
+ * When a limit taught again has held the class, at `at`: since it was first learned when it is the limit that
+ * lapsed last (the class had nothing else in force since, so the probe held it, which over the limit's window
+ * lets through no more than the limit does); else from now. A provisional limit lapses when its caller's
+ * reports pause (a window left full until its reset, no answer to report): taught again right after, what the
+ * ledger knows of the class's history (seeding a new ring, ledger-state.ts seedTimes) should not start afresh.
+ */
+function heldSince(current: readonly LearnedLimit[], taught: RateLimit, at: number): number {
+  const lapsed = current.find(
+    (l) => l.limit === taught.limit && l.windowSeconds === taught.windowSeconds && l.until !== undefined,
+  );
+  if (!lapsed || lapsed.until === undefined || lapsed.until > at) return at;
+  const lastToLapse = current.every((l) => l.until !== undefined && l.until <= (lapsed.until as number));
+  const probeNoLooser =
+    PROBE_LIMIT.limit * (Math.ceil(taught.windowSeconds / PROBE_LIMIT.windowSeconds) + 1) <= taught.limit;
+  return lastToLapse && probeNoLooser ? lapsed.learnedAt : at;
 }
 
 /** Drops a limit another one of the list already holds as tight (kept ones first). */

@@ -6,6 +6,7 @@ import {
   type RingSpec,
   ringLength,
   ringsFor,
+  SUB_SLOTS,
 } from './limit-plan.js';
 import {
   aliveReceiptIds,
@@ -21,9 +22,11 @@ import {
   emptyRing,
   isEmptyRing,
   type Ring,
+  recordAt,
   recordGrant,
   returnGrant,
   shiftRing,
+  slotEnd,
   slotIndex,
   usedAfter,
   usedAt,
@@ -371,9 +374,8 @@ export function leftAt(state: LedgerState, spec: RingSpec, g: number, cls: strin
 
 /**
  * A learned class's ring that a report has just taught (not yet in the item) starts with what the vendor said
- * was used of it: `limit - remaining`, as if granted at g (no earlier than they were; they leave the ring no
- * sooner than they leave the vendor's window). So the grants of before the learning (the probe's) count in
- * every span of the new ring, not only in the vendor cap's until its reset.
+ * was used of it: `limit - remaining`. So the grants of before the learning count in every span of the new ring,
+ * not only in the vendor cap's until its reset.
  *
  * And with the class's grants still in flight when the vendor answered: decided before this report reached the
  * item (on a view without this ring, so not recorded in it) and sent after that answer (so not in its count).
@@ -384,7 +386,13 @@ export function leftAt(state: LedgerState, spec: RingSpec, g: number, cls: strin
  * the answer reported is among them, and the vendor counted it. Without them the ring
  * counted fewer than the vendor by the grants in flight, and once the vendor cap of the report ended (its reset)
  * the ledger granted that many more than the vendor had room for: a vendor 429 after learning, with the learned
- * limit right (issue 24). Returns whether it recorded any.
+ * limit right (issue 24).
+ *
+ * WHEN they were granted (seedTimes): each no earlier than it can have been, so that it leaves the new ring no
+ * sooner than it leaves the vendor's window. Before, all were put at g: a minute's limit learned 23 s into its
+ * window held the 22 requests of those 23 s for a whole minute from then, the class idle 23 s longer than the
+ * vendor asked, once per learning (issue 24's classes soak: 71 % of the quota used).
+ * Returns whether it recorded any.
  */
 export function seedLearnedRing(
   state: LedgerState,
@@ -393,6 +401,7 @@ export function seedLearnedRing(
   cls: string,
   limit: number,
   remaining: number,
+  taught: readonly TaughtLimit[] = [],
 ): boolean {
   if (!plan.learned.has(cls)) return false;
   const spec = plan.classes.get(cls)?.find((candidate) => candidate.limit === limit);
@@ -408,6 +417,70 @@ export function seedLearnedRing(
   const inFlight = Math.max(0, recent - 1);
   const used = Math.min(spec.limit, Math.max(0, limit - remaining) + inFlight);
   if (used === 0) return false;
-  record(state, spec, g, used);
+  const ring = emptyRing();
+  for (const [at, k] of seedTimes(state, plan, g, cls, spec, used, taught))
+    recordAt(ring, spec.slotMs, g, at, k);
+  state.rings.set(spec.key, ring);
   return true;
+}
+
+/** A learned limit of a class and since when it has held (learned-limits.ts LearnedLimit). */
+export interface TaughtLimit {
+  limit: number;
+  windowSeconds: number;
+  learnedAt: number;
+}
+
+/**
+ * When the `used` grants of a new ring of class `cls` were made, each as late as it can have been: [time, count]
+ * pairs. Known from the class's shorter ring (the longest one shorter than the new one, `known`): the grants it
+ * holds, at their slots' ends. The rest were made before its span, and its limit held them since it was learned
+ * (plus two margins for processes still on the older view: the same bound as the grants in flight above): at most
+ * `known.limit` in each span before, so the latest they can be is `known.limit` at the end of each span back, as
+ * far as the limit has held; what is left after that is put where the known history ends. With no shorter ring
+ * learned (the class's first limit), all at g, as before. Never earlier than the new window (the vendor counts
+ * them now, so they are in it).
+ *
+ * This is the ledger's own history: requests made without a permit (outside the broker) may be later than it
+ * says, as they may be for every limit, and the vendor's headers cap them (vendor-caps.ts) as for every limit.
+ */
+function seedTimes(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  cls: string,
+  spec: RingSpec,
+  used: number,
+  taught: readonly TaughtLimit[],
+): [number, number][] {
+  const known = (plan.classes.get(cls) ?? [])
+    .filter((s) => s.spanMs < spec.spanMs && state.rings.has(s.key))
+    .map((s) => ({
+      s,
+      since: taught.find((t) => t.limit === s.limit && t.windowSeconds * 1000 === s.windowMs)?.learnedAt,
+    }))
+    .filter((k): k is { s: RingSpec; since: number } => k.since !== undefined)
+    .sort((a, b) => b.s.spanMs - a.s.spanMs)[0];
+  if (!known) return [[g, used]];
+  const { s, since } = known;
+  const ring = ringOf(state, s);
+  const head = slotIndex(g, s.slotMs);
+  const times: [number, number][] = [];
+  let left = used;
+  ring.counts.forEach((count, j) => {
+    const end = slotEnd(head - j, ring.subs[j] ?? SUB_SLOTS - 1, s.slotMs);
+    if (count > 0 && left > 0 && end > g - s.spanMs) {
+      times.push([Math.min(end - 1, g), Math.min(count, left)]);
+      left -= Math.min(count, left);
+    }
+  });
+  const oldest = g - spec.windowMs;
+  let start = g - s.spanMs;
+  while (left > 0 && start - s.spanMs >= since + 2 * plan.marginMs && start > oldest) {
+    times.push([start, Math.min(s.limit, left)]);
+    left -= Math.min(s.limit, left);
+    start -= s.spanMs;
+  }
+  if (left > 0) times.push([Math.max(start, oldest), left]);
+  return times;
 }

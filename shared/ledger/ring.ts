@@ -90,6 +90,20 @@ export function recordGrant(ring: Ring, slotMs: number, g: number, k: number): v
   ring.subs[0] = Math.max(ring.subs[0] ?? 0, subSlot(g, slotMs));
 }
 
+/**
+ * Records `k` grants at an earlier time `at` (no later than `g`, no earlier than the ring's length before it) in a
+ * ring whose head is slot(g): how a new ring is seeded with grants made before it existed (ledger-state.ts).
+ */
+export function recordAt(ring: Ring, slotMs: number, g: number, at: number, k: number): void {
+  const j = Math.max(0, slotIndex(g, slotMs) - slotIndex(Math.min(at, g), slotMs));
+  while (ring.counts.length <= j) {
+    ring.counts.push(0);
+    ring.subs.push(0);
+  }
+  ring.counts[j] = (ring.counts[j] ?? 0) + k;
+  ring.subs[j] = Math.max(ring.subs[j] ?? 0, subSlot(Math.min(at, g), slotMs));
+}
+
 /** Takes up to `k` back from the slot of `grantedAt` (never below zero); how many came out (0 if aged out). */
 export function returnGrant(ring: Ring, slotMs: number, head: number, grantedAt: number, k: number): number {
   const j = head - slotIndex(grantedAt, slotMs);
