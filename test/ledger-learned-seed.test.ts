@@ -65,6 +65,20 @@ describe('a learned class limit named late in its window', () => {
     expect(ask(state, T0 + 62_500, 10)).toBe(true);
   });
 
+  it('counts on the shorter limit in a span that began before it was learned, for the part after', () => {
+    const learnedAt = T0 + 22_300;
+    const state = stateAt(threeBatches(), learnedAt, both.marginMs);
+    // The 10 per 10 s learned 0.5 s in: the span (1.3 s, 11.8 s] held at most 10 after 1.5 s (0.5 s and two
+    // margins), and what came before 1.5 s came before it. So the first batch counts from 1.5 s, not 11.8 s.
+    const early = [
+      { limit: 10, windowSeconds: 10, learnedAt: T0 + 500 },
+      { limit: 30, windowSeconds: 60, learnedAt },
+    ];
+    seedLearnedRing(state, both, learnedAt, 'reports', 30, 0, early);
+    expect(ask(state, T0 + 61_900, 1)).toBe(false);
+    expect(ask(state, T0 + 62_500, 10)).toBe(true);
+  });
+
   it('never frees them before the vendor does: none of the second batch before it leaves its window', () => {
     const learnedAt = T0 + 22_300;
     const state = stateAt(threeBatches(), learnedAt, both.marginMs);

@@ -436,8 +436,8 @@ export interface TaughtLimit {
  * pairs. Known from the class's shorter ring (the longest one shorter than the new one, `known`): the grants it
  * holds, at their slots' ends. The rest were made before its span, and its limit held them since it was learned
  * (plus two margins for processes still on the older view: the same bound as the grants in flight above): at most
- * `known.limit` in each span before, so the latest they can be is `known.limit` at the end of each span back, as
- * far as the limit has held; what is left after that is put where the known history ends. With no shorter ring
+ * `known.limit` in the part of each span before that is after that, so the latest they can be is `known.limit` at
+ * the end of each span back, as long as the span ends after it; what is left, where the known history ends. With no shorter ring
  * learned (the class's first limit), all at g, as before. Never earlier than the new window (the vendor counts
  * them now, so they are in it).
  *
@@ -474,13 +474,16 @@ function seedTimes(
       left -= Math.min(count, left);
     }
   });
+  // Each span (end - s.spanMs, end] back from the known history held at most s.limit of them in its part after
+  // heldFrom: so the s.limit latest are no later than `end`, and the rest no later than its start or heldFrom.
   const oldest = g - spec.windowMs;
-  let start = g - s.spanMs;
-  while (left > 0 && start - s.spanMs >= since + 2 * plan.marginMs && start > oldest) {
-    times.push([start, Math.min(s.limit, left)]);
+  const heldFrom = since + 2 * plan.marginMs;
+  let end = g - s.spanMs;
+  while (left > 0 && end > heldFrom && end > oldest) {
+    times.push([end, Math.min(s.limit, left)]);
     left -= Math.min(s.limit, left);
-    start -= s.spanMs;
+    end -= s.spanMs;
   }
-  if (left > 0) times.push([Math.max(start, oldest), left]);
+  if (left > 0) times.push([Math.max(oldest, Math.min(g - s.spanMs, Math.max(end, heldFrom))), left]);
   return times;
 }
