@@ -148,7 +148,12 @@ async function classesSoak(only: string | undefined): Promise<string[]> {
     only === undefined ? ['learned', 'configured'] : [only as ClassesVariant];
   if (!variants.every((v) => v === 'learned' || v === 'configured'))
     throw new Error(`unknown classes variant "${only}" (learned, configured)`);
-  const base = CLASSES_SOAK_DEFAULTS;
+  const seconds = Number(process.env.SOAK_CLASSES_SECONDS ?? CLASSES_SOAK_DEFAULTS.durationSeconds);
+  if (!Number.isFinite(seconds) || seconds < 10)
+    throw new Error(
+      `SOAK_CLASSES_SECONDS must be a number of seconds, at least 10 (got "${process.env.SOAK_CLASSES_SECONDS}")`,
+    );
+  const base = { ...CLASSES_SOAK_DEFAULTS, durationSeconds: seconds };
   const limits = (l: { limit: number; windowSeconds: number }[]) =>
     l.map((x) => `${x.limit}/${x.windowSeconds} s`).join(' + ');
   process.stderr.write(
