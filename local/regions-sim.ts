@@ -57,6 +57,8 @@ export interface RegionsSimOptions {
   claimRule?: ClaimRule;
   /** shareTargets' floor: the least share of a Region with demand (a share of the limit). */
   targetFloor?: number;
+  /** How targets are set: `free` (default) splits the free part of each budget, `fractions` the limit. */
+  targets?: 'free' | 'fractions';
   /** A lost Region's services move their asks to the other Region (true by default). */
   failover?: boolean;
 }
@@ -81,6 +83,8 @@ export interface RegionsSimResult {
   served: Record<Region, number>;
   /** Real send times of every served request. */
   sendTimes: number[];
+  /** Real grant times, by Region. */
+  grantTimes: Record<Region, number[]>;
   vendor: VendorCheck;
   storeWrites: Record<Region, number>;
   storeReads: Record<Region, number>;
@@ -202,6 +206,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     asks: asks.length,
     served: { home: 0, peer: 0 },
     sendTimes: [],
+    grantTimes: { home: [], peer: [] },
     vendor: { rejected: 0, mostInAnySpan: [] },
     storeWrites: { home: 0, peer: 0 },
     storeReads: { home: 0, peer: 0 },
@@ -258,6 +263,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
         now,
         targetFloor: options.targetFloor ?? 0.05,
         ...(previousTargets[region] ? { previousTargets: previousTargets[region] } : {}),
+        ...(options.targets === 'fractions' ? {} : { ownSnapshot: ledgers[region].snapshot(now) }),
         claim,
       });
       previousTargets[region] = renewal.targets;
@@ -282,8 +288,9 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
           if (isDown(plan, answerAt)) return renew(region, answerAt);
           adopt(region, answerAt, renewal.shares, renewal.fenceAt);
           // Next: the regular renewal, or sooner where the other's claim drops (a lost Region's tail ends).
+          // (A drop that came while this renewal was under way: at once.)
           const drops = claimDropsAt(other, budgets, now).map((own) => own - plan.clockOffsetMs + 1);
-          const next = Math.min(readAt + RENEW_MS, ...drops.filter((d) => d > answerAt));
+          const next = Math.max(answerAt, Math.min(readAt + RENEW_MS, ...drops.filter((d) => d > readAt)));
           agenda.at(next, () => renew(region, next));
         });
       });
@@ -314,6 +321,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     if (!granted) continue;
     if (pastFence) result.grantsPastFence++;
     result.served[ask.region]++;
+    result.grantTimes[ask.region].push(ask.t);
     result.sendTimes.push(ask.t + ask.sendDelayMs);
   }
   result.vendor = checkVendorWindows(

@@ -164,7 +164,12 @@ export const allowedShare = (target: number, otherClaim: number, budget: Pick<Bu
   Math.max(0, Math.min(target, budget.limit - otherClaim));
 
 export interface TargetOptions {
-  /** The targets in force: kept while no Region's target moved by more than the hysteresis. */
+  /**
+   * By Region and ring key, what each Region's grants occupy of the span now (the own snapshot; for the other
+   * Region, its claim). With it, the targets split only what is FREE, on top of what each Region already uses.
+   */
+  used?: Record<string, Record<string, number>>;
+  /** The targets in force: kept while no Region's target moved by more than the hysteresis (without `used`). */
   previous?: Record<string, Record<string, number>>;
   /** A share of the limit; DEFAULT_HYSTERESIS unless set. */
   hysteresis?: number;
@@ -178,6 +183,12 @@ export interface TargetOptions {
  * targets stand (or an even split). Targets move only when one moves by more than the hysteresis, or a Region's
  * demand appears from nothing: shares that flap cost the other Region, since a lowered share frees nothing until
  * the grants made under it leave the span.
+ *
+ * With `used` (what planRenewal passes): each Region's target is what it uses now plus its part (by demand, with
+ * the floor) of what is free, so the targets still add up to the limit and a budget freed by old grants leaving
+ * the span goes where the demand is, as a single ledger would give it. These targets move with every renewal and
+ * need no hysteresis: a share that stays at least the Region's use never strands anything, since the other
+ * Region's claim of it is its snapshot anyway.
  */
 export function shareTargets(
   demands: Record<string, number>,
@@ -188,6 +199,16 @@ export function shareTargets(
   const regions = Object.keys(demands).sort();
   const targets: Record<string, Record<string, number>> = Object.fromEntries(regions.map((r) => [r, {}]));
   for (const budget of budgets) {
+    const used = options.used;
+    if (used) {
+      const inUse = regions.map((r) => Math.max(0, used[r]?.[budget.key] ?? 0));
+      const free = Math.max(0, budget.limit - inUse.reduce((a, b) => a + b, 0));
+      const split = splitBudget(regions, demands, free, (floor * budget.limit) / Math.max(1, free));
+      regions.forEach((r, i) => {
+        (targets[r] as Record<string, number>)[budget.key] = (inUse[i] ?? 0) + (split[r] ?? 0);
+      });
+      continue;
+    }
     const fresh = splitBudget(regions, demands, budget.limit, floor);
     const kept = keepPrevious(regions, demands, budget, fresh, options);
     for (const region of regions) (targets[region] as Record<string, number>)[budget.key] = kept[region] ?? 0;
@@ -288,6 +309,12 @@ export function planRenewal(input: {
   now: number;
   /** The least share of a Region with demand, as a share of the limit (shareTargets). */
   targetFloor: number;
+  /**
+   * The own ledger's snapshot at `now`: with it the targets split only the free part of each budget, on top of
+   * what each Region uses (shareTargets' `used`), so a budget freed by one Region's grants leaving the span goes to
+   * where the demand is. Without it, the targets are fractions of the limit.
+   */
+  ownSnapshot?: RingSnapshot;
   /** The targets this renewer computed last (kept while demand moves less than the hysteresis). */
   previousTargets?: Record<string, Record<string, number>>;
   hysteresis?: number;
@@ -301,7 +328,17 @@ export function planRenewal(input: {
   const otherDemand = other && leaseHolds(other, now, input.options?.clockBoundMs) ? (other.demand ?? 0) : 0;
   const demands = { [region]: input.demand, [otherName]: otherDemand };
   const claim = input.claim ?? ((record, budget, at) => claimOf(record, budget, at, input.options));
+  const own = input.ownSnapshot;
+  const used = own
+    ? {
+        [region]: Object.fromEntries(
+          budgets.map((b) => [b.key, snapshotInSpan(own, b.key, now - b.spanMs, 0)]),
+        ),
+        [otherName]: Object.fromEntries(budgets.map((b) => [b.key, claim(other, b, now)])),
+      }
+    : undefined;
   const targets = shareTargets(demands, budgets, input.targetFloor, {
+    ...(used ? { used } : {}),
     ...(input.previousTargets ? { previous: input.previousTargets } : {}),
     ...(input.hysteresis !== undefined ? { hysteresis: input.hysteresis } : {}),
   });
