@@ -153,6 +153,16 @@ export async function run(): Promise<BenchTable[]> {
         simulate(options(2, rate, (t) => 0.5 + 0.45 * Math.sin((2 * Math.PI * t) / HOUR_MS))),
       ),
     );
+    if (rate < 1)
+      rows.push(
+        plainRow(
+          `(the same, targets as fractions of the limit), ${level}`,
+          simulate({
+            ...options(2, rate, (t) => 0.5 + 0.45 * Math.sin((2 * Math.PI * t) / HOUR_MS)),
+            targets: 'fractions',
+          }),
+        ),
+      );
     rows.push(lossRow(`a Region lost at 1 h, ${level}`, rate));
     rows.push(
       plainRow(
@@ -165,5 +175,19 @@ export async function run(): Promise<BenchTable[]> {
       ),
     );
   }
+  // Under the hour limit, the minute limit binding in bursts that alternate between the Regions: 0.1 asks/s each,
+  // Under the hour limit, the minute limit binding in bursts that alternate between the Regions: 0.02 asks/s each,
+  // and a minute of 2 asks/s every 8 minutes, in turn.
+  const burst = (t: number) => Math.floor(t / 60_000) % 8 === 0;
+  const turn = (t: number): Region => (Math.floor(t / 480_000) % 2 === 0 ? 'home' : 'peer');
+  rows.push(
+    plainRow(
+      'active/active, bursts in turn (the minute limit binds)',
+      simulate({
+        ...options(4, 0, () => 0.5),
+        demand: (region, t) => (burst(t) && turn(t) === region ? 2 : 0.02),
+      }),
+    ),
+  );
   return [{ title: 'Two Regions on leased shares vs one ledger (simulated, 3 h each)', rows }];
 }

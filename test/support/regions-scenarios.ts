@@ -8,7 +8,7 @@ import { seededRandom } from './sandbox-http.js';
  * Random two-Region runs for the simulation (local/regions-sim.ts), short enough that a thousand take seconds:
  * 6 to 24 simulated minutes (the hour limit binds after 20 minutes of a saturated minute), a demand split that may
  * shift once, bursts, a Region lost (and maybe back), a partition from the lease store, the lease store's own
- * faults, and clocks that differ by up to the bound (its ends included).
+ * faults, clocks that differ by up to the bound (its ends included), and either way of setting the targets.
  */
 const MINUTE_MS = 60_000;
 
@@ -48,6 +48,8 @@ export const regionsScenarioArb = fc.record({
   failure: fc.double({ min: 0, max: 0.3, noNaN: true }),
   lostAnswer: fc.double({ min: 0, max: 0.2, noNaN: true }),
   latencyMaxMs: fc.integer({ min: 20, max: 1500 }),
+  /** The bound holds whatever the targets: both ways of setting them are drawn. */
+  targets: fc.constantFrom<'free' | 'fractions'>('free', 'fractions'),
 });
 export type RegionsScenario = typeof regionsScenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
@@ -78,5 +80,6 @@ export function simOptionsOf(s: RegionsScenario): RegionsSimOptions {
     },
     regions: { home: plan('home'), peer: plan('peer') },
     store: { failure: s.failure, lostAnswer: s.lostAnswer, latencyMs: [10, s.latencyMaxMs] },
+    targets: s.targets,
   };
 }
