@@ -70,12 +70,17 @@ function options(
   };
 }
 
-function plainRow(name: string, o: Outcome): BenchRow {
+/** Quota use vs the single ledger in the hour from `from` (the loss, the partition), by send time. */
+const hourUse = (o: Outcome, from: number) =>
+  between(o.result.sendTimes, from, from + HOUR_MS) / Math.max(1, between(o.single, from, from + HOUR_MS));
+
+function plainRow(name: string, o: Outcome, eventAt?: number): BenchRow {
   return {
     scenario: name,
     served: served(o),
     'single ledger': o.single.length,
     'quota use vs single': percent(served(o) / o.single.length),
+    'in the hour from the event': eventAt === undefined ? '-' : percent(hourUse(o, eventAt)),
     'to full minute budget after loss': '-',
     'hour held back after lapse (bound)': '-',
     'lease writes per key per hour': writesPerHour(o),
@@ -133,6 +138,10 @@ function lossRow(name: string, rate: number): BenchRow {
     served: total(served),
     'single ledger': total((o) => o.single.length),
     'quota use vs single': percent(total(served) / total((o) => o.single.length)),
+    'in the hour from the event': percent(
+      total((o) => between(o.result.sendTimes, lostAt(o), lostAt(o) + HOUR_MS)) /
+        total((o) => between(o.single, lostAt(o), lostAt(o) + HOUR_MS)),
+    ),
     'to full minute budget after loss': `median ${times[LOSS_RUNS >> 1]?.toFixed(1)} s, max ${times.at(-1)?.toFixed(1)} s`,
     'hour held back after lapse (bound)': `max ${Math.max(...heldBack)} (${worstBound}), ${within}/${LOSS_RUNS} within`,
     'lease writes per key per hour': writesPerHour(runs[0] as Outcome),
@@ -172,6 +181,7 @@ export async function run(): Promise<BenchTable[]> {
             peer: { partitions: [{ from: LOSS_AT, to: LOSS_AT + 10 * MINUTE_MS }] },
           }),
         ),
+        LOSS_AT,
       ),
     );
   }
