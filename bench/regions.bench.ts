@@ -19,9 +19,12 @@ import {
   simulateRegions,
   singleLedgerServed,
 } from '../local/regions-sim.js';
+import { writeChart } from '../local/svg-chart.js';
+import { useOverTime } from '../local/use-over-time.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { type Budget, CLOCK_BOUND_MS, tailOf } from '../shared/regions/lease.js';
 import { seededRandom } from '../test/support/sandbox-http.js';
+import { type LossSeries, lossChart } from './regions-chart.js';
 
 const HOUR_MS = 3_600_000;
 const MINUTE_MS = 60_000;
@@ -97,6 +100,46 @@ function toFullMinute(o: Outcome): number {
     (a) => a.region === 'home' && a.t >= lostAt(o) && a.shares[minute] === o.result.budgets[0]?.limit,
   );
   return full ? (full.t - lostAt(o)) / 1000 : Number.POSITIVE_INFINITY;
+}
+
+/** The run's last 2 minutes before the loss and 3 after: shares and the minute's use, for the chart. */
+function lossSeries(o: Outcome): LossSeries {
+  const at = lostAt(o);
+  const from = at - 2 * MINUTE_MS;
+  const to = at + 3 * MINUTE_MS;
+  const minute = o.result.budgets[0] as Budget;
+  const seconds = (t: number) => Math.round((t - at) / 100) / 10;
+  const shares: LossSeries['shares'] = [];
+  for (const region of ['home', 'peer'] as const) {
+    const own = o.result.adoptions.filter((a) => a.region === region);
+    const before = own.filter((a) => a.t < from).at(-1);
+    for (const a of [
+      ...(before ? [{ ...before, t: from }] : []),
+      ...own.filter((a) => a.t >= from && a.t <= to),
+    ])
+      shares.push({ seconds: seconds(a.t), region, share: a.shares[minute.key] ?? 0 });
+    shares.push({
+      seconds: seconds(to),
+      region,
+      share: shares.filter((x) => x.region === region).at(-1)?.share ?? 0,
+    });
+  }
+  const counts = (times: readonly number[]) => times.map((time) => ({ time: time - from, count: 1 }));
+  const use = (name: string, times: readonly number[]) =>
+    useOverTime(counts(times), minute, 0, to - from, 1000).map((p) => ({
+      ...p,
+      seconds: p.seconds - (at - from) / 1000,
+      series: name,
+    }));
+  return {
+    shares,
+    use: [
+      ...use('home (survivor)', o.result.grantTimes.home),
+      ...use('peer (lost)', o.result.grantTimes.peer),
+      ...use('both Regions', [...o.result.grantTimes.home, ...o.result.grantTimes.peer]),
+      ...use('one ledger, same asks', o.single),
+    ],
+  };
 }
 
 function lossRow(name: string, rate: number): BenchRow {
@@ -199,5 +242,28 @@ export async function run(): Promise<BenchTable[]> {
       }),
     ),
   );
-  return [{ title: 'Two Regions on leased shares vs one ledger (simulated, 3 h each)', rows }];
+  // The chart: a loss before the hour limit binds (0.9 asks/s for 10 minutes is 540 of the hour's 1000), so the
+  // minute's use shows what the survivor's share lets through.
+  const CHART_LOSS_AT = 10 * MINUTE_MS + 4321;
+  const chartRun = simulate({
+    ...options(7, 0.9, () => 0.5, { peer: { lostAt: CHART_LOSS_AT } }),
+    durationMs: 16 * MINUTE_MS,
+  });
+  const chart = await writeChart(
+    'regions-loss',
+    lossChart(
+      [
+        'A Region lost (npm run bench -- regions): 0.9 asks/s split evenly, the peer lost after 10 minutes',
+        'leased shares, lease 30 s renewed every 10 s, clocks 1 s apart, 5 % failed lease-store calls; simulated time',
+      ],
+      lossSeries(chartRun),
+    ),
+  );
+  return [
+    {
+      title: 'Two Regions on leased shares vs one ledger (simulated, 3 h each)',
+      rows,
+      footnote: `Chart (a loss: both Regions' minute shares and the minute's use around it): ${chart}`,
+    },
+  ];
 }
