@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { RegionalLedgerModel } from '../local/regional-ledger-model.js';
 import { checkVendorWindows } from '../local/vendor-window-check.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
@@ -15,11 +16,13 @@ import {
   leaseHolds,
   planRenewal,
   shareTargets,
+  snapshotInSpan,
   tailOf,
 } from '../shared/regions/lease.js';
 
 /** The vendor's general limits as the ledger plans them: 50 per 60 s and 1000 per 3600 s, spans plus 3 s. */
-const [MINUTE, HOUR] = planFor(rateLimitSettingsSchema.parse({})).general.map(
+const SPECS = planFor(rateLimitSettingsSchema.parse({})).general;
+const [MINUTE, HOUR] = SPECS.map(
   (s): Budget => ({ key: s.key, limit: s.limit, windowMs: s.windowMs, spanMs: s.spanMs }),
 ) as [Budget, Budget];
 const T0 = 1_800_000_000_000;
@@ -236,5 +239,36 @@ describe('the vendor-side check', () => {
 
   it('a refused request counts in no window', () => {
     expect(checkVendorWindows([0, 1, 2, 3, 60_001, 60_002], limits).rejected).toBe(1);
+  });
+});
+
+describe("the simulation's regional ledger", () => {
+  it('grants within its share per span as the ledger counts it, nothing before its first lease or after its fence', () => {
+    const ledger = new RegionalLedgerModel(SPECS);
+    expect(ledger.grant(T0)).toBe(false);
+    ledger.adoptShare({ [MINUTE.key]: 3, [HOUR.key]: 1000 }, T0 + 200_000);
+    expect([0, 1, 2, 3].map((i) => ledger.grant(T0 + i * 1000))).toEqual([true, true, true, false]);
+    // The first grant's slot leaves the span (60 s + 3 s margin) once its sub-slot's end is past.
+    expect(ledger.grant(T0 + MINUTE.spanMs)).toBe(false);
+    expect(ledger.grant(T0 + MINUTE.spanMs + 1000)).toBe(true);
+    expect(ledger.grant(T0 + 200_000)).toBe(false);
+  });
+
+  it('snapshots every slot with grants, with its start time', () => {
+    const ledger = new RegionalLedgerModel(SPECS);
+    ledger.adoptShare({ [MINUTE.key]: 50, [HOUR.key]: 1000 }, T0 + 200_000);
+    ledger.grant(T0 + 500);
+    ledger.grant(T0 + 2500);
+    const snapshot = ledger.snapshot(T0 + 3000);
+    expect(snapshot.at).toBe(T0 + 3000);
+    expect(snapshot.rings[MINUTE.key]).toEqual({
+      windowMs: 60_000,
+      slotMs: 1000,
+      slots: [
+        { start: T0 + 2000, count: 1 },
+        { start: T0, count: 1 },
+      ],
+    });
+    expect(snapshotInSpan(snapshot, MINUTE.key, T0 + 1000, 0)).toBe(1);
   });
 });
