@@ -1,0 +1,363 @@
+import { parseRingKey } from '../ledger/limit-plan.js';
+import type { RingSnapshot } from '../ledger/ring-snapshot.js';
+
+/**
+ * Two Regions, one vendor budget: each Region's regional ledger holds its grants to a SHARE of every ring, leased
+ * from one small item in a strongly consistent multi-Region table (docs/multi-region.md has the proof). This
+ * module is the rules alone: pure, no I/O, time passed in (each Region's own clock; they differ by at most the
+ * clock bound).
+ */
+
+/** How long a written lease record stands: a Region that cannot renew for this long fences itself. */
+export const LEASE_MS = 30_000;
+/** How often a Region renews: three tries per lease before it lapses. */
+export const RENEW_MS = 10_000;
+/** The most two Regions' clocks may differ (ms); the fence and the claims count it. */
+export const CLOCK_BOUND_MS = 1_000;
+/** Targets move only when some Region's target moved by more than this share of the limit (no flapping). */
+export const DEFAULT_HYSTERESIS = 0.1;
+
+/** One limit of one quota key, as the ledger's LimitPlan has it (a RingSpec fits). */
+export interface Budget {
+  /** The ring key (e.g. `*\/1o`): names the share and the snapshot's ring. */
+  key: string;
+  limit: number;
+  windowMs: number;
+  /** The ring's grant span, window plus margin: a permit granted at g may be sent until g + margin. */
+  spanMs: number;
+}
+
+export interface LeaseRecord {
+  region: string;
+  /** The writer's clock when it read the item it computed this record from. */
+  renewedAt: number;
+  /** renewedAt + LEASE_MS: the writer's ledger grants nothing beyond its floor after fenceAt(record). */
+  leaseUntil: number;
+  /** By ring key: the most this Region may grant in any span of that ring while the record stands. */
+  shares: Record<string, number>;
+  /** Its regional ledger's rings, read after any lowered share was adopted and before this record was written. */
+  snapshot: RingSnapshot;
+  /**
+   * Its recent demand (asks per second, any unit both Regions share): what the other Region splits the targets
+   * by. Not in the contract's first shape: without it a Region at share 0 could never say it needs one.
+   */
+  demand?: number;
+}
+
+export interface LeaseOptions {
+  /** CLOCK_BOUND_MS unless set. */
+  clockBoundMs?: number;
+  /** What a fenced ledger still grants per span (0 by default: a Region without a lease grants nothing). */
+  floor?: number;
+}
+
+/**
+ * The moment (the Region's own clock) after which its ledger grants nothing beyond its floor unless renewed.
+ * One clock bound early: at that moment no other Region's clock can read past leaseUntil yet, so every reader
+ * that still counts the lease as holding is right to.
+ */
+export const fenceAt = (record: Pick<LeaseRecord, 'leaseUntil'>, clockBoundMs = CLOCK_BOUND_MS): number =>
+  record.leaseUntil - clockBoundMs;
+
+/**
+ * Whether another Region counts the lease as holding at `now` (the reader's clock): one more clock bound than
+ * the fence needs, as the contract has it, so a reader is safe even when the bound is exceeded by up to itself.
+ */
+export const leaseHolds = (record: LeaseRecord, now: number, clockBoundMs = CLOCK_BOUND_MS): boolean =>
+  now < record.leaseUntil + clockBoundMs;
+
+/**
+ * The snapshot's grants of ring `key` that may lie at or after `after` (the reader's clock): a slot counts in
+ * full if any moment of it, moved by up to the clock bound, may be that late (slots are all the snapshot knows).
+ */
+export function snapshotInSpan(
+  snapshot: RingSnapshot,
+  key: string,
+  after: number,
+  clockBoundMs: number,
+): number {
+  const ring = snapshot.rings[key];
+  if (!ring) return 0;
+  let count = 0;
+  for (const slot of ring.slots) if (slot.start + ring.slotMs + clockBoundMs > after) count += slot.count;
+  return count;
+}
+
+/**
+ * The most the writer can grant in ring `budget` after its snapshot and up to its fence, whatever it did: its
+ * own share of that ring, and of every shorter ring of the same scope as many times as that ring's window fits
+ * in the interval (plus one, for the edges). Its ledger held every span to its share, and its share never rose
+ * before the record saying so was written (planRenewal), so no later grant under this record escapes this.
+ * For the minute ring this is its share; for the hour ring it is about a minute's share, not an hour's: a
+ * Region that held 500 of the hour and used 100 does not keep 400 from the other Region for an hour.
+ */
+export function tailOf(record: LeaseRecord, budget: Budget, clockBoundMs = CLOCK_BOUND_MS): number {
+  const interval = Math.max(0, fenceAt(record, clockBoundMs) - record.snapshot.at);
+  const scope = ringOf(budget.key).scope;
+  let tail = shareIn(record, budget);
+  for (const [key, share] of Object.entries(record.shares)) {
+    const ring = ringOf(key);
+    if (ring.scope !== scope || ring.windowMs > budget.windowMs || ring.windowMs <= 0) continue;
+    tail = Math.min(tail, share * (Math.floor(interval / ring.windowMs) + 1));
+  }
+  return tail;
+}
+
+const parsedKeys = new Map<string, ReturnType<typeof parseRingKey>>();
+/** parseRingKey, once per key: claims are computed on every renewal for every ring. */
+function ringOf(key: string): ReturnType<typeof parseRingKey> {
+  let parsed = parsedKeys.get(key);
+  if (!parsed) {
+    parsed = parseRingKey(key);
+    if (parsedKeys.size > 10_000) parsedKeys.clear();
+    parsedKeys.set(key, parsed);
+  }
+  return parsed;
+}
+
+/** A share the record does not name counts as the whole limit: a reader never assumes less than it may be. */
+const shareIn = (record: LeaseRecord, budget: Budget): number =>
+  Math.min(budget.limit, record.shares[budget.key] ?? budget.limit);
+
+/**
+ * What the other Region's grants may occupy of `budget` in a span ending at `now` (the reader's clock) or later,
+ * as long as it does not write a new record: `snap` = its snapshot's grants that may still be in the span,
+ * `share` its share, `tail` what it may have granted after the snapshot (tailOf).
+ *   - While its grants after the snapshot may still be in a span (until leaseUntil + bound + span): at most
+ *     max(snap, share), because its ledger held every span to its share: if its last grant in a span came after
+ *     the snapshot, that span holds at most its share; if not, only snapshot grants. And at most snap + tail.
+ *     While the lease holds, the first is max(share, snapshot) of the contract; the second only tightens it.
+ *   - After: only snapshot grants (and what a fenced ledger still grants, the floor) can be in the span.
+ * A share that shrank is not free until the grants made under it leave the span: they are in the snapshot.
+ */
+export function claimOf(
+  record: LeaseRecord | undefined,
+  budget: Budget,
+  now: number,
+  options: LeaseOptions = {},
+): number {
+  const bound = options.clockBoundMs ?? CLOCK_BOUND_MS;
+  const floor = options.floor ?? 0;
+  // Never leased: its ledger was never given more than the floor.
+  if (!record) return Math.min(budget.limit, floor);
+  const snap = snapshotInSpan(record.snapshot, budget.key, now - budget.spanMs, bound);
+  const tailLive = now < record.leaseUntil + bound + budget.spanMs;
+  const claim = tailLive
+    ? Math.min(Math.max(snap, shareIn(record, budget), floor), snap + tailOf(record, budget, bound) + floor)
+    : Math.max(snap, floor);
+  return Math.min(budget.limit, claim);
+}
+
+/** The moments after `now` at which the record's claim on some budget falls by its tail: worth renewing at. */
+export function claimDropsAt(
+  record: LeaseRecord | undefined,
+  budgets: readonly Budget[],
+  now: number,
+  clockBoundMs = CLOCK_BOUND_MS,
+): number[] {
+  if (!record) return [];
+  return budgets.map((b) => record.leaseUntil + clockBoundMs + b.spanMs).filter((t) => t > now);
+}
+
+/** Never more than the limit minus the other Region's claim, never more than the target, never below 0. */
+export const allowedShare = (target: number, otherClaim: number, budget: Pick<Budget, 'limit'>): number =>
+  Math.max(0, Math.min(target, budget.limit - otherClaim));
+
+export interface TargetOptions {
+  /**
+   * By Region and ring key, what each Region's grants occupy of the span now (the own snapshot; for the other
+   * Region, its claim). With it, the targets split only what is FREE, on top of what each Region already uses.
+   */
+  used?: Record<string, Record<string, number>>;
+  /** The targets in force: kept while no Region's target moved by more than the hysteresis (without `used`). */
+  previous?: Record<string, Record<string, number>>;
+  /** A share of the limit; DEFAULT_HYSTERESIS unless set. */
+  hysteresis?: number;
+}
+
+/**
+ * Each Region's target share of every budget from its recent demand: a Region with no demand gets 0 (so an
+ * active/passive pair gives the active Region the whole budget), every Region with demand at least `floor` of
+ * the limit (so it can serve at once when its demand grows), the rest in proportion to demand; the targets of a
+ * budget add up to its limit (the largest remainders get the odd units). With no demand anywhere the previous
+ * targets stand (or an even split). Targets move only when one moves by more than the hysteresis, or a Region's
+ * demand appears from nothing: shares that flap cost the other Region, since a lowered share frees nothing until
+ * the grants made under it leave the span.
+ *
+ * With `used` (what planRenewal passes): each Region's target is what it uses now plus its part (by demand, with
+ * the floor) of what is free, so the targets still add up to the limit and a budget freed by old grants leaving
+ * the span goes where the demand is, as a single ledger would give it. These targets move with every renewal and
+ * need no hysteresis: a share that stays at least the Region's use never strands anything, since the other
+ * Region's claim of it is its snapshot anyway.
+ */
+export function shareTargets(
+  demands: Record<string, number>,
+  budgets: readonly Pick<Budget, 'key' | 'limit'>[],
+  floor: number,
+  options: TargetOptions = {},
+): Record<string, Record<string, number>> {
+  const regions = Object.keys(demands).sort();
+  const targets: Record<string, Record<string, number>> = Object.fromEntries(regions.map((r) => [r, {}]));
+  for (const budget of budgets) {
+    const used = options.used;
+    if (used) {
+      const inUse = regions.map((r) => Math.max(0, used[r]?.[budget.key] ?? 0));
+      const free = Math.max(0, budget.limit - inUse.reduce((a, b) => a + b, 0));
+      const split = splitBudget(regions, demands, free, (floor * budget.limit) / Math.max(1, free));
+      regions.forEach((r, i) => {
+        (targets[r] as Record<string, number>)[budget.key] = (inUse[i] ?? 0) + (split[r] ?? 0);
+      });
+      continue;
+    }
+    const fresh = splitBudget(regions, demands, budget.limit, floor);
+    const kept = keepPrevious(regions, demands, budget, fresh, options);
+    for (const region of regions) (targets[region] as Record<string, number>)[budget.key] = kept[region] ?? 0;
+  }
+  return targets;
+}
+
+function splitBudget(
+  regions: readonly string[],
+  demands: Record<string, number>,
+  limit: number,
+  floor: number,
+): Record<string, number> {
+  const active = regions.filter((r) => (demands[r] ?? 0) > 0);
+  const weights = active.length > 0 ? active : regions;
+  if (weights.length === 0) return {};
+  const each = Math.min(Math.ceil(Math.max(0, floor) * limit), Math.floor(limit / weights.length));
+  const rest = limit - each * weights.length;
+  const total = active.length > 0 ? active.reduce((sum, r) => sum + (demands[r] ?? 0), 0) : weights.length;
+  const exact = weights.map((r) => (rest * (active.length > 0 ? (demands[r] ?? 0) : 1)) / total);
+  const whole = exact.map(Math.floor);
+  let odd = rest - whole.reduce((a, b) => a + b, 0);
+  // Largest remainders first; ties in region order, so both Regions compute the same split.
+  const order = exact
+    .map((x, i) => ({ i, frac: x - Math.floor(x) }))
+    .sort((a, b) => b.frac - a.frac || a.i - b.i);
+  for (const { i } of order) {
+    if (odd <= 0) break;
+    whole[i] = (whole[i] ?? 0) + 1;
+    odd--;
+  }
+  const split: Record<string, number> = Object.fromEntries(regions.map((r) => [r, 0]));
+  weights.forEach((r, i) => {
+    split[r] = each + (whole[i] ?? 0);
+  });
+  return split;
+}
+
+function keepPrevious(
+  regions: readonly string[],
+  demands: Record<string, number>,
+  budget: Pick<Budget, 'key' | 'limit'>,
+  fresh: Record<string, number>,
+  options: TargetOptions,
+): Record<string, number> {
+  const previous = options.previous;
+  if (!previous) return fresh;
+  const before = regions.map((r) => previous[r]?.[budget.key]);
+  if (before.some((x) => x === undefined) || before.reduce((a = 0, b = 0) => a + b, 0) !== budget.limit)
+    return fresh;
+  const noDemand = regions.every((r) => (demands[r] ?? 0) <= 0);
+  if (noDemand) return Object.fromEntries(regions.map((r, i) => [r, before[i] ?? 0]));
+  const threshold = Math.max(1, Math.ceil((options.hysteresis ?? DEFAULT_HYSTERESIS) * budget.limit));
+  const moved = regions.some((r, i) => {
+    const was = before[i] ?? 0;
+    const now = fresh[r] ?? 0;
+    return Math.abs(now - was) >= threshold || (was === 0 && now > 0);
+  });
+  return moved ? fresh : Object.fromEntries(regions.map((r, i) => [r, before[i] ?? 0]));
+}
+
+/** The name the other Region goes by in the targets while it has never written a record. */
+const OTHER = '~other';
+
+export interface RenewalPlan {
+  /** Both Regions' targets as this renewer sees them: pass them back as previousTargets next time. */
+  targets: Record<string, Record<string, number>>;
+  /** The shares to write in the record, and to adopt (with the new fence) once the write is acknowledged. */
+  shares: Record<string, number>;
+  /**
+   * The shares to adopt in the own ledger BEFORE the write (with the fence in force), when some ring's share goes
+   * down: the lowered rings at their new share, the others as they are. A lower share must be in force before
+   * any reader can see it, or the other Region could take what this one still grants; a higher share is written
+   * first and adopted after, so no reader ever sees less than the ledger enforces.
+   */
+  adoptBefore?: Record<string, number>;
+  renewedAt: number;
+  leaseUntil: number;
+  /** fenceAt of the record: what the ledger adopts with `shares` after the write. */
+  fenceAt: number;
+}
+
+/**
+ * One renewal, from a fresh strongly consistent read of the lease item at `now` (the renewer's clock). The
+ * renewer then: adopts `adoptBefore` if any, reads its ledger's snapshot, writes the record (shares, snapshot,
+ * renewedAt, leaseUntil, demand) on the condition of the version it read (a failed condition: plan again from a
+ * fresh read), and only on an acknowledged write adopts `shares` with `fenceAt`. An unacknowledged write adopts
+ * nothing more: whatever the item now says is at least what the ledger enforces.
+ */
+export function planRenewal(input: {
+  region: string;
+  /** The shares the own ledger enforces now (none yet: all 0). */
+  current: Record<string, number>;
+  demand: number;
+  /** The other Region's record, as read (absent: it never leased). */
+  other: LeaseRecord | undefined;
+  budgets: readonly Budget[];
+  now: number;
+  /** The least share of a Region with demand, as a share of the limit (shareTargets). */
+  targetFloor: number;
+  /**
+   * The own ledger's snapshot at `now`: with it the targets split only the free part of each budget, on top of
+   * what each Region uses (shareTargets' `used`), so a budget freed by one Region's grants leaving the span goes to
+   * where the demand is. Without it, the targets are fractions of the limit.
+   */
+  ownSnapshot?: RingSnapshot;
+  /** The targets this renewer computed last (kept while demand moves less than the hysteresis). */
+  previousTargets?: Record<string, Record<string, number>>;
+  hysteresis?: number;
+  options?: LeaseOptions;
+  /** The claim rule: claimOf. Another only for the simulation's controls, which must be caught. */
+  claim?: (other: LeaseRecord | undefined, budget: Budget, now: number) => number;
+}): RenewalPlan {
+  const { region, other, budgets, now } = input;
+  const otherName = other?.region ?? OTHER;
+  // A lapsed Region's last demand is not demand: the survivor's target becomes the whole budget.
+  const otherDemand = other && leaseHolds(other, now, input.options?.clockBoundMs) ? (other.demand ?? 0) : 0;
+  const demands = { [region]: input.demand, [otherName]: otherDemand };
+  const claim = input.claim ?? ((record, budget, at) => claimOf(record, budget, at, input.options));
+  const own = input.ownSnapshot;
+  const used = own
+    ? {
+        [region]: Object.fromEntries(
+          budgets.map((b) => [b.key, snapshotInSpan(own, b.key, now - b.spanMs, 0)]),
+        ),
+        [otherName]: Object.fromEntries(budgets.map((b) => [b.key, claim(other, b, now)])),
+      }
+    : undefined;
+  const targets = shareTargets(demands, budgets, input.targetFloor, {
+    ...(used ? { used } : {}),
+    ...(input.previousTargets ? { previous: input.previousTargets } : {}),
+    ...(input.hysteresis !== undefined ? { hysteresis: input.hysteresis } : {}),
+  });
+  const shares: Record<string, number> = {};
+  for (const budget of budgets) {
+    const target = targets[region]?.[budget.key] ?? 0;
+    shares[budget.key] = allowedShare(target, claim(other, budget, now), budget);
+  }
+  const lowered = budgets.some((b) => (shares[b.key] ?? 0) < (input.current[b.key] ?? 0));
+  const adoptBefore = lowered
+    ? Object.fromEntries(budgets.map((b) => [b.key, Math.min(shares[b.key] ?? 0, input.current[b.key] ?? 0)]))
+    : undefined;
+  const leaseUntil = now + LEASE_MS;
+  return {
+    shares,
+    targets,
+    ...(adoptBefore ? { adoptBefore } : {}),
+    renewedAt: now,
+    leaseUntil,
+    fenceAt: fenceAt({ leaseUntil }, input.options?.clockBoundMs ?? CLOCK_BOUND_MS),
+  };
+}
