@@ -82,6 +82,7 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
   if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
+  if (item.rs?.S !== undefined) stored.share = item.rs.S;
   return stored;
 }
 
@@ -136,6 +137,8 @@ export function fullWrite(
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
   // Never lowered by a write (a newer release's processes may hold a newer view); absent stays absent.
   if (stored.learnedVersion !== undefined) attribute('lv', { N: String(stored.learnedVersion) });
+  // Never removed by a full write: only adoptShare changes it (the state carries it from the read).
+  if (stored.share !== undefined) attribute('rs', { S: stored.share });
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {
