@@ -30,11 +30,11 @@ const record = (region: string, renewedAt: number, share = 25): StoredLeaseRecor
   region,
   renewedAt,
   leaseUntil: renewedAt + 30_000,
-  shares: { '*/1ahc': share, '*/256w0': 20 * share },
+  shares: { '*/1aao': share, '*/255s0': 20 * share },
   snapshot: {
     at: renewedAt,
     rings: {
-      '*/1ahc': {
+      '*/1aao': {
         windowMs: 60_000,
         slotMs: 1000,
         slots: [
@@ -42,7 +42,7 @@ const record = (region: string, renewedAt: number, share = 25): StoredLeaseRecor
           { start: renewedAt - 42_000, count: 12 },
         ],
       },
-      '*/256w0': { windowMs: 3_600_000, slotMs: 60_000, slots: [{ start: renewedAt - 60_000, count: 15 }] },
+      '*/255s0': { windowMs: 3_600_000, slotMs: 60_000, slots: [{ start: renewedAt - 60_000, count: 15 }] },
     },
   },
 });
@@ -217,7 +217,7 @@ describe.each(ENGINES)('lease store on %s', (engine) => {
       ['a region name', { ...good, region: 'EU West' }],
       ['a time', { ...good, renewedAt: -1 }],
       ['a lease that ends before it was renewed', { ...good, leaseUntil: good.renewedAt - 1 }],
-      ['a share', { ...good, shares: { '*/1ahc': 2.5 } }],
+      ['a share', { ...good, shares: { '*/1aao': 2.5 } }],
       ['a ring key', { ...good, shares: { 'not a ring': 2 } }],
       ['a field', { ...good, floor: {} }],
       [
@@ -226,7 +226,7 @@ describe.each(ENGINES)('lease store on %s', (engine) => {
           ...good,
           snapshot: {
             at: T0,
-            rings: { '*/1ahc': { windowMs: 60_000, slotMs: 1000, slots: [{ start: T0 + 1, count: 1 }] } },
+            rings: { '*/1aao': { windowMs: 60_000, slotMs: 1000, slots: [{ start: T0 + 1, count: 1 }] } },
           },
         },
       ],

@@ -9,7 +9,10 @@ import type { StoredLedger } from './state-codec.js';
  * last full write, `t` ledger time, `cd` cooldown end, `cdr` the furthest cooldown claim and its caller,
  * `purgeAt` TTL (Unix seconds), `w` the write ids since the
  * last full write (a string set, see receipts.ts), `rk` the reservations' key and `rc` when they last changed
- * (LimitPlan.reservationsKey), `lv` the learned view of its grants (LedgerState.learnedVersion), `k` the receipt secret (set once, when the item is created). Then by format:
+ * (LimitPlan.reservationsKey), `lv` the learned view of its grants (LedgerState.learnedVersion), `k` the receipt secret (set once, when the item is created),
+ * `rs` a Region's share of the budgets when the ledger is one Region's of two (issue 27, region-share.ts:
+ * `<fenceAt>;<ring key>=<limit>[:<floor>],...[;<home consumers>]`, base 36; written by adoptShare only, kept by
+ * every full write; release N-1 neither reads nor removes it, so it grants as if there were none). Then by format:
  * - 1 (text): `r` older slots, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not
  *   `cdr` and `cw`), per ring with grants in its head slot `h:<ring key>` (count)
  *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
