@@ -41,6 +41,8 @@ import {
   signatureHolds,
   WRITE_IDS_LIMIT,
 } from './receipts.js';
+import { checkShare, heldPlan, NO_SHARE, type RegionShare, sameShare } from './region-share.js';
+import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
 import type {
   GiveBackRequest,
   GiveBackResult,
@@ -86,7 +88,29 @@ export interface DynamoRateLedgerOptions {
   reference?: ClockReference;
   /** How long (clock ms) a set's learned limits are used before reading them again (learned-store.ts). Default 5000. */
   learnedCacheMs?: number;
+  /**
+   * This ledger is one Region's of two (issue 27, docs/multi-region.md): grants are held to the share its lease
+   * renewer adopted (adoptShare), and an item without one (before the first lease, or after its TTL) grants only
+   * the floor, 0. Unset: an item without a share is as it always was.
+   */
+  regional?: boolean;
 }
+
+/** What adoptShare did: the share in the item afterwards is `share`. */
+export interface AdoptShareResult {
+  /**
+   * `adopted`: written; `unchanged`: the item held it already (a repeat, or a re-send after a lost answer);
+   * `stale`: the item holds a share of a later lease (a later `fenceAt`), which stays.
+   */
+  outcome: 'adopted' | 'unchanged' | 'stale';
+  share: RegionShare;
+}
+
+/**
+ * A denial that no wait on this share can end (the ring is held below the ask, or fenced to its floor): ask again
+ * after this, when a renewed lease may have brought a share (the lease renewer runs every 10 s).
+ */
+export const SHARE_RETRY_MS = 10_000;
 
 /** An acquire decided on a learned view older than one the item's grants were decided under: read it again. */
 const STALE_VIEW = Symbol('stale learned view');
@@ -154,6 +178,7 @@ export class DynamoRateLedger implements RateLedger {
   readonly #cacheFreshMs: number;
   readonly #cache = new Map<string, Snapshot>();
   readonly #learned: LearnedStore;
+  readonly #regional: boolean;
   readonly #queue = new BatchQueue<Op>((tokenId, ops) => this.#runBatch(tokenId, ops));
 
   constructor(options: DynamoRateLedgerOptions) {
@@ -171,6 +196,7 @@ export class DynamoRateLedger implements RateLedger {
     this.#jitterMs = options.conflictJitterMs ?? 10;
     this.#random = options.random ?? Math.random;
     this.#cacheFreshMs = options.cacheFreshMs ?? 1000;
+    this.#regional = options.regional ?? false;
     this.#learned = new LearnedStore({
       client: options.client,
       tableName: options.tableName,
@@ -198,6 +224,53 @@ export class DynamoRateLedger implements RateLedger {
   /** The plan a permit of the set is decided on now: its learned classes' rings as its (cached) view says. */
   async planOf(limits: RateLimitSettings, setId: string): Promise<LimitPlan> {
     return (await this.#planOf(limits, setId)).plan;
+  }
+
+  /** The plan `state`'s share holds grants to at g (region-share.ts); without Regions, `plan` itself. */
+  #held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan {
+    return heldPlan(plan, state.share ?? (this.#regional ? NO_SHARE : undefined), g);
+  }
+
+  /**
+   * Adopts a Region's share of the budgets of one ledger key (issue 27): ONE conditional write of the item, like
+   * a grant's (so it waits for no lock and a grant decided on the share before it fails its condition and is
+   * decided again: once this resolves, no grant beyond the new share can still be written). Idempotent: the same
+   * share again writes nothing, and a re-send after a lost answer is told by its write id like every write. A
+   * share of an earlier lease than the one held (`fenceAt` earlier: a delayed renewer) is not adopted. Grants
+   * made under a larger share stay counted: a lower share holds new grants until they leave the span.
+   */
+  async adoptShare(
+    tokenId: string,
+    limits: RateLimitSettings,
+    setId: string | undefined,
+    share: RegionShare,
+  ): Promise<AdoptShareResult> {
+    checkTokenId(tokenId);
+    const { plan } = await this.#planOf(limits, setId);
+    const wanted = checkShare(share, plan);
+    const result = await this.#enqueue<AdoptShareResult>(tokenId, plan, (state) => {
+      const held = state.share;
+      if (held && wanted.fenceAt < held.fenceAt)
+        return { change: 'none', result: { outcome: 'stale', share: held } };
+      if (sameShare(held, wanted)) return { change: 'none', result: { outcome: 'unchanged', share: wanted } };
+      state.share = wanted;
+      return { change: 'other', result: { outcome: 'adopted', share: wanted } };
+    });
+    this.#telemetry.info('rate ledger: region share', {
+      tokenId,
+      outcome: result.outcome,
+      fenceAt: result.share.fenceAt,
+      limits: result.share.limits,
+    });
+    return result;
+  }
+
+  /** What the item had granted per ring, slot by slot, at the ledger time of a fresh read (a read, no write). */
+  async snapshot(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<RingSnapshot> {
+    checkTokenId(tokenId);
+    const { plan } = await this.#planOf(limits, setId);
+    const { state, g } = await this.#readAt(tokenId, plan);
+    return ringSnapshotOf(state, plan, g);
   }
 
   /** What the set learned of its classes' limits, in force now (a fresh read: the operator's status). */
@@ -251,7 +324,8 @@ export class DynamoRateLedger implements RateLedger {
       (state, g, now) => {
         if (learning && !refreshed && state.learnedVersion > version)
           return { change: 'none', result: STALE_VIEW };
-        const outcome = acquire(state, plan, g, count, cls, consumer);
+        const held = this.#held(plan, state, g);
+        const outcome = acquire(state, held, g, count, cls, consumer);
         if (outcome.granted) {
           // The item's grants are from this view on: a process on an older one reads it first (STALE_VIEW).
           if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
@@ -269,14 +343,16 @@ export class DynamoRateLedger implements RateLedger {
           const decision: PermitDecision = {
             ...granted,
             receipt,
-            available: availableTo(state, plan, g, cls, consumer),
+            available: availableTo(state, held, g, cls, consumer),
           };
           return { change: 'grant', result: decision };
         }
         // A class still on its probe learns from the answer to the request the probe let through: the next ask
         // may find it learned, so no one is told to wait out the probe's whole span (PROBE_RETRY_MS).
         const probing = cls !== undefined && outcome.reason === 'QUOTA' && isProbing(plan, cls);
-        const retryAt = probing ? Math.min(outcome.retryAt, now + PROBE_RETRY_MS) : outcome.retryAt;
+        // Held below the ask by the share (or fenced to the floor): until a renewal may change it.
+        const fit = Number.isFinite(outcome.retryAt) ? outcome.retryAt : now + SHARE_RETRY_MS;
+        const retryAt = probing ? Math.min(fit, now + PROBE_RETRY_MS) : fit;
         const retryAfterMs = Math.max(1, retryAt - now + Math.floor(this.#random() * spreadMs));
         const denial: PermitDecision = {
           granted: false,
@@ -284,7 +360,7 @@ export class DynamoRateLedger implements RateLedger {
           retryAfterMs,
           reason: outcome.reason,
           remaining: outcome.remaining,
-          available: availableTo(state, plan, g, cls, consumer),
+          available: availableTo(state, held, g, cls, consumer),
         };
         return { change: 'none', result: denial };
       },
@@ -418,7 +494,7 @@ export class DynamoRateLedger implements RateLedger {
     checkTokenId(tokenId);
     const { plan } = await this.#planOf(limits, setId);
     const { state, g } = await this.#readAt(tokenId, plan);
-    return remainingAt(state, plan, g, ALL_CLASSES);
+    return remainingAt(state, this.#held(plan, state, g), g, ALL_CLASSES);
   }
 
   /** A read, no write: granted and left per limit, and the vendor cooldown (the operator's status). */
@@ -426,7 +502,7 @@ export class DynamoRateLedger implements RateLedger {
     checkTokenId(tokenId);
     const { plan } = await this.#planOf(limits, setId);
     const { state, g } = await this.#readAt(tokenId, plan);
-    return usageAt(state, plan, g);
+    return usageAt(state, this.#held(plan, state, g), g);
   }
 
   /** A fresh read moved to the ledger time; DynamoDB failing is the ledger being unavailable. */
@@ -512,7 +588,12 @@ export class DynamoRateLedger implements RateLedger {
         read.secret !== undefined &&
         read.writeIds.size < WRITE_IDS_LIMIT &&
         snapshot.format === format
-          ? headAdditions(read, work, plans, g)
+          ? headAdditions(
+              read,
+              work,
+              plans.map((plan) => this.#held(plan, work, g)),
+              g,
+            )
           : undefined;
       work.version = read.version + 1;
       let written: Awaited<ReturnType<LedgerTable['writeFull']>>;

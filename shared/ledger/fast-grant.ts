@@ -67,12 +67,12 @@ export function headAdditions(
       subs: [0, ...(after?.subs ?? []).slice(1)],
     };
     // The general ring of a window with reservations is not a bound (its shared and reservation rings are,
-    // each with its own condition): only that it is known.
+    // each with its own condition): only that it is known; except under a Region's share (region-share.ts).
     const bounds = plans.flatMap((plan) =>
       allRings(plan)
         .filter((spec) => spec.key === key)
         .map((spec) =>
-          plan.reserved.has(spec.key)
+          plan.reserved.has(spec.key) && plan.checkReserved !== true
             ? Number.MAX_SAFE_INTEGER
             : spec.limit - usedAt(spec, olderOnly, g) - add,
         ),

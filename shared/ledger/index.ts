@@ -1,4 +1,9 @@
-export { DynamoRateLedger, type DynamoRateLedgerOptions } from './dynamo-ledger.js';
+export {
+  type AdoptShareResult,
+  DynamoRateLedger,
+  type DynamoRateLedgerOptions,
+  SHARE_RETRY_MS,
+} from './dynamo-ledger.js';
 export {
   InvalidLedgerRequestError,
   InvalidPermitCountError,
@@ -8,6 +13,8 @@ export {
   ReceiptRejectedError,
   UnknownPermitClassError,
 } from './errors.js';
+export type { RegionShare } from './region-share.js';
+export type { RingSnapshot } from './ring-snapshot.js';
 export type {
   DenialReason,
   GiveBackRequest,

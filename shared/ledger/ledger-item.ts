@@ -9,7 +9,10 @@ import type { StoredLedger } from './state-codec.js';
  * last full write, `t` ledger time, `cd` cooldown end, `cdr` the furthest cooldown claim and its caller,
  * `purgeAt` TTL (Unix seconds), `w` the write ids since the
  * last full write (a string set, see receipts.ts), `rk` the reservations' key and `rc` when they last changed
- * (LimitPlan.reservationsKey), `lv` the learned view of its grants (LedgerState.learnedVersion), `k` the receipt secret (set once, when the item is created). Then by format:
+ * (LimitPlan.reservationsKey), `lv` the learned view of its grants (LedgerState.learnedVersion), `k` the receipt secret (set once, when the item is created),
+ * `rs` a Region's share of the budgets when the ledger is one Region's of two (issue 27, region-share.ts:
+ * `<fenceAt>;<ring key>=<limit>[:<floor>],...[;<home consumers>]`, base 36; written by adoptShare only, kept by
+ * every full write; release N-1 neither reads nor removes it, so it grants as if there were none). Then by format:
  * - 1 (text): `r` older slots, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not
  *   `cdr` and `cw`), per ring with grants in its head slot `h:<ring key>` (count)
  *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
@@ -82,6 +85,7 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
   if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
+  if (item.rs?.S !== undefined) stored.share = item.rs.S;
   return stored;
 }
 
@@ -136,6 +140,8 @@ export function fullWrite(
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
   // Never lowered by a write (a newer release's processes may hold a newer view); absent stays absent.
   if (stored.learnedVersion !== undefined) attribute('lv', { N: String(stored.learnedVersion) });
+  // Never removed by a full write: only adoptShare changes it (the state carries it from the read).
+  if (stored.share !== undefined) attribute('rs', { S: stored.share });
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {

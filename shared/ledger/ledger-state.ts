@@ -17,6 +17,7 @@ import {
   SPENT_PER_CALLER,
   spentMark,
 } from './receipts.js';
+import type { RegionShare } from './region-share.js';
 import {
   earliestFit,
   emptyRing,
@@ -75,6 +76,8 @@ export interface LedgerState {
    * A process whose view is older reads the learned limits again before it decides (dynamo-ledger.ts).
    */
   learnedVersion: number;
+  /** This Region's share of the budgets (region-share.ts), once one was adopted; undefined without Regions. */
+  share?: RegionShare | undefined;
 }
 
 /** For remainingAt: every limit of the settings, general and of every class. */
@@ -94,6 +97,7 @@ export const emptyState = (version = 0): LedgerState => ({
   reservationsChangedAt: 0,
   secret: undefined,
   learnedVersion: 0,
+  share: undefined,
 });
 
 /** Whether the write with this id is in the item: since the last full write, or carried from before it. */
@@ -126,6 +130,7 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     reservationsChangedAt: state.reservationsChangedAt,
     secret: state.secret,
     learnedVersion: state.learnedVersion,
+    share: state.share,
   };
 }
 
@@ -234,7 +239,9 @@ export function acquire(
   const rings = ringsFor(plan, cls);
   const specs = rings.filter((spec) => !plan.reserved.has(spec.key));
   const guarded = rings.filter(
-    (spec) => plan.reserved.has(spec.key) && g < state.reservationsChangedAt + spec.spanMs + spec.slotMs,
+    (spec) =>
+      plan.reserved.has(spec.key) &&
+      (plan.checkReserved === true || g < state.reservationsChangedAt + spec.spanMs + spec.slotMs),
   );
   const cooldownAt = Math.max(state.cooldownUntil, g);
   const quotaAt = Math.max(

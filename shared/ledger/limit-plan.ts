@@ -136,6 +136,11 @@ export interface LimitPlan {
    * across the change; the guarantee resumes once the grants from before have left the span.
    */
   reservationsKey: string;
+  /**
+   * The general ring of a window with reservations is checked against its limit like any ring, not only for a
+   * span after the reservations changed: a Region's share of the window (region-share.ts) is on the window.
+   */
+  checkReserved?: boolean;
 }
 
 export const slotMsFor = (windowMs: number, slots = SLOTS_PER_WINDOW): number =>

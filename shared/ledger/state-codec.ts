@@ -10,6 +10,7 @@ import {
 } from './limit-plan.js';
 import { decodePacked, encodePacked } from './packed-codec.js';
 import { CALLER_TAG_LENGTH, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
+import { decodeShare, encodeShare } from './region-share.js';
 import { type Ring, subSlot } from './ring.js';
 import type { VendorCap } from './vendor-caps.js';
 
@@ -65,6 +66,8 @@ export interface StoredLedger {
   secret?: string;
   /** LedgerState.learnedVersion, when not 0 (`lv`: an attribute release N-1 leaves as it is). */
   learnedVersion?: number;
+  /** LedgerState.share (region-share.ts, encodeShare), when one was adopted (`rs`: release N-1 leaves it as it is). */
+  share?: string;
   /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
   purgeAt: number;
 }
@@ -154,6 +157,7 @@ export function encodeState(
   };
   if (state.secret !== undefined) stored.secret = state.secret;
   if (state.learnedVersion > 0) stored.learnedVersion = state.learnedVersion;
+  if (state.share !== undefined) stored.share = encodeShare(state.share);
   if (state.reservationsKey !== '') stored.reservationsKey = state.reservationsKey;
   if (state.reservationsChangedAt > 0 && state.reservationsChangedAt + retainMs > state.time)
     stored.reservationsChangedAt = state.reservationsChangedAt;
@@ -228,6 +232,8 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     if (!isCount(stored.learnedVersion)) unreadable('learned version');
     state.learnedVersion = stored.learnedVersion;
   }
+  // A Region's share holds whatever the purge time says: it is never one that an idle item may forget.
+  if (stored.share !== undefined) state.share = decodeShare(stored.share) ?? unreadable('region share');
   if (stored.purgeAt * 1000 <= now) return state;
   if (stored.reservationsKey !== undefined) {
     if (!RESERVATIONS_KEY.test(stored.reservationsKey)) unreadable('reservations key');
