@@ -43,8 +43,12 @@ export function createRegionStacks(
 ): RegionStacks {
   const names = globalStackNames(stage);
   const key = new GlobalKeyStack(app, names.key, { stage, regions });
+  // Weak references (Fn::GetStackOutput, cdk.json) order nothing by themselves: every reference between these
+  // stacks is also an explicit dependency, so that `cdk deploy --all` deploys a producer before its consumers.
   const keyReplica = new GlobalKeyReplicaStack(app, names.keyReplica, { stage, regions, primary: key.key });
+  keyReplica.addStackDependency(key, "the replica key reads the primary's ARN");
   const global = new GlobalTableStack(app, names.table, { stage, regions, primary: key.key });
+  global.addStackDependency(key, 'the table and the secrets are encrypted with the primary key');
   // The table's and the secrets' replicas in the peer are encrypted with the replica key: it must exist first.
   global.addStackDependency(keyReplica, 'its replicas in the peer use the replica key');
   const tableName = globalTableName(stage);
@@ -58,6 +62,7 @@ export function createRegionStacks(
       keyArn: key.key.keyArn,
     },
   });
+  home.addStackDependency(key, 'the refresher and the renewer decrypt with the primary key');
   home.addStackDependency(global, 'the lease renewer names the global table');
   const peer = new BrokerStack(app, peerStackName(stage, regions), {
     stage,
@@ -72,6 +77,7 @@ export function createRegionStacks(
       keyArn: keyReplica.keyArn,
     },
   });
+  peer.addStackDependency(keyReplica, 'the refresher and the renewer decrypt with the replica key');
   peer.addStackDependency(
     global,
     'the lease renewer names the global table, the refresher the secret replicas',
