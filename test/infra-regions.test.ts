@@ -162,11 +162,11 @@ describe('the stacks of a two-Region stage', () => {
       [`TokenBroker-prod-regions-${peer}`, '555555555555', peer],
     ]);
     for (const s of [key, keyReplica, global, h, p]) expect(s.terminationProtection, s.stackName).toBe(true);
-    const after = (s: Stack) => s.dependencies.map((d) => d.stackName).sort();
-    expect(after(keyReplica)).toEqual([key.stackName]);
-    expect(after(global)).toEqual([key.stackName, keyReplica.stackName].sort());
-    expect(after(h)).toEqual([key.stackName, global.stackName].sort());
-    expect(after(p)).toEqual([keyReplica.stackName, global.stackName].sort());
+    const dependsOn = (s: Stack) => s.dependencies.map((d) => d.stackName).sort();
+    expect(dependsOn(keyReplica)).toEqual([key.stackName]);
+    expect(dependsOn(global)).toEqual([key.stackName, keyReplica.stackName].sort());
+    expect(dependsOn(h)).toEqual([key.stackName, global.stackName].sort());
+    expect(dependsOn(p)).toEqual([keyReplica.stackName, global.stackName].sort());
   });
 
   it('has a rotating multi-Region key in home, kept in production, and its replica in the peer', () => {
