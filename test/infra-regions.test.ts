@@ -272,6 +272,32 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
   /** The multi-Region key as this Region has it: the primary's ARN in home, the replica's in the peer. */
   const globalKeyOutput = () => (which === 'home' ? built.key.stackName : built.keyReplica.stackName);
 
+  it('has every resource of the same stage in one Region, under the same logical ids, and only the renewer more', () => {
+    const oneRegion = variant(prodRegions, (s) => Object.assign(s, { regions: undefined }));
+    const [alone] = createBrokerApp({ stages: [oneRegion], context: SKIP_BUNDLING }).stacks;
+    // Ids that hash what differs by design (the version's function properties; the event permission's path,
+    // which holds the stack's name), as test/infra-pipeline.test.ts normalises them.
+    const normalised = (id: string) =>
+      id
+        .replace(/^VendCurrentVersion[0-9a-f]{40}$/, 'VendCurrentVersion<hash>')
+        .replace(/^ScheduleRuleAllowEventRule\w+$/, 'ScheduleRuleAllowEventRule<path>');
+    const typesOf = (t: Template) =>
+      Object.fromEntries(
+        Object.entries(t.toJSON().Resources as Record<string, Json>).map(([id, r]) => [
+          normalised(id),
+          r.Type,
+        ]),
+      );
+    const expected = typesOf(templateOf(alone as Stack));
+    const actual = typesOf(templateOf(stack()));
+    const added = Object.keys(actual).filter((id) => !(id in expected));
+    expect(Object.keys(expected).filter((id) => !(id in actual))).toEqual([]);
+    for (const id of Object.keys(expected)) expect(actual[id], id).toBe(expected[id]);
+    // What the second Region adds: the renewer (function, role, policy, logs, schedule, its permission, alarms).
+    expect(added.length).toBeGreaterThan(0);
+    for (const id of added) expect(id, String(actual[id])).toMatch(/^LeaseRenewer/);
+  });
+
   it('is the broker of one Region: its own tokens and ledger tables and key, the vend URL with AWS_IAM', () => {
     const t = templateOf(stack());
     expect(Object.keys(t.findResources('AWS::DynamoDB::Table'))).toHaveLength(2);
