@@ -7,8 +7,9 @@ import { ConfigurationError } from '../shared/errors.js';
 import { BrokerStack, type BrokerStackProps, stackName } from './broker-stack.js';
 import { type PipelineInput, parsePipelineConfig } from './pipeline-config.js';
 import { PIPELINE_STACK_NAME, PipelineStack } from './pipeline-stack.js';
+import { createRegionStacks, type RegionStacks } from './regions-app.js';
 import { parseStageConfig, type StageInput } from './stage-config.js';
-import { STAGES } from './stages/index.js';
+import { EXAMPLE_STAGES, STAGES } from './stages/index.js';
 import { pipeline as PIPELINE } from './stages/pipeline.js';
 
 const CDK_JSON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'cdk.json');
@@ -52,15 +53,19 @@ export interface BrokerAppOptions {
 }
 
 /**
- * The CDK app: one stack per stage (all of them, or only `-c stage=<name>`; or the one of `-c stageFile=<json>`),
+ * The CDK app: one stack per stage (all of them, or only `-c stage=<name>`; or the one of `-c stageFile=<json>`;
+ * a stage with `regions` has five, infra/regions-app.ts),
  * every stage validated first, and
  * cdk-nag's AwsSolutions checks run at synth, where any unacknowledged finding fails it. With
  * `-c pipeline=true`, the app is the pipeline stack alone (`TokenBroker-pipeline`), the stages inside it.
  */
 export function createBrokerApp(options: BrokerAppOptions = {}): {
   app: App;
+  /** Every serving stack (a two-Region stage has two). */
   stacks: BrokerStack[];
   pipeline?: PipelineStack;
+  /** The stacks of each two-Region stage. */
+  regions?: RegionStacks[];
 } {
   const context = { ...(options.baseContext ?? cdkJsonContext()), ...options.context };
   const app = new App({ context, outdir: options.outdir });
@@ -78,12 +83,25 @@ export function createBrokerApp(options: BrokerAppOptions = {}): {
     return { app, stacks: [stack.uatStage.stack, stack.prodStage.stack], pipeline: stack };
   }
   const selected = app.node.tryGetContext('stage') as string | undefined;
+  // An example stage is built only when named, and only from the project's own stages.
+  const example = EXAMPLE_STAGES.find((stage) => stage.name === selected);
+  if (example && !options.stages && !stageFile && !configs.some((stage) => stage.name === selected)) {
+    configs.push(parseStageConfig(example));
+  }
   if (selected !== undefined && !configs.some((stage) => stage.name === selected)) {
     const known = configs.map((stage) => stage.name).join(', ');
     throw new ConfigurationError(`unknown stage "${selected}"; known: ${known}`);
   }
-  const stacks = configs
-    .filter((stage) => selected === undefined || stage.name === selected)
-    .map((stage) => new BrokerStack(app, stackName(stage), { stage, entries: options.entries }));
-  return { app, stacks };
+  const stacks: BrokerStack[] = [];
+  const regions: RegionStacks[] = [];
+  for (const stage of configs.filter((stage) => selected === undefined || stage.name === selected)) {
+    if (stage.regions) {
+      const built = createRegionStacks(app, stage, stage.regions, options.entries);
+      regions.push(built);
+      stacks.push(built.home, built.peer);
+    } else {
+      stacks.push(new BrokerStack(app, stackName(stage), { stage, entries: options.entries }));
+    }
+  }
+  return { app, stacks, regions };
 }

@@ -1,7 +1,9 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CfnOutput, Duration, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { AccountPrincipal, OrganizationPrincipal, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -11,6 +13,7 @@ import { BrokerAlarms } from './constructs/broker-alarms.js';
 import { BrokerDashboard } from './constructs/broker-dashboard.js';
 import { BrokerFunction } from './constructs/broker-function.js';
 import { BrokerTables } from './constructs/broker-tables.js';
+import { LeaseRenewer } from './constructs/lease-renewer.js';
 import { LogQueries } from './constructs/log-queries.js';
 import { RefreshSchedule } from './constructs/refresh-schedule.js';
 import { VendRollout } from './constructs/vend-rollout.js';
@@ -27,15 +30,38 @@ import { callerAccounts, functionConfigDocuments, type StageConfig } from './sta
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/** A serving stack's part in a two-Region stage (infra/regions-app.ts). */
+export interface RegionalServing {
+  /** This stack's Region and the other serving Region (the renewer's OWN_REGION and OTHER_REGION). */
+  ownRegion: string;
+  otherRegion: string;
+  /** The MRSC table's name, the same in both Regions (infra/global-stacks.ts). */
+  globalTableName: string;
+  /** The multi-Region key's ARN in this Region (primary or replica): the global table's and the secrets'. */
+  keyArn: string;
+}
+
 export interface BrokerStackProps extends StackProps {
   stage: StageConfig;
   /** The function entry points; the project's functions/ by default. */
-  entries?: { refresher: string; vend: string };
+  entries?: { refresher: string; vend: string; renewer?: string };
+  /**
+   * The stack's name, the prefix of its alarms and its dashboard's name (dashboards are global to the account):
+   * `stackName(stage)` by default; a two-Region stage's peer has its own.
+   */
+  name?: string;
+  /** The stack's Region: the stage's by default (a two-Region stage's peer is elsewhere). */
+  region?: string;
+  /** The refresher role's fixed name: `refresherRoleName(stage.name)` by default. */
+  refresherRoleName?: string;
+  /** Set in a two-Region stage: the lease renewer, and the secrets under the multi-Region key. */
+  regional?: RegionalServing;
 }
 
 export const DEFAULT_ENTRIES = {
   refresher: path.join(ROOT, 'functions/refresher.ts'),
   vend: path.join(ROOT, 'functions/vend-token.ts'),
+  renewer: path.join(ROOT, 'functions/lease-renewer.ts'),
 };
 
 export const stackName = (stage: StageConfig): string => `TokenBroker-${stage.name}`;
@@ -48,7 +74,7 @@ export class BrokerStack extends Stack {
   constructor(scope: Construct, id: string, props: BrokerStackProps) {
     super(scope, id, {
       ...props,
-      env: { account: props.stage.account, region: props.stage.region },
+      env: { account: props.stage.account, region: props.region ?? props.stage.region },
       terminationProtection: props.stage.production,
       description: `token-broker (${props.stage.name}): vendor access tokens for internal services`,
       // The stack's own tags (CloudFormation passes them on): with @aws-cdk/core:explicitStackTags, only
@@ -57,6 +83,7 @@ export class BrokerStack extends Stack {
     });
     const { stage } = props;
     const entries = props.entries ?? DEFAULT_ENTRIES;
+    const name = props.name ?? stackName(stage);
     Tags.of(this).add('service', 'token-broker');
     Tags.of(this).add('stage', stage.name);
 
@@ -80,7 +107,7 @@ export class BrokerStack extends Stack {
       // A failed run is not retried by Lambda: the next scheduled run is the retry.
       retryAttempts: 0,
       // The secrets' resource policy names this role before the stack exists (infra/secret-policy.ts).
-      roleName: refresherRoleName(stage.name),
+      roleName: props.refresherRoleName ?? refresherRoleName(stage.name),
       // Only the schedule invokes it asynchronously (vend's on-demand re-logins are synchronous). An event
       // that waited in Lambda's queue (throttled, say) longer than one period is dropped: the next scheduled
       // run does the same work, and stale runs must not pile up behind it for Lambda's default 6 hours.
@@ -88,7 +115,8 @@ export class BrokerStack extends Stack {
       reservedConcurrentExecutions: REFRESHER_RESERVED_CONCURRENCY,
     });
     refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem', 'UpdateItem']);
-    refresherSecretAccess(this, refresher, stage);
+    const globalKey = props.regional ? Key.fromKeyArn(this, 'GlobalKey', props.regional.keyArn) : undefined;
+    refresherSecretAccess(this, refresher, stage, globalKey);
 
     const vend = new BrokerFunction(this, 'Vend', {
       entry: entries.vend,
@@ -132,12 +160,12 @@ export class BrokerStack extends Stack {
     const topic = new AlarmTopic(this, 'Alarms', {
       key: tables.key,
       alarms: stage.alarms,
-      alarmNamePrefix: stackName(stage),
+      alarmNamePrefix: name,
     }).topic;
     const tableMap = { tokens: tables.tokens, ledger: tables.ledger };
     const alarms = new BrokerAlarms(this, 'AlarmSet', {
       stage,
-      namePrefix: stackName(stage),
+      namePrefix: name,
       topic,
       refresher: { fn: refresher, timeout: REFRESHER_TIMEOUT },
       vend: { fn: vend, alias: rollout.alias, timeout: VEND_TIMEOUT },
@@ -146,13 +174,37 @@ export class BrokerStack extends Stack {
     rollout.rollBackOn(alarms.rollbackAlarms);
     new BrokerDashboard(this, 'Dashboard', {
       stage,
-      dashboardName: stackName(stage),
+      dashboardName: name,
       functions: { refresher, vend },
       tables: tableMap,
       alarms: alarms.alarms,
     });
+    if (props.regional) {
+      const { regional } = props;
+      // Named, not referenced: the table is another stack's (and in the peer, another Region's replica of it).
+      const globalTable = Table.fromTableAttributes(this, 'GlobalTable', {
+        tableName: regional.globalTableName,
+        encryptionKey: globalKey,
+      });
+      const renewer = new LeaseRenewer(this, 'LeaseRenewer', {
+        entry: entries.renewer ?? DEFAULT_ENTRIES.renewer,
+        stageName: stage.name,
+        config: config.refresher,
+        logRetention,
+        retainLogs: stage.production,
+        ledger: tables.ledger,
+        globalTable,
+        ownRegion: regional.ownRegion,
+        otherRegion: regional.otherRegion,
+        topic,
+        namePrefix: name,
+        runbookUrl: stage.runbookUrl,
+      });
+      new CfnOutput(this, 'GlobalTableName', { value: regional.globalTableName });
+      new CfnOutput(this, 'LeaseRenewerFunctionName', { value: renewer.fn.functionName });
+    }
     new LogQueries(this, 'LogQueries', {
-      namePrefix: stackName(stage),
+      namePrefix: name,
       logGroups: { refresher: refresher.logGroup, vend: vend.logGroup },
     });
 

@@ -51,3 +51,14 @@ export const REFRESHER_MEMORY_MB = 512;
  * 503 TOKEN_UNAVAILABLE with Retry-After and finds the token in the table on its next request.
  */
 export const REFRESHER_RESERVED_CONCURRENCY = 10;
+
+/**
+ * Lease renewer (two-Region stages): a run is scheduled every minute and renews every RENEW_MS (10 s) within
+ * it, so it lasts about a minute; the timeout leaves room for the last renewal's DynamoDB calls (SDK retries
+ * included). It never calls the vendor: little memory. Two instances at most: a run and the next one, which
+ * may start before the first has returned; more would only mean runs piling up.
+ */
+export const RENEWER_RUN_SECONDS = 60;
+export const RENEWER_TIMEOUT = Duration.seconds(RENEWER_RUN_SECONDS + AWS_CALLS_SECONDS);
+export const RENEWER_MEMORY_MB = 256;
+export const RENEWER_RESERVED_CONCURRENCY = 2;

@@ -9,11 +9,17 @@ import type { StageConfig } from './stage-config.js';
  * Only the refresher reads credentials, and only the stage's own secrets: GetSecretValue (which also returns
  * the VersionId the refresher compares), on each secret's ARN, nothing else. The secrets are referenced by
  * name; their values never enter the template. Secrets encrypted with the default aws/secretsmanager key need
- * no kms:Decrypt grant; a secret under a customer-managed key would also need kms:Decrypt on that key. The
+ * no kms:Decrypt grant; a two-Region stage's secrets are under its multi-Region key (`secretsKey`), and the
+ * refresher gets kms:Decrypt on that key through Secrets Manager only. The
  * refresher is any function (CDK's IFunction): the broker's function construct grants the table key with this
  * module, so this module does not import it back.
  */
-export function refresherSecretAccess(stack: Stack, refresher: IFunction, stage: StageConfig): string[] {
+export function refresherSecretAccess(
+  stack: Stack,
+  refresher: IFunction,
+  stage: StageConfig,
+  secretsKey?: IKey,
+): string[] {
   const names = [...new Set(stage.credentialSets.map((set) => set.secretName))];
   // A secret's ARN ends in "-" and six random characters; "??????" matches exactly those, where "*" would
   // also match other secrets whose names start with this one.
@@ -23,6 +29,17 @@ export function refresherSecretAccess(stack: Stack, refresher: IFunction, stage:
   refresher.addToRolePolicy(
     new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: arns }),
   );
+  // A two-Region stage's secrets are under the stage's multi-Region key (infra/global-stacks.ts): reading one
+  // decrypts through Secrets Manager in the function's own Region, and only that way.
+  if (secretsKey) {
+    refresher.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['kms:Decrypt'],
+        resources: [secretsKey.keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.amazonaws.com` } },
+      }),
+    );
+  }
   return arns;
 }
 

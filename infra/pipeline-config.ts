@@ -62,6 +62,15 @@ export function parsePipelineConfig(
   if (!uat) return fail('uatStage', `unknown stage "${pipeline.uatStage}"; known: ${known}`);
   if (!prod) return fail('prodStage', `unknown stage "${pipeline.prodStage}"; known: ${known}`);
   if (uat === prod) return fail('prodStage', 'must differ from uatStage');
+  // The pipeline deploys one stack per stage; a two-Region stage's five stacks are deployed by hand for now
+  // (docs/deploying.md, Two Regions).
+  for (const [field, stage] of [
+    ['uatStage', uat],
+    ['prodStage', prod],
+  ] as const) {
+    if (stage.regions)
+      fail(field, `stage "${stage.name}" has regions: the pipeline deploys one-Region stages only`);
+  }
   if (uat.vendorEnvironment !== 'uat') {
     fail(
       'uatStage',

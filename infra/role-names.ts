@@ -17,8 +17,14 @@ export const IAM_ROLE_NAME_MAX = 64;
  * in place fails (two roles cannot hold one name at once); the role has nothing such a change would touch
  * (its trust policy and description update in place). cdk-nag has no rule against named roles.
  */
-export function refresherRoleName(stageName: string): string {
-  const name = `token-broker-${stageName}-refresher`;
+export function refresherRoleName(stageName: string, peerRegion?: string): string {
+  // A two-Region stage's peer runs a second refresher: IAM names are global to the account, so its role's
+  // name carries the peer's Region (the home role keeps the one-Region name, so the secrets' policy of a
+  // stage that gains a peer still names it). At most 13 + 20 + 15 + 10 = 58 characters.
+  const name =
+    peerRegion === undefined
+      ? `token-broker-${stageName}-refresher`
+      : `token-broker-${stageName}-${peerRegion}-refresher`;
   if (name.length > IAM_ROLE_NAME_MAX) {
     throw new Error(`refresher role name "${name}" is longer than IAM's ${IAM_ROLE_NAME_MAX} characters`);
   }

@@ -25,11 +25,24 @@ export function refresherRoleArn(stage: Pick<StageConfig, 'name' | 'account' | '
   return `arn:${partitionOf(stage.region)}:iam::${stage.account}:role/${refresherRoleName(stage.name)}`;
 }
 
-/** Who may read a secret's value: the refresher's role, then the stage's break-glass principals. */
+/** A two-Region stage's peer refresher role (role-names.ts), which reads the secrets' replicas. */
+export function peerRefresherRoleArn(
+  stage: Pick<StageConfig, 'name' | 'account' | 'region'>,
+  peerRegion: string,
+): string {
+  return `arn:${partitionOf(stage.region)}:iam::${stage.account}:role/${refresherRoleName(stage.name, peerRegion)}`;
+}
+
+/**
+ * Who may read a secret's value: the refresher's role (and in a two-Region stage the peer's refresher, which
+ * reads the replica: a replica carries its primary's policy), then the stage's break-glass principals.
+ */
 export function secretReaderArns(
-  stage: Pick<StageConfig, 'name' | 'account' | 'region' | 'breakGlassPrincipals'>,
+  stage: Pick<StageConfig, 'name' | 'account' | 'region' | 'breakGlassPrincipals'> &
+    Partial<Pick<StageConfig, 'regions'>>,
 ): string[] {
-  return [refresherRoleArn(stage), ...stage.breakGlassPrincipals];
+  const peer = stage.regions ? [peerRefresherRoleArn(stage, stage.regions.peer)] : [];
+  return [refresherRoleArn(stage), ...peer, ...stage.breakGlassPrincipals];
 }
 
 /**
@@ -60,7 +73,8 @@ export interface PolicyDocument {
  * through its identity policy (infra/least-privilege.ts), and `BlockPublicPolicy` has nothing to object to.
  */
 export function secretResourcePolicy(
-  stage: Pick<StageConfig, 'name' | 'account' | 'region' | 'breakGlassPrincipals'>,
+  stage: Pick<StageConfig, 'name' | 'account' | 'region' | 'breakGlassPrincipals'> &
+    Partial<Pick<StageConfig, 'regions'>>,
 ): PolicyDocument {
   return {
     Version: '2012-10-17',

@@ -7,6 +7,7 @@ import { unknownKeysError } from '../shared/config/unknown-keys.js';
 import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { VENDOR_ENVIRONMENTS } from '../shared/vendor-client/types.js';
+import { regionsIssues, regionsSchema } from './mrsc-regions.js';
 import { refresherRoleName } from './role-names.js';
 import { REPOSITORY_RUNBOOK_URL } from './runbook.js';
 
@@ -181,6 +182,11 @@ export const stageConfigSchema = z
     urlAccess: urlAccessSchema.prefault({}),
     /** How new vend versions reach consumers, and the functions' concurrency. */
     rollout: rolloutSettingsSchema.prefault({}),
+    /**
+     * Two Regions (docs/deploying.md, Two Regions): a serving stack in `home` (the stage's Region) and in
+     * `peer`, and the lease table strongly consistent across both with a `witness`. Unset: one Region, as before.
+     */
+    regions: regionsSchema.optional(),
   })
   .superRefine((stage, ctx) => {
     const issue = (path: (string | number)[], message: string) =>
@@ -271,7 +277,9 @@ export const stageConfigSchema = z
       if (arn.split(':')[4] !== stage.account) {
         issue(['breakGlassPrincipals', index], `not in the stage's account ${stage.account}`);
       }
-      if (arn.endsWith(`:role/${refresherRoleName(stage.name)}`)) {
+      const refresherRoles = [refresherRoleName(stage.name)];
+      if (stage.regions) refresherRoles.push(refresherRoleName(stage.name, stage.regions.peer));
+      if (refresherRoles.some((role) => arn.endsWith(`:role/${role}`))) {
         issue(['breakGlassPrincipals', index], 'the refresher role reads the secrets already');
       }
     });
@@ -290,6 +298,10 @@ export const stageConfigSchema = z
     }
     if (stage.production && stage.runbookUrl === undefined) {
       issue(['runbookUrl'], 'required for a production stage: the https:// address of docs/runbook.md');
+    }
+    if (stage.regions !== undefined) {
+      for (const { key, message } of regionsIssues(stage.regions, stage.region))
+        issue(['regions', key], message);
     }
     if (stage.production && stage.rollout.vendDeployment === 'ALL_AT_ONCE') {
       issue(

@@ -1,0 +1,174 @@
+import { Duration } from 'aws-cdk-lib';
+import {
+  Alarm,
+  ComparisonOperator,
+  type IMetric,
+  MathExpression,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Construct } from 'constructs';
+import type { BrokerConfigDocument } from '../../shared/config/broker-config.js';
+import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from '../function-sizing.js';
+import { dynamoDbKeyAccess } from '../least-privilege.js';
+import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
+import { BrokerFunction } from './broker-function.js';
+
+/** The leading key of every lease item (shared/regions/lease-store.ts: `lease#<setId>#<quotaKey>`). */
+export const LEASE_KEY_PREFIX = 'lease#';
+
+/** The renewer's environment: both tables and which Region is whose in the lease item. */
+export const RENEWER_ENV = {
+  ledgerTable: 'LEDGER_TABLE_NAME',
+  leaseTable: 'LEASE_TABLE_NAME',
+  ownRegion: 'OWN_REGION',
+  otherRegion: 'OTHER_REGION',
+} as const;
+
+export interface LeaseRenewerProps {
+  entry: string;
+  stageName: string;
+  /** The credential sets and their limits (the refresher's document: sets only, no consumers). */
+  config: BrokerConfigDocument;
+  logRetention: RetentionDays;
+  retainLogs: boolean;
+  /** This Region's ledger table: the renewer reads its snapshot and writes the share it adopts. */
+  ledger: ITable;
+  /** The MRSC table, as it is in this Region. */
+  globalTable: ITable;
+  ownRegion: string;
+  otherRegion: string;
+  topic: ITopic;
+  namePrefix: string;
+  runbookUrl: string;
+}
+
+/**
+ * A two-Region stage's lease renewer in one Region (docs/deploying.md, Two Regions): every minute EventBridge
+ * starts a run that renews this Region's lease records every RENEW_MS and adopts its shares in the regional
+ * ledger. Least privilege to the action: the ledger item's read and its share write (GetItem, UpdateItem), and
+ * on the MRSC table only items whose key starts with `lease#` (GetItem, PutItem, UpdateItem); the tables' key
+ * only through DynamoDB. Alarms when it fails or is throttled, and on the MRSC table's throttles and errors in
+ * this Region.
+ */
+export class LeaseRenewer extends Construct {
+  readonly fn: BrokerFunction;
+  readonly rule: Rule;
+  readonly alarms: Alarm[] = [];
+
+  constructor(scope: Construct, id: string, props: LeaseRenewerProps) {
+    super(scope, id);
+    this.fn = new BrokerFunction(this, 'Function', {
+      entry: props.entry,
+      description: `token-broker ${props.stageName}: renews this Region's vendor-budget leases (${props.ownRegion})`,
+      timeout: RENEWER_TIMEOUT,
+      memorySize: RENEWER_MEMORY_MB,
+      environment: {
+        [RENEWER_ENV.leaseTable]: props.globalTable.tableName,
+        [RENEWER_ENV.ownRegion]: props.ownRegion,
+        [RENEWER_ENV.otherRegion]: props.otherRegion,
+      },
+      config: props.config,
+      logRetention: props.logRetention,
+      retainLogs: props.retainLogs,
+      // A failed run is not retried: the next minute's run renews, well inside the 30 s lease's renewals.
+      retryAttempts: 0,
+      maxEventAge: Duration.minutes(1),
+      reservedConcurrentExecutions: RENEWER_RESERVED_CONCURRENCY,
+    });
+    this.fn.bindTable(props.ledger, RENEWER_ENV.ledgerTable, ['GetItem', 'UpdateItem']);
+    this.fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        resources: [props.globalTable.tableArn],
+        // Only the lease items: the tokens that may later share the table stay out of the renewer's reach.
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${LEASE_KEY_PREFIX}*`] } },
+      }),
+    );
+    if (props.globalTable.encryptionKey) dynamoDbKeyAccess(this.fn, props.globalTable.encryptionKey);
+
+    this.rule = new Rule(this, 'Schedule', {
+      description: `token-broker: lease renewer run every minute (${props.ownRegion})`,
+      schedule: Schedule.rate(Duration.minutes(1)),
+      targets: [new LambdaFunction(this.fn, { retryAttempts: 2, maxEventAge: Duration.minutes(1) })],
+    });
+
+    const fnMetric = (name: string) =>
+      this.fn.metric(name, { statistic: 'Sum', period: Duration.minutes(1) });
+    // Three minutes in a row: a lease lapses 30 s after its last renewal, so by then the Region is fenced.
+    this.add('lease-renewer-errors', props, {
+      metric: fnMetric('Errors'),
+      periods: 3,
+      meaning: `The lease renewer (${props.ownRegion}) failed three minutes in a row: this Region's leases lapse and it grants nothing beyond its floor.`,
+      runbook: RunbookSection.FunctionErrors,
+    });
+    this.add('lease-renewer-throttles', props, {
+      metric: fnMetric('Throttles'),
+      periods: 3,
+      meaning: `Lambda throttled the lease renewer (${props.ownRegion}) three minutes in a row.`,
+      runbook: RunbookSection.FunctionThrottles,
+    });
+    const tableMetric = (name: string, operation?: Operation) =>
+      props.globalTable.metric(name, {
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+        ...(operation
+          ? { dimensionsMap: { TableName: props.globalTable.tableName, Operation: operation } }
+          : {}),
+      });
+    const sumOf = (label: string, metrics: Record<string, IMetric>) =>
+      new MathExpression({
+        expression: Object.keys(metrics)
+          .map((key) => `FILL(${key}, 0)`)
+          .join(' + '),
+        usingMetrics: metrics,
+        label,
+        period: Duration.minutes(5),
+      });
+    this.add('global-table-throttles', props, {
+      metric: sumOf('global table throttle events', {
+        reads: tableMetric('ReadThrottleEvents'),
+        writes: tableMetric('WriteThrottleEvents'),
+      }),
+      meaning: `DynamoDB throttled requests on the two-Region lease table in ${props.ownRegion}.`,
+      runbook: RunbookSection.DynamoDbErrors,
+    });
+    const operations = [Operation.GET_ITEM, Operation.PUT_ITEM, Operation.UPDATE_ITEM];
+    this.add('global-table-system-errors', props, {
+      metric: sumOf(
+        'global table system errors',
+        Object.fromEntries(operations.map((op) => [op.toLowerCase(), tableMetric('SystemErrors', op)])),
+      ),
+      meaning: `DynamoDB answered requests on the two-Region lease table in ${props.ownRegion} with internal server errors (HTTP 500).`,
+      runbook: RunbookSection.DynamoDbErrors,
+    });
+  }
+
+  private add(
+    id: string,
+    props: LeaseRenewerProps,
+    spec: { metric: IMetric; periods?: number; meaning: string; runbook: RunbookAnchor },
+  ): void {
+    const periods = spec.periods ?? 1;
+    const alarm = new Alarm(this, id, {
+      alarmName: `${props.namePrefix}-${id}`,
+      alarmDescription: alarmDescription(spec.meaning, props.runbookUrl, spec.runbook),
+      metric: spec.metric,
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: periods,
+      datapointsToAlarm: periods,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    const action = new SnsAction(props.topic);
+    alarm.addAlarmAction(action);
+    alarm.addOkAction(action);
+    this.alarms.push(alarm);
+  }
+}

@@ -1,0 +1,466 @@
+import { readFileSync } from 'node:fs';
+import { type App, type CfnElement, type Stack, Validations } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createBrokerApp } from '../infra/broker-app.js';
+import type { BrokerStack } from '../infra/broker-stack.js';
+import { globalTableName } from '../infra/global-stacks.js';
+import { MRSC_REGION_SETS } from '../infra/mrsc-regions.js';
+import { parsePipelineConfig } from '../infra/pipeline-config.js';
+import type { RegionStacks } from '../infra/regions-app.js';
+import { secretResourcePolicy } from '../infra/secret-policy.js';
+import { parseStageConfig, type StageConfig, type StageInput } from '../infra/stage-config.js';
+import { pipeline } from '../infra/stages/pipeline.js';
+import { prodRegions } from '../infra/stages/prod-regions.js';
+import { uat } from '../infra/stages/uat.js';
+import { ConfigurationError } from '../shared/errors.js';
+import {
+  actionsOf,
+  identityStatements,
+  type Json,
+  refOf,
+  resolveArn,
+  resourcesOf,
+  SKIP_BUNDLING,
+  type Statement,
+  wildcardGrants,
+} from './support/infra-template.js';
+import { stageFailureOf, variant } from './support/stage-variants.js';
+
+/**
+ * A two-Region stage (`regions: { home, peer, witness }`, docs/deploying.md, Two Regions), synthesized offline:
+ * the option's validation, the five stacks, the MRSC table, the multi-Region key and the replicated secrets,
+ * and in both serving stacks the lease renewer's least privilege and the checks the one-Region stages have
+ * (no wildcard grants, alarms to the topic with runbook links, log retention, IAM-only URL, cdk-nag).
+ */
+
+const withRegions = (regions: unknown): StageInput =>
+  variant(prodRegions, (s) => Object.assign(s, { regions }));
+const { home, peer, witness } = prodRegions.regions;
+
+describe('the regions option', () => {
+  it('is optional: a stage without it is one Region, as before', () => {
+    expect(parseStageConfig(uat).regions).toBeUndefined();
+    expect(parseStageConfig(prodRegions).regions).toEqual({ home, peer, witness });
+  });
+
+  it('accepts every MRSC Region set, home being the stage Region', () => {
+    for (const [first, second, third] of Object.values(MRSC_REGION_SETS)) {
+      const stage = variant(prodRegions, (s) =>
+        Object.assign(s, { region: first, regions: { home: first, peer: second, witness: third } }),
+      );
+      expect(parseStageConfig(stage).regions?.witness).toBe(third);
+    }
+  });
+
+  const cases: [string, unknown, string][] = [
+    [
+      'a witness in no MRSC Region set',
+      { home, peer, witness: 'us-west-1' },
+      'prod-regions.regions.witness: "us-west-1" is in no DynamoDB multi-Region strong consistency Region set',
+    ],
+    [
+      'a peer of another Region set',
+      { home, peer: 'us-east-1', witness },
+      'prod-regions.regions.peer: "us-east-1" is in the US Region set, home "eu-west-1" in the EU set',
+    ],
+    [
+      'a witness of another Region set',
+      { home, peer, witness: 'ap-northeast-3' },
+      'prod-regions.regions.witness: "ap-northeast-3" is in the AP Region set',
+    ],
+    [
+      'a home other than the stage Region',
+      { home: 'eu-west-3', peer, witness },
+      `prod-regions.regions.home: must be the stage's own Region "eu-west-1"`,
+    ],
+    [
+      'a peer equal to home',
+      { home, peer: home, witness },
+      'prod-regions.regions.peer: must differ from home',
+    ],
+    [
+      'a witness equal to the peer',
+      { home, peer, witness: peer },
+      'prod-regions.regions.witness: must differ from home and peer',
+    ],
+    ['a missing witness', { home, peer }, 'prod-regions.regions.witness:'],
+    [
+      'an unknown key',
+      { home, peer, witness, standby: 'eu-west-3' },
+      'prod-regions.regions: unknown key `standby`',
+    ],
+  ];
+  it.each(cases)('refuses %s, naming the key', (_, regions, message) => {
+    expect(stageFailureOf(withRegions(regions)).message).toContain(message);
+  });
+
+  it('fails the synth with that message, before any stack is built', () => {
+    const wrong = withRegions({ home, peer: 'us-east-2', witness });
+    expect(() => createBrokerApp({ stages: [wrong], context: SKIP_BUNDLING })).toThrow(ConfigurationError);
+    expect(() => createBrokerApp({ stages: [wrong], context: SKIP_BUNDLING })).toThrow(
+      /prod-regions\.regions\.peer: "us-east-2" is in the US Region set/,
+    );
+  });
+
+  it("refuses the peer's refresher role as a break-glass principal (it reads the secrets already)", () => {
+    const peerRole = `arn:aws:iam::555555555555:role/token-broker-prod-regions-${peer}-refresher`;
+    const stage = variant(prodRegions, (s) => Object.assign(s, { breakGlassPrincipals: [peerRole] }));
+    expect(stageFailureOf(stage).message).toContain(
+      'prod-regions.breakGlassPrincipals[0]: the refresher role reads the secrets already',
+    );
+  });
+
+  it('is not deployed by the pipeline, which says so', () => {
+    const stages = [parseStageConfig(uat), parseStageConfig({ ...prodRegions, name: 'prod' })];
+    expect(() => parsePipelineConfig(pipeline, stages)).toThrow(
+      'pipeline.prodStage: stage "prod" has regions: the pipeline deploys one-Region stages only',
+    );
+  });
+
+  it('is built only when named: the default synth is the one-Region stages', () => {
+    const { stacks, regions } = createBrokerApp({ context: SKIP_BUNDLING });
+    expect(stacks.map((s) => s.stackName)).toEqual(['TokenBroker-uat', 'TokenBroker-prod']);
+    expect(regions).toEqual([]);
+  });
+});
+
+let app: App;
+let built: RegionStacks;
+let stage: StageConfig;
+const templates = new Map<Stack, Template>();
+const templateOf = (stack: Stack): Template => {
+  const found = templates.get(stack) ?? Template.fromStack(stack);
+  templates.set(stack, found);
+  return found;
+};
+const resources = (stack: Stack, type: string): Json[] =>
+  Object.values(templateOf(stack).findResources(type)).map((r) => r.Properties as Json);
+
+beforeAll(() => {
+  const result = createBrokerApp({ context: { ...SKIP_BUNDLING, stage: 'prod-regions' } });
+  app = result.app;
+  const [only] = result.regions ?? [];
+  if (!only) throw new Error('no two-Region stage was built');
+  built = only;
+  stage = parseStageConfig(prodRegions);
+});
+
+/** Fn::GetStackOutput of another stack (the project's weak cross-stack references, cdk.json). */
+const stackOutput = (value: unknown) =>
+  (value as { 'Fn::GetStackOutput'?: { StackName: string; Region: string } })['Fn::GetStackOutput'];
+
+describe('the stacks of a two-Region stage', () => {
+  it('are five, in their Regions, protected in production, deployed key → replica → table → serving', () => {
+    const { key, keyReplica, global, home: h, peer: p } = built;
+    expect([key, keyReplica, global, h, p].map((s) => [s.stackName, s.account, s.region])).toEqual([
+      ['TokenBroker-prod-regions-key', '555555555555', home],
+      ['TokenBroker-prod-regions-key-replica', '555555555555', peer],
+      ['TokenBroker-prod-regions-global', '555555555555', home],
+      ['TokenBroker-prod-regions', '555555555555', home],
+      [`TokenBroker-prod-regions-${peer}`, '555555555555', peer],
+    ]);
+    for (const s of [key, keyReplica, global, h, p]) expect(s.terminationProtection, s.stackName).toBe(true);
+    const dependsOn = (s: Stack) => s.dependencies.map((d) => d.stackName).sort();
+    expect(dependsOn(keyReplica)).toEqual([key.stackName]);
+    expect(dependsOn(global)).toEqual([key.stackName, keyReplica.stackName].sort());
+    expect(dependsOn(h)).toEqual([key.stackName, global.stackName].sort());
+    expect(dependsOn(p)).toEqual([keyReplica.stackName, global.stackName].sort());
+  });
+
+  it('has a rotating multi-Region key in home, kept in production, and its replica in the peer', () => {
+    const [key] = resources(built.key, 'AWS::KMS::Key');
+    expect(key).toMatchObject({ MultiRegion: true, EnableKeyRotation: true, PendingWindowInDays: 30 });
+    expect(Object.values(templateOf(built.key).findResources('AWS::KMS::Key'))[0]?.DeletionPolicy).toBe(
+      'Retain',
+    );
+    const [replica] = resources(built.keyReplica, 'AWS::KMS::ReplicaKey');
+    expect(stackOutput(replica?.PrimaryKeyArn)).toMatchObject({
+      StackName: built.key.stackName,
+      Region: home,
+    });
+    expect(resources(built.keyReplica, 'AWS::KMS::Key')).toEqual([]);
+  });
+
+  it('has one MRSC table: STRONG, replicas in home and peer, the witness, the key per Region, no TTL', () => {
+    const tables = resources(built.global, 'AWS::DynamoDB::GlobalTable');
+    expect(tables).toHaveLength(1);
+    const [table] = tables as (Json & { Replicas: Json[] })[];
+    expect(table).toMatchObject({
+      TableName: globalTableName(stage),
+      MultiRegionConsistency: 'STRONG',
+      GlobalTableWitnesses: [{ Region: witness }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS' },
+    });
+    // MRSC has no TTL: a TimeToLiveSpecification would fail the create.
+    expect(table?.TimeToLiveSpecification).toBeUndefined();
+    const byRegion: Record<string, Json> = Object.fromEntries(
+      (table?.Replicas ?? []).map((r) => [String(r.Region), r]),
+    );
+    expect(Object.keys(byRegion).sort()).toEqual([home, peer].sort());
+    for (const replica of Object.values(byRegion)) expect(replica.DeletionProtectionEnabled).toBe(true);
+    const sseKeyOf = (region: string) =>
+      (byRegion[region]?.SSESpecification as Json | undefined)?.KMSMasterKeyId;
+    const homeKey = sseKeyOf(home);
+    expect(stackOutput(homeKey)).toMatchObject({ StackName: built.key.stackName, Region: home });
+    // The replica's key: the primary's key id in the peer's Region (a replica shares its primary's id).
+    const peerKey = resolveArn(sseKeyOf(peer));
+    expect(peerKey).toMatch(new RegExp(`^arn:aws:kms:${peer}:555555555555:key/<.*PublishOutputRef`));
+  });
+
+  it('creates each secret once, under the key, replicated to the peer under the replica key, value-less', () => {
+    const secrets = resources(built.global, 'AWS::SecretsManager::Secret');
+    const names = [...new Set(stage.credentialSets.map((s) => s.secretName))];
+    expect(secrets.map((s) => s.Name).sort()).toEqual(names.sort());
+    for (const secret of secrets) {
+      expect(stackOutput(secret.KmsKeyId)).toMatchObject({ StackName: built.key.stackName, Region: home });
+      const replicas = secret.ReplicaRegions as { Region: string; KmsKeyId: unknown }[];
+      expect(replicas.map((r) => r.Region)).toEqual([peer]);
+      expect(resolveArn(replicas[0]?.KmsKeyId)).toMatch(new RegExp(`^arn:aws:kms:${peer}:555555555555:key/`));
+      // No value in the template: a placeholder without a username until put-credentials writes one.
+      expect(secret.SecretString).toBeUndefined();
+      expect(JSON.stringify(secret.GenerateSecretString)).not.toMatch(/username|password/);
+    }
+    const text = JSON.stringify(templateOf(built.global).toJSON());
+    expect(text).not.toContain('{{resolve:secretsmanager');
+  });
+
+  it("puts on each secret the policy put-credentials puts: both Regions' refreshers and break-glass read", () => {
+    const policies = resources(built.global, 'AWS::SecretsManager::ResourcePolicy');
+    const secretIds = Object.keys(templateOf(built.global).findResources('AWS::SecretsManager::Secret'));
+    expect(policies.map((p) => refOf(p.SecretId)).sort()).toEqual(secretIds.sort());
+    for (const policy of policies) {
+      expect(policy.BlockPublicPolicy).toBe(true);
+      expect(policy.ResourcePolicy).toEqual(secretResourcePolicy(stage));
+    }
+    const readers = JSON.stringify(secretResourcePolicy(stage));
+    expect(readers).toContain(':role/token-broker-prod-regions-refresher"');
+    expect(readers).toContain(`:role/token-broker-prod-regions-${peer}-refresher"`);
+  });
+});
+
+const markdownAnchors = (markdown: string): Set<string> =>
+  new Set(
+    [...markdown.matchAll(/^#{1,6} (.+)$/gm)].map(([, heading]) =>
+      (heading ?? '')
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N} -]/gu, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+
+describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
+  const stack = (): BrokerStack => built[which];
+  const own = which === 'home' ? home : peer;
+  const other = which === 'home' ? peer : home;
+  const idOf = (...path: string[]) => {
+    const s = stack();
+    let node = s.node.findChild(path[0] ?? '');
+    for (const part of path.slice(1)) node = node.node.findChild(part);
+    return s.getLogicalId(node.node.defaultChild as CfnElement);
+  };
+  const statementsOf = (role: string) =>
+    identityStatements(templateOf(stack()))
+      .filter(({ roles }) => roles.includes(role))
+      .map(({ statement }) => statement as Statement & { Condition?: unknown });
+  const ownLedger = () => idOf('Tables', 'Ledger');
+  const ownKey = () => idOf('Tables', 'Key');
+  /** The multi-Region key as this Region has it: the primary's ARN in home, the replica's in the peer. */
+  const globalKeyOutput = () => (which === 'home' ? built.key.stackName : built.keyReplica.stackName);
+
+  it('has every resource of the same stage in one Region, under the same logical ids, and only the renewer more', () => {
+    const oneRegion = variant(prodRegions, (s) => Object.assign(s, { regions: undefined }));
+    const [alone] = createBrokerApp({ stages: [oneRegion], context: SKIP_BUNDLING }).stacks;
+    // Ids that hash what differs by design (the version's function properties; the event permission's path,
+    // which holds the stack's name), as test/infra-pipeline.test.ts normalises them.
+    const normalised = (id: string) =>
+      id
+        .replace(/^VendCurrentVersion[0-9a-f]{40}$/, 'VendCurrentVersion<hash>')
+        .replace(/^ScheduleRuleAllowEventRule\w+$/, 'ScheduleRuleAllowEventRule<path>');
+    const typesOf = (t: Template) =>
+      Object.fromEntries(
+        Object.entries(t.toJSON().Resources as Record<string, Json>).map(([id, r]) => [
+          normalised(id),
+          r.Type,
+        ]),
+      );
+    const expected = typesOf(templateOf(alone as Stack));
+    const actual = typesOf(templateOf(stack()));
+    const added = Object.keys(actual).filter((id) => !(id in expected));
+    expect(Object.keys(expected).filter((id) => !(id in actual))).toEqual([]);
+    for (const id of Object.keys(expected)) expect(actual[id], id).toBe(expected[id]);
+    // What the second Region adds: the renewer (function, role, policy, logs, schedule, its permission, alarms).
+    expect(added.length).toBeGreaterThan(0);
+    for (const id of added) expect(id, String(actual[id])).toMatch(/^LeaseRenewer/);
+  });
+
+  it('is the broker of one Region: its own tokens and ledger tables and key, the vend URL with AWS_IAM', () => {
+    const t = templateOf(stack());
+    expect(Object.keys(t.findResources('AWS::DynamoDB::Table'))).toHaveLength(2);
+    expect(Object.keys(t.findResources('AWS::KMS::Key'))).toEqual([ownKey()]);
+    expect(resources(stack(), 'AWS::Lambda::Url').map((u) => u.AuthType)).toEqual(['AWS_IAM']);
+    const role = resources(stack(), 'AWS::IAM::Role').find((r) => r.RoleName !== undefined);
+    expect(role?.RoleName).toBe(
+      which === 'home'
+        ? 'token-broker-prod-regions-refresher'
+        : `token-broker-prod-regions-${peer}-refresher`,
+    );
+  });
+
+  it('runs the lease renewer every minute, naming both tables and both Regions', () => {
+    const fn = templateOf(stack()).toJSON().Resources[idOf('LeaseRenewer', 'Function')].Properties;
+    expect(fn).toMatchObject({ Handler: 'index.handler', Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+    expect(fn.Environment.Variables).toMatchObject({
+      LEDGER_TABLE_NAME: { Ref: ownLedger() },
+      LEASE_TABLE_NAME: globalTableName(stage),
+      OWN_REGION: own,
+      OTHER_REGION: other,
+    });
+    const rules = resources(stack(), 'AWS::Events::Rule') as (Json & { Targets: Json[] })[];
+    const renewerRules = rules.filter((r) =>
+      r.Targets.some((t) => refOf(t.Arn) === idOf('LeaseRenewer', 'Function')),
+    );
+    expect(renewerRules.map((r) => r.ScheduleExpression)).toEqual(['rate(1 minute)']);
+    expect(renewerRules[0]?.State).toBe('ENABLED');
+  });
+
+  it("gives the renewer exactly its ledger's read and share write, and the lease items of the MRSC table", () => {
+    const statements = statementsOf(idOf('LeaseRenewer', 'FunctionRole'));
+    const summary = statements.map((s) => ({
+      actions: actionsOf(s).sort(),
+      resources: resourcesOf(s).map((r) => refOf(r) ?? stackOutput(r)?.StackName ?? resolveArn(r)),
+      condition: s.Condition,
+    }));
+    expect(summary).toEqual(
+      expect.arrayContaining([
+        {
+          actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+          resources: [ownLedger()],
+          condition: undefined,
+        },
+        {
+          actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+          resources: [`arn:aws:dynamodb:${own}:555555555555:table/${globalTableName(stage)}`],
+          condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['lease#*'] } },
+        },
+        {
+          actions: ['kms:Decrypt'],
+          resources: [ownKey(), globalKeyOutput()],
+          condition: { StringEquals: { 'kms:ViaService': `dynamodb.${own}.amazonaws.com` } },
+        },
+      ]),
+    );
+    // And nothing else but writing its own logs.
+    expect(summary).toHaveLength(4);
+    expect(summary.find((s) => s.actions.every((a) => a.startsWith('logs:')))?.resources).toEqual([
+      idOf('LeaseRenewer', 'FunctionLogs'),
+    ]);
+  });
+
+  it("lets the refresher read the stage's secrets in its own Region, decrypting through Secrets Manager only", () => {
+    const statements = statementsOf(idOf('RefresherRole'));
+    const secrets = statements.filter((s) => actionsOf(s).some((a) => a.startsWith('secretsmanager:')));
+    expect(secrets.map(actionsOf)).toEqual([['secretsmanager:GetSecretValue']]);
+    expect(
+      resourcesOf(secrets[0] as Statement)
+        .map(resolveArn)
+        .sort(),
+    ).toEqual(
+      stage.credentialSets
+        .map((set) => `arn:aws:secretsmanager:${own}:555555555555:secret:${set.secretName}-??????`)
+        .sort(),
+    );
+    const viaSecrets = statements.filter((s) =>
+      JSON.stringify(s.Condition ?? {}).includes('secretsmanager.'),
+    );
+    expect(
+      viaSecrets.map((s) => [
+        actionsOf(s),
+        resourcesOf(s).map((r) => stackOutput(r)?.StackName),
+        s.Condition,
+      ]),
+    ).toEqual([
+      [
+        ['kms:Decrypt'],
+        [globalKeyOutput()],
+        { StringEquals: { 'kms:ViaService': `secretsmanager.${own}.amazonaws.com` } },
+      ],
+    ]);
+    // The vend function never touches the secrets or the MRSC table.
+    const vend = statementsOf(idOf('VendRole'));
+    expect(vend.flatMap(actionsOf).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
+    expect(JSON.stringify(vend)).not.toContain(globalTableName(stage));
+  });
+
+  it('has no IAM statement with Resource "*" for Secrets Manager, DynamoDB or KMS actions', () => {
+    expect(identityStatements(templateOf(stack())).length).toBeGreaterThan(0);
+    expect(wildcardGrants(templateOf(stack()), ['secretsmanager', 'dynamodb', 'kms'])).toEqual([]);
+  });
+
+  it('names its alarms and dashboard after itself, each alarm to the topic with an existing runbook section', () => {
+    const anchors = markdownAnchors(readFileSync(new URL('../docs/runbook.md', import.meta.url), 'utf8'));
+    const topics = Object.keys(templateOf(stack()).findResources('AWS::SNS::Topic'));
+    expect(topics).toHaveLength(1);
+    const alarms = resources(stack(), 'AWS::CloudWatch::Alarm') as (Json & {
+      AlarmName: string;
+      AlarmDescription: string;
+    })[];
+    const names = alarms.map((a) => a.AlarmName);
+    for (const suffix of [
+      'lease-renewer-errors',
+      'lease-renewer-throttles',
+      'global-table-throttles',
+      'global-table-system-errors',
+    ]) {
+      expect(names).toContain(`${stack().stackName}-${suffix}`);
+    }
+    for (const alarm of alarms) {
+      expect(alarm.AlarmName.startsWith(`${stack().stackName}-`), alarm.AlarmName).toBe(true);
+      const [, url, link] = /Runbook: (https:\/\/\S+)#([a-z0-9-]+)$/.exec(alarm.AlarmDescription) ?? [];
+      expect(url, alarm.AlarmName).toBe(stage.runbookUrl);
+      expect(anchors.has(link ?? ''), `${alarm.AlarmName} → #${link}`).toBe(true);
+      expect(alarm.AlarmActions).toEqual([{ Ref: topics[0] }]);
+      expect(alarm.OKActions).toEqual([{ Ref: topics[0] }]);
+    }
+    // The global table's alarms watch it in this Region (its replica here has the same name).
+    const tableAlarm = alarms.find((a) => a.AlarmName.endsWith('-global-table-throttles'));
+    expect(JSON.stringify(tableAlarm?.Metrics)).toContain(
+      `"Name":"TableName","Value":"${globalTableName(stage)}"`,
+    );
+    const dashboards = resources(stack(), 'AWS::CloudWatch::Dashboard').map((d) => d.DashboardName);
+    expect(dashboards).toEqual([stack().stackName]);
+  });
+
+  it("keeps every function's logs for the stage's retention, and past the stack in production", () => {
+    const logs = templateOf(stack()).findResources('AWS::Logs::LogGroup');
+    expect(Object.keys(logs)).toHaveLength(3);
+    for (const [id, group] of Object.entries(logs)) {
+      expect(group.Properties.RetentionInDays, id).toBe(stage.logRetentionDays);
+      expect(group.DeletionPolicy, id).toBe('Retain');
+    }
+  });
+});
+
+describe('cdk-nag AwsSolutions, over all five stacks', () => {
+  it('leaves no finding unacknowledged, and every acknowledgement gives its reason', () => {
+    const report = new AwsSolutionsChecks().validateScope(app);
+    expect(report.violations).toEqual([]);
+    const acknowledged = (stack: Stack) =>
+      stack.node
+        .findAll()
+        .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
+        .flatMap((m) => Object.entries(m.data as Record<string, string>))
+        .map(([id, reason]) => [id.replace(/^Annotation::/, ''), reason] as const);
+    const global = acknowledged(built.global);
+    expect(global.map(([id]) => id).sort()).toEqual(
+      ['AwsSolutions-DDB3', ...built.global.secrets.map(() => 'AwsSolutions-SMG4')].sort(),
+    );
+    for (const stack of Object.values(built)) {
+      for (const [id, reason] of acknowledged(stack)) expect(reason.length, id).toBeGreaterThan(80);
+    }
+  });
+});
