@@ -112,6 +112,9 @@ export interface AdoptShareResult {
  */
 export const SHARE_RETRY_MS = 10_000;
 
+/** A regional ledger counts its denied asks in the item at most this often per key and process. */
+const ASKED_WRITE_MS = 1000;
+
 /** An acquire decided on a learned view older than one the item's grants were decided under: read it again. */
 const STALE_VIEW = Symbol('stale learned view');
 
@@ -175,6 +178,8 @@ export class DynamoRateLedger implements RateLedger {
   readonly #maxConflictRetries: number;
   readonly #jitterMs: number;
   readonly #random: () => number;
+  /** By ledger key: denied asks not yet counted in the item, and when this process last counted (#countAsked). */
+  readonly #asked = new Map<string, { count: number; writtenAt: number }>();
   readonly #cacheFreshMs: number;
   readonly #cache = new Map<string, Snapshot>();
   readonly #learned: LearnedStore;
@@ -263,6 +268,26 @@ export class DynamoRateLedger implements RateLedger {
       limits: result.share.limits,
     });
     return result;
+  }
+
+  /**
+   * The snapshot and the Region share the item holds now, from one fresh read (a read, no write): what a lease
+   * renewer needs to plan a renewal (shared/regions/renewer.ts): the share it enforces, so a lower one is adopted
+   * before the lease item says so.
+   */
+  async regionView(
+    tokenId: string,
+    limits: RateLimitSettings,
+    setId?: string,
+  ): Promise<{ snapshot: RingSnapshot; share?: RegionShare; asked: number }> {
+    checkTokenId(tokenId);
+    const { plan } = await this.#planOf(limits, setId);
+    const { state, g } = await this.#readAt(tokenId, plan);
+    return {
+      snapshot: ringSnapshotOf(state, plan, g),
+      ...(state.share ? { share: state.share } : {}),
+      asked: state.asked ?? 0,
+    };
   }
 
   /** What the item had granted per ring, slot by slot, at the ledger time of a fresh read (a read, no write). */
@@ -366,6 +391,7 @@ export class DynamoRateLedger implements RateLedger {
       },
     );
     if (decision === STALE_VIEW) return decision;
+    if (!decision.granted && this.#regional) await this.#countAsked(tokenId, count);
     this.#telemetry.debug('rate ledger: permit decision', {
       tokenId,
       count,
@@ -374,6 +400,23 @@ export class DynamoRateLedger implements RateLedger {
       reason: decision.granted ? undefined : decision.reason,
     });
     return decision;
+  }
+
+  /**
+   * A regional ledger's denied asks, counted in the item (`dq`) for its lease renewer's demand: grants alone would
+   * show a Region held at a share of 0 no demand, and it would never get one. At most one write a second per key
+   * and process, carrying what was denied since.
+   */
+  async #countAsked(tokenId: string, count: number): Promise<void> {
+    const now = this.#clock.now();
+    const pending = this.#asked.get(tokenId) ?? { count: 0, writtenAt: Number.NEGATIVE_INFINITY };
+    pending.count += count;
+    this.#asked.set(tokenId, pending);
+    if (now - pending.writtenAt < ASKED_WRITE_MS) return;
+    const counted = pending.count;
+    pending.count = 0;
+    pending.writtenAt = now;
+    await this.#table.countAsked(tokenId, counted);
   }
 
   /**

@@ -86,6 +86,7 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
   if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
   if (item.rs?.S !== undefined) stored.share = item.rs.S;
+  if (item.dq?.N !== undefined) stored.asked = Number(item.dq.N);
   return stored;
 }
 

@@ -78,6 +78,8 @@ export interface LedgerState {
   learnedVersion: number;
   /** This Region's share of the budgets (region-share.ts), once one was adopted; undefined without Regions. */
   share?: RegionShare | undefined;
+  /** Asks a regional ledger denied, ever (`dq`, state-codec.ts): read only, never part of a full write. */
+  asked?: number;
 }
 
 /** For remainingAt: every limit of the settings, general and of every class. */
@@ -131,6 +133,7 @@ export function stateAt(state: LedgerState, g: number, marginMs: number): Ledger
     secret: state.secret,
     learnedVersion: state.learnedVersion,
     share: state.share,
+    ...(state.asked === undefined ? {} : { asked: state.asked }),
   };
 }
 

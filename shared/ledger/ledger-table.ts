@@ -4,6 +4,7 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { PARTITION_KEY } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
 import { LedgerUnavailableError } from './errors.js';
 import type { HeadAddition } from './fast-grant.js';
@@ -112,6 +113,26 @@ export class LedgerTable {
       g - read.state.time,
     );
     return input && this.#write(input);
+  }
+
+  /**
+   * Counts `count` denied asks on an existing item (`dq`, ADD: it commutes with every other write, and no full
+   * write touches it): a regional ledger's demand signal (shared/regions/renewer.ts). Best effort: a lost or
+   * failed count only makes the demand look lower for one renewal.
+   */
+  async countAsked(tokenId: string, count: number): Promise<void> {
+    await this.#client
+      .send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: ledgerKey(tokenId),
+          UpdateExpression: 'ADD #dq :n',
+          ConditionExpression: 'attribute_exists(#pk)',
+          ExpressionAttributeNames: { '#dq': 'dq', '#pk': PARTITION_KEY },
+          ExpressionAttributeValues: { ':n': { N: String(count) } },
+        }),
+      )
+      .catch(() => undefined);
   }
 
   async #write(input: ConstructorParameters<typeof UpdateItemCommand>[0]): Promise<WriteOutcome> {

@@ -68,6 +68,11 @@ export interface StoredLedger {
   learnedVersion?: number;
   /** LedgerState.share (region-share.ts, encodeShare), when one was adopted (`rs`: release N-1 leaves it as it is). */
   share?: string;
+  /**
+   * `dq`: asks a regional ledger denied, counted up (ADD) and never written by a full write: what a Region's lease
+   * renewer counts as its demand besides its grants (shared/regions/renewer.ts). Read only.
+   */
+  asked?: number;
   /** Unix seconds: DynamoDB's TTL deletes the item some time after; reads ignore it from then on. */
   purgeAt: number;
 }
@@ -234,6 +239,7 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
   }
   // A Region's share holds whatever the purge time says: it is never one that an idle item may forget.
   if (stored.share !== undefined) state.share = decodeShare(stored.share) ?? unreadable('region share');
+  if (stored.asked !== undefined && isCount(stored.asked)) state.asked = stored.asked;
   if (stored.purgeAt * 1000 <= now) return state;
   if (stored.reservationsKey !== undefined) {
     if (!RESERVATIONS_KEY.test(stored.reservationsKey)) unreadable('reservations key');

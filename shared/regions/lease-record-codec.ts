@@ -12,13 +12,15 @@ export interface StoredLeaseRecord {
   leaseUntil: number;
   shares: Record<string, number>;
   snapshot: RingSnapshot;
+  /** Its renewer's measure of its demand (asks a second), which the other Region's targets weigh (lease.ts). */
+  demand?: number;
 }
 
 /** Region names as AWS spells them (eu-west-1), or a test's; they name the record's attribute. */
 const REGION = /^[a-z0-9][a-z0-9-]{0,31}$/;
 /** A ledger ring key (limit-plan.ts, RingSpec.key). */
 const RING_KEY = /^[a-z*~@][a-z0-9-]*\/[0-9a-z]+(?:\.[0-9a-z]+)?$/;
-const FIELDS = ['region', 'renewedAt', 'leaseUntil', 'shares', 'snapshot'];
+const FIELDS = ['region', 'renewedAt', 'leaseUntil', 'shares', 'snapshot', 'demand'];
 /** Slots a snapshot's ring may list: a ring keeps its window and margin plus two slots (limit-plan.ts). */
 const MAX_SLOTS = 1000;
 const MAX_RINGS = 64;
@@ -36,7 +38,9 @@ export function leaseRecordProblem(record: unknown): string | undefined {
   if (!isObject(record)) return 'not an object';
   const unknown = Object.keys(record).find((field) => !FIELDS.includes(field));
   if (unknown !== undefined) return `unknown field "${unknown.slice(0, 40)}"`;
-  const { region, renewedAt, leaseUntil, shares, snapshot } = record;
+  const { region, renewedAt, leaseUntil, shares, snapshot, demand } = record;
+  if (demand !== undefined && !(typeof demand === 'number' && Number.isFinite(demand) && demand >= 0))
+    return 'demand must be a number ≥ 0';
   if (typeof region !== 'string' || !REGION.test(region)) return 'region must be a Region name';
   if (!isTime(renewedAt)) return 'renewedAt must be a time in epoch ms';
   if (!isTime(leaseUntil) || leaseUntil < renewedAt)
@@ -95,6 +99,7 @@ export function encodeLeaseRecord(record: StoredLeaseRecord): AttributeValue {
       leaseUntil: { N: String(record.leaseUntil) },
       shares: { M: Object.fromEntries(Object.entries(record.shares).map(([k, n]) => [k, { N: String(n) }])) },
       s: { S: JSON.stringify({ at: record.snapshot.at, rings }) },
+      ...(record.demand === undefined ? {} : { d: { N: String(record.demand) } }),
     },
   };
 }
@@ -119,6 +124,7 @@ export function decodeLeaseRecord(value: AttributeValue | undefined): StoredLeas
       leaseUntil: Number(map.leaseUntil?.N),
       shares: Object.fromEntries(Object.entries(map.shares?.M ?? {}).map(([k, n]) => [k, Number(n.N)])),
       snapshot,
+      ...(map.d?.N === undefined ? {} : { demand: Number(map.d.N) }),
     };
     return leaseRecordProblem(record) === undefined ? (record as StoredLeaseRecord) : undefined;
   } catch {

@@ -325,8 +325,10 @@ export function planRenewal(input: {
   const { region, other, budgets, now } = input;
   const otherName = other?.region ?? OTHER;
   // A lapsed Region's last demand is not demand: the survivor's target becomes the whole budget.
-  const otherDemand = other && leaseHolds(other, now, input.options?.clockBoundMs) ? (other.demand ?? 0) : 0;
-  const demands = { [region]: input.demand, [otherName]: otherDemand };
+  // Nor does it take a part of what is free: without a lease it can grant nothing, so with no demand anywhere the
+  // free part is the survivor's, not split evenly with a Region that is gone.
+  const otherHolds = other !== undefined && leaseHolds(other, now, input.options?.clockBoundMs);
+  const demands = { [region]: input.demand, ...(otherHolds ? { [otherName]: other.demand ?? 0 } : {}) };
   const claim = input.claim ?? ((record, budget, at) => claimOf(record, budget, at, input.options));
   const own = input.ownSnapshot;
   const used = own

@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Sandbox, startSandbox } from '../sandbox/index.js';
+import { ManualClock } from '../shared/clock.js';
+import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
+import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { MemoryTelemetry } from '../shared/observability.js';
+import { LEASE_MS } from '../shared/regions/lease.js';
+import { LeaseStore } from '../shared/regions/lease-store.js';
+import { LeaseRenewer } from '../shared/regions/renewer.js';
+import type { LocalDynamo } from './support/dynalite.js';
+import { ENGINES, startEngine } from './support/engines.js';
+import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
+import { credentialSet, startWorld, type World } from './support/refresher-harness.js';
+
+/**
+ * Issue 27's lease renewer (shared/regions/renewer.ts) on real parts: one login in the sandbox serves both
+ * Regions (one token table), each Region has its own ledger table (`regional`: no share, no grants), and one
+ * lease table holds both Regions' records. What the user sees: each Region's vend grants at most its share, the
+ * two together at most the vendor's limit, a Region that stops renewing stops granting once its lease is over,
+ * and the survivor then has the whole budget.
+ */
+const T0 = Date.UTC(2026, 10, 28, 12);
+const MINUTE = 60_000;
+
+describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
+  const clock = new ManualClock(T0);
+  let dynamo: LocalDynamo;
+  let uat: Sandbox;
+  let world: World;
+  let set: CredentialSetConfig;
+  let tokenId: string;
+  let leaseTable: string;
+  const ledgers: Record<string, DynamoRateLedger> = {};
+
+  beforeAll(async () => {
+    dynamo = await startEngine(engine);
+    uat = await startSandbox({ environment: 'uat', clock, quiet: true, tokenLifetimeSeconds: 4 * 3600 });
+  });
+  afterAll(async () => {
+    await uat.close();
+    await dynamo.close();
+  });
+  beforeEach(async () => {
+    clock.set(T0);
+    world = await startWorld(clock, dynamo);
+    set = credentialSet({
+      id: 'uat-advisor',
+      vendorBaseUrl: uat.url,
+      rateLimits: { general: [{ limit: 50, windowSeconds: 60 }], marginSeconds: 3 },
+    });
+    world.storeCredentialsOf(set, 'uat-advisor', uat);
+    const summary = await world.refresher('home', [set]).runScheduled();
+    tokenId = summary.sets[0]?.tokenId as string;
+    leaseTable = await dynamo.createTable('leases');
+    for (const region of ['home', 'peer']) {
+      const table = await dynamo.createTable(`ledger-${region}`);
+      ledgers[region] = new DynamoRateLedger({
+        client: dynamo.client,
+        tableName: table,
+        clock,
+        telemetry: new MemoryTelemetry(),
+        regional: true,
+      });
+    }
+  });
+
+  const renewer = (region: string, client = dynamo.client) =>
+    new LeaseRenewer({
+      region,
+      sets: [set],
+      tokens: world.store,
+      ledger: ledgers[region] as DynamoRateLedger,
+      leases: new LeaseStore({ client, tableName: leaseTable }),
+      clock,
+      telemetry: new MemoryTelemetry(),
+    });
+  /** Asks one permit at a time until denied: how many the Region's vend would grant now. */
+  const grantable = async (region: string, most = 60): Promise<number> => {
+    let granted = 0;
+    for (; granted < most; granted++) {
+      const decision = await (ledgers[region] as DynamoRateLedger).acquire({
+        tokenId,
+        count: 1,
+        limits: set.rateLimits,
+        setId: set.id,
+      });
+      if (!decision.granted) break;
+    }
+    return granted;
+  };
+
+  it('grants nothing in a Region before its first lease, and one login serves both Regions', async () => {
+    expect(await grantable('home')).toBe(0);
+    expect(await grantable('peer')).toBe(0);
+    expect(uat.stats().logins['uat-advisor']).toMatchObject({ successes: 1 });
+  });
+
+  it('splits the budget: each Region at most its share, both together at most the limit', async () => {
+    const home = renewer('home');
+    const peer = renewer('peer');
+    for (let round = 0; round < 3; round++) {
+      expect((await home.renewAll()).map((r) => r.outcome)).toEqual(['renewed']);
+      expect((await peer.renewAll()).map((r) => r.outcome)).toEqual(['renewed']);
+      clock.advance(10_000);
+    }
+    const fromHome = await grantable('home');
+    const fromPeer = await grantable('peer');
+    expect(fromHome).toBeGreaterThan(0);
+    expect(fromPeer).toBeGreaterThan(0);
+    expect(fromHome + fromPeer).toBeLessThanOrEqual(50);
+    // Demand only in home: as the renewals go on, home's share grows into what peer leaves unused.
+    for (let round = 0; round < 12; round++) {
+      clock.advance(10_000);
+      await home.renewAll();
+      await peer.renewAll();
+      await grantable('home');
+    }
+    clock.advance(MINUTE + 3000);
+    await home.renewAll();
+    await peer.renewAll();
+    const later = await grantable('home');
+    const laterPeer = await grantable('peer');
+    expect(later).toBeGreaterThan(fromHome);
+    expect(later + laterPeer).toBeLessThanOrEqual(50);
+  });
+
+  it('fences a Region that stops renewing, and gives the survivor the whole minute once its grants left', async () => {
+    const home = renewer('home');
+    const peer = renewer('peer');
+    // Both serve: the first to lease takes what is free, the other's denied asks are its demand, and the
+    // renewals split the free part between them.
+    let peerGrants = 0;
+    for (let round = 0; round < 4; round++) {
+      await home.renewAll();
+      await peer.renewAll();
+      await grantable('home', 3);
+      peerGrants += await grantable('peer', 3);
+      clock.advance(10_000);
+    }
+    expect(peerGrants).toBeGreaterThan(0);
+    // Peer is lost: it renews no more. Until its lease ends its share holds; after, it grants nothing.
+    clock.advance(LEASE_MS);
+    expect(await grantable('peer')).toBe(0);
+    // Home renews on; once peer's grants are out of the minute (and its tail bound), and its own too, home has
+    // all 50: with peer gone, what is free is home's whether or not it asked meanwhile.
+    for (let t = 0; t < 3 * MINUTE; t += 10_000) {
+      clock.advance(10_000);
+      await home.renewAll();
+    }
+    expect(await grantable('home', 60)).toBe(50);
+    expect(await grantable('peer')).toBe(0);
+  });
+
+  it('adopts nothing new when its lease write fails, and renews on the next round', async () => {
+    const faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint, seed: 27 });
+    try {
+      const home = renewer('home', faulty.client);
+      faulty.faults.aim(
+        ({ command }) => command === 'UpdateItem',
+        'serverError',
+        'serverError',
+        'serverError',
+      );
+      const failed = await home.renewAll();
+      expect(failed.map((r) => r.outcome)).toEqual(['failed']);
+      expect(await grantable('home')).toBe(0);
+      const renewed = await home.renewAll();
+      expect(renewed.map((r) => r.outcome)).toEqual(['renewed']);
+      expect(await grantable('home')).toBeGreaterThan(0);
+    } finally {
+      faulty.client.destroy();
+    }
+  });
+});
