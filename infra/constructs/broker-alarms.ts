@@ -28,6 +28,7 @@ import {
 } from '../broker-metrics.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
 import type { StageConfig } from '../stage-config.js';
+import { filledSum } from './filled-sum.js';
 
 export interface BrokerAlarmsProps {
   stage: StageConfig;
@@ -387,16 +388,8 @@ export class BrokerAlarms extends Construct {
   }
 
   private tableAlarms(name: string, table: Table): void {
-    // FILL: a series with no data point in a period would otherwise make the whole sum missing.
     const sumOf = (label: string, metrics: Record<string, IMetric>) =>
-      new MathExpression({
-        expression: Object.keys(metrics)
-          .map((id) => `FILL(${id}, 0)`)
-          .join(' + '),
-        usingMetrics: metrics,
-        label,
-        period: FIVE_MINUTES,
-      });
+      filledSum(label, metrics, FIVE_MINUTES);
     const metric = (metricName: string, operation?: Operation) =>
       table.metric(metricName, {
         statistic: 'Sum',

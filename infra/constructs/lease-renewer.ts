@@ -1,11 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import {
-  Alarm,
-  ComparisonOperator,
-  type IMetric,
-  MathExpression,
-  TreatMissingData,
-} from 'aws-cdk-lib/aws-cloudwatch';
+import { Alarm, ComparisonOperator, type IMetric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
@@ -19,6 +13,7 @@ import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
 import { BrokerFunction } from './broker-function.js';
+import { filledSum } from './filled-sum.js';
 
 /** The leading key of every lease item (shared/regions/lease-store.ts: `lease#<setId>#<quotaKey>`). */
 export const LEASE_KEY_PREFIX = 'lease#';
@@ -123,14 +118,7 @@ export class LeaseRenewer extends Construct {
           : {}),
       });
     const sumOf = (label: string, metrics: Record<string, IMetric>) =>
-      new MathExpression({
-        expression: Object.keys(metrics)
-          .map((key) => `FILL(${key}, 0)`)
-          .join(' + '),
-        usingMetrics: metrics,
-        label,
-        period: Duration.minutes(5),
-      });
+      filledSum(label, metrics, Duration.minutes(5));
     this.add('global-table-throttles', props, {
       metric: sumOf('global table throttle events', {
         reads: tableMetric('ReadThrottleEvents'),

@@ -1,20 +1,12 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { RingSnapshot } from '../ledger/ring-snapshot.js';
+import type { LeaseRecord } from './lease.js';
 
 /**
- * A Region's lease record as the lease store keeps it. Structurally the lease module's LeaseRecord
- * (shared/regions/lease.ts, issue 27's contract); the store needs nothing of it but this shape, which it checks
- * before every write and after every read.
+ * A Region's lease record as the lease store keeps it: the lease rules' record (shared/regions/lease.ts), which
+ * the store checks before every write and after every read.
  */
-export interface StoredLeaseRecord {
-  region: string;
-  renewedAt: number;
-  leaseUntil: number;
-  shares: Record<string, number>;
-  snapshot: RingSnapshot;
-  /** Its renewer's measure of its demand (asks a second), which the other Region's targets weigh (lease.ts). */
-  demand?: number;
-}
+export type StoredLeaseRecord = LeaseRecord;
 
 /** Region names as AWS spells them (eu-west-1), or a test's; they name the record's attribute. */
 const REGION = /^[a-z0-9][a-z0-9-]{0,31}$/;
