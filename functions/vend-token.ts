@@ -41,6 +41,8 @@ export const handler = createVendHandler({
     tableName: config.ledgerTableName,
     telemetry,
     reference: dynamoClock,
+    // A two-Region stage's: held to the share its Region's lease renewer adopted, the floor without one.
+    regional: config.ledgerRegional,
   }),
   // The vend function may not read credentials: re-logins are the refresher's, by synchronous invoke.
   reports: { client: dynamo, tableName: config.ledgerTableName, settings: config.reportLimits },

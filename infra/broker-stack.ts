@@ -8,6 +8,8 @@ import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { verifyBrokerConfig } from '../shared/config/broker-config.js';
+import { SET_KEY_PREFIX } from '../shared/tokens/dynamo-token-item.js';
+import { LEDGER_REGIONAL_ENV } from '../shared/vend/vend-config.js';
 import { AlarmTopic } from './constructs/alarm-topic.js';
 import { BrokerAlarms } from './constructs/broker-alarms.js';
 import { BrokerDashboard } from './constructs/broker-dashboard.js';
@@ -54,7 +56,10 @@ export interface BrokerStackProps extends StackProps {
   region?: string;
   /** The refresher role's fixed name: `refresherRoleName(stage.name)` by default. */
   refresherRoleName?: string;
-  /** Set in a two-Region stage: the lease renewer, and the secrets under the multi-Region key. */
+  /**
+   * Set in a two-Region stage: the lease renewer, the secrets under the multi-Region key, the tokens on the MRSC
+   * table, and the vend function's ledger held to its Region's share.
+   */
   regional?: RegionalServing;
 }
 
@@ -94,6 +99,21 @@ export class BrokerStack extends Stack {
 
     const tables = new BrokerTables(this, 'Tables', { production: stage.production });
     const logRetention = stage.logRetentionDays as RetentionDays;
+    const { regional } = props;
+    const globalKey = regional ? Key.fromKeyArn(this, 'GlobalKey', regional.keyArn) : undefined;
+    // Named, not referenced: the table is another stack's (and in the peer, another Region's replica of it).
+    const globalTable = regional
+      ? Table.fromTableAttributes(this, 'GlobalTable', {
+          tableName: regional.globalTableName,
+          encryptionKey: globalKey,
+        })
+      : undefined;
+    // The token items: in a two-Region stage on the MRSC table, so that one login per set serves both Regions
+    // (docs/multi-region.md), and there only the set items (`set#…`), not the leases beside them. The stack's
+    // own tokens table stays (empty), so that the stage can go back to one Region without replacing it.
+    const tokens = globalTable
+      ? { table: globalTable, leadingKeys: [`${SET_KEY_PREFIX}*`] }
+      : { table: tables.tokens, leadingKeys: undefined };
 
     const refresher = new BrokerFunction(this, 'Refresher', {
       entry: entries.refresher,
@@ -114,8 +134,7 @@ export class BrokerStack extends Stack {
       maxEventAge: Duration.minutes(stage.refreshScheduleMinutes),
       reservedConcurrentExecutions: REFRESHER_RESERVED_CONCURRENCY,
     });
-    refresher.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem', 'UpdateItem']);
-    const globalKey = props.regional ? Key.fromKeyArn(this, 'GlobalKey', props.regional.keyArn) : undefined;
+    refresher.bindTable(tokens.table, 'TOKENS_TABLE_NAME', ['GetItem', 'UpdateItem'], tokens.leadingKeys);
     refresherSecretAccess(this, refresher, stage, globalKey);
 
     const vend = new BrokerFunction(this, 'Vend', {
@@ -123,13 +142,17 @@ export class BrokerStack extends Stack {
       description: `token-broker ${stage.name}: vends tokens and rate permits to authorised consumers`,
       timeout: VEND_TIMEOUT,
       memorySize: VEND_MEMORY_MB,
-      environment: { REFRESHER_FUNCTION_NAME: refresher.functionName },
+      environment: {
+        REFRESHER_FUNCTION_NAME: refresher.functionName,
+        // A Region's ledger: grants held to its Region's share (absent in a one-Region stage: as before).
+        ...(regional ? { [LEDGER_REGIONAL_ENV]: 'true' } : {}),
+      },
       config: config.vend,
       logRetention,
       retainLogs: stage.production,
       reservedConcurrentExecutions: stage.rollout.vendReservedConcurrency,
     });
-    vend.bindTable(tables.tokens, 'TOKENS_TABLE_NAME', ['GetItem']);
+    vend.bindTable(tokens.table, 'TOKENS_TABLE_NAME', ['GetItem'], tokens.leadingKeys);
     // DeleteItem: a report-driven re-login claim is given back when no login came of it.
     vend.bindTable(tables.ledger, 'LEDGER_TABLE_NAME', ['GetItem', 'UpdateItem', 'DeleteItem']);
     // On-demand re-logins go through the refresher; the vend function itself never sees credentials.
@@ -179,13 +202,7 @@ export class BrokerStack extends Stack {
       tables: tableMap,
       alarms: alarms.alarms,
     });
-    if (props.regional) {
-      const { regional } = props;
-      // Named, not referenced: the table is another stack's (and in the peer, another Region's replica of it).
-      const globalTable = Table.fromTableAttributes(this, 'GlobalTable', {
-        tableName: regional.globalTableName,
-        encryptionKey: globalKey,
-      });
+    if (regional && globalTable) {
       const renewer = new LeaseRenewer(this, 'LeaseRenewer', {
         entry: entries.renewer ?? DEFAULT_ENTRIES.renewer,
         stageName: stage.name,
@@ -212,7 +229,8 @@ export class BrokerStack extends Stack {
       value: url.url,
       description: 'Function URL of the vend API (IAM auth)',
     });
-    new CfnOutput(this, 'TokensTableName', { value: tables.tokens.tableName });
+    // Where the tokens are: the MRSC table in a two-Region stage.
+    new CfnOutput(this, 'TokensTableName', { value: tokens.table.tableName });
     new CfnOutput(this, 'LedgerTableName', { value: tables.ledger.tableName });
     new CfnOutput(this, 'AlarmTopicArn', { value: topic.topicArn });
     new CfnOutput(this, 'RefresherFunctionName', { value: refresher.functionName });

@@ -11,8 +11,8 @@ import type { StageConfig } from './stage-config.js';
 
 /**
  * What a two-Region stage shares between its Regions (docs/deploying.md, Two Regions): a multi-Region KMS key
- * (primary in home, replica in peer), the MRSC table that holds the leases (and, once the lead moves them, the
- * tokens), and the credential secrets replicated to the peer. Three stacks, deployed in this order:
+ * (primary in home, replica in peer), the MRSC table that holds the leases and the tokens (one item per set, so
+ * one login per set serves both Regions), and the credential secrets replicated to the peer. Three stacks, deployed in this order:
  *
  *   1. GlobalKeyStack (home): the primary key;
  *   2. GlobalKeyReplicaStack (peer): its replica, which needs the primary's ARN (the one reference across
@@ -149,7 +149,8 @@ export class GlobalTableStack extends Stack {
     const peerKeyArn = replicaKeyArn(this, props.primary, regions.peer);
 
     // No TTL and no transactions on an MRSC table: what is stored here must be bounded without them (the
-    // leases are one item per set and quota key, rewritten in place).
+    // leases are one item per set and quota key, the tokens one item per set, all rewritten in place; the token
+    // items' `purgeAt` is inert here, and a read ignores an item past it as it always did).
     this.table = new TableV2(this, 'Table', {
       tableName: globalTableName(stage),
       partitionKey: { name: PARTITION_KEY, type: AttributeType.STRING },

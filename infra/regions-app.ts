@@ -26,7 +26,8 @@ export const peerStackName = (stage: StageConfig, regions: RegionsSettings): str
 
 /**
  * A two-Region stage: the key, its replica, the MRSC table with the secrets, then a serving stack in each Region
- * (the broker as in a one-Region stage, with its own tokens and ledger tables, plus the lease renewer). The
+ * (the broker as in a one-Region stage, with its own ledger table, plus the lease renewer; its tokens are the
+ * MRSC table's, shared by both Regions). The
  * home serving stack keeps the stage's stack name, so a one-Region stage that gains a peer keeps its stack.
  *
  * References: the primary key's ARN crosses Regions once, to its replica (a weak reference, Fn::GetStackOutput:
@@ -63,7 +64,7 @@ export function createRegionStacks(
     },
   });
   home.addStackDependency(key, 'the refresher and the renewer decrypt with the primary key');
-  home.addStackDependency(global, 'the lease renewer names the global table');
+  home.addStackDependency(global, 'the lease renewer and the token functions name the global table');
   const peer = new BrokerStack(app, peerStackName(stage, regions), {
     stage,
     entries,
@@ -80,7 +81,7 @@ export function createRegionStacks(
   peer.addStackDependency(keyReplica, 'the refresher and the renewer decrypt with the replica key');
   peer.addStackDependency(
     global,
-    'the lease renewer names the global table, the refresher the secret replicas',
+    'the lease renewer and the token functions name the global table, the refresher the secret replicas',
   );
   return { key, keyReplica, global, home, peer };
 }

@@ -4,6 +4,7 @@ import {
   InternalServerError,
   ProvisionedThroughputExceededException,
   PutItemCommand,
+  ReplicatedWriteConflictException,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,32 @@ describe.each(ENGINES)('faulty DynamoDB client against %s', (engine) => {
       expect(faults.stats).toMatchObject({ sent: 1, [fault]: 5 });
     },
   );
+
+  it("an MRSC conflict refuses a conditional write unapplied, as the SDK's error after its retries; nothing else", async () => {
+    const { client, faults } = await faulty();
+    const addOneIfBelow = (max: number) =>
+      new UpdateItemCommand({
+        TableName: table,
+        Key: key,
+        UpdateExpression: 'ADD n :one',
+        ConditionExpression: 'attribute_not_exists(n) OR n < :max',
+        ExpressionAttributeValues: { ':one': { N: '1' }, ':max': { N: String(max) } },
+      });
+    faults.script('replicatedWriteConflict', 'replicatedWriteConflict', 'replicatedWriteConflict');
+    const error = await client.send(addOneIfBelow(5)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReplicatedWriteConflictException);
+    expect(error).toMatchObject({ $metadata: { httpStatusCode: 400, attempts: 3 } });
+    expect(await storedN()).toBeUndefined();
+    expect(faults.stats.sent).toBe(0);
+    expect(faults.stats.log.filter((a) => a.fault === 'replicatedWriteConflict')).toHaveLength(3);
+    // Once only: the SDK's retry is applied.
+    faults.script('replicatedWriteConflict');
+    await client.send(addOneIfBelow(5));
+    expect(await storedN()).toBe('1');
+    // A write without a condition is no place for it: the test that aims it there is wrong.
+    faults.script('replicatedWriteConflict');
+    await expect(client.send(addOne())).rejects.toThrow(/for conditional writes, not this UpdateItem/);
+  });
 
   it('lost answers touch writes only, and faults stay on the chosen commands', async () => {
     const { client, faults } = await faulty({ lostAnswer: 1 });

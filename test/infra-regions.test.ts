@@ -10,11 +10,18 @@ import { MRSC_REGION_SETS } from '../infra/mrsc-regions.js';
 import { parsePipelineConfig } from '../infra/pipeline-config.js';
 import type { RegionStacks } from '../infra/regions-app.js';
 import { secretResourcePolicy } from '../infra/secret-policy.js';
-import { parseStageConfig, type StageConfig, type StageInput } from '../infra/stage-config.js';
+import {
+  functionConfigDocuments,
+  parseStageConfig,
+  type StageConfig,
+  type StageInput,
+} from '../infra/stage-config.js';
 import { pipeline } from '../infra/stages/pipeline.js';
 import { prodRegions } from '../infra/stages/prod-regions.js';
 import { uat } from '../infra/stages/uat.js';
 import { ConfigurationError } from '../shared/errors.js';
+import { LEDGER_REGIONAL_ENV, loadVendConfig } from '../shared/vend/vend-config.js';
+import { writeConfigDocument } from './support/config-document.js';
 import {
   actionsOf,
   identityStatements,
@@ -117,6 +124,27 @@ describe('the regions option', () => {
     expect(() => parsePipelineConfig(pipeline, stages)).toThrow(
       'pipeline.prodStage: stage "prod" has regions: the pipeline deploys one-Region stages only',
     );
+  });
+
+  it("reads LEDGER_REGIONAL at the vend function's cold start: unset or false is one Region, a wrong value fails", () => {
+    const { file, remove } = writeConfigDocument(functionConfigDocuments(parseStageConfig(uat)).vend);
+    const env = {
+      TOKENS_TABLE_NAME: 'tokens',
+      LEDGER_TABLE_NAME: 'ledger',
+      REFRESHER_FUNCTION_NAME: 'refresher',
+      BROKER_CONFIG_FILE: file,
+    };
+    try {
+      expect(loadVendConfig(env).ledgerRegional).toBe(false);
+      expect(loadVendConfig({ ...env, [LEDGER_REGIONAL_ENV]: 'false' }).ledgerRegional).toBe(false);
+      expect(loadVendConfig({ ...env, [LEDGER_REGIONAL_ENV]: 'true' }).ledgerRegional).toBe(true);
+      expect(() => loadVendConfig({ ...env, [LEDGER_REGIONAL_ENV]: 'yes' })).toThrow(ConfigurationError);
+      expect(() => loadVendConfig({ ...env, [LEDGER_REGIONAL_ENV]: 'yes' })).toThrow(
+        'invalid configuration: environment variable LEDGER_REGIONAL must be "true" or "false", not "yes"',
+      );
+    } finally {
+      remove();
+    }
   });
 
   it('is built only when named: the default synth is the one-Region stages', () => {
@@ -296,9 +324,14 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     // What the second Region adds: the renewer (function, role, policy, logs, schedule, its permission, alarms).
     expect(added.length).toBeGreaterThan(0);
     for (const id of added) expect(id, String(actual[id])).toMatch(/^LeaseRenewer/);
+    // The same stage in one Region keeps its tokens in its own table, and its ledger as before.
+    const aloneJson = templateOf(alone as Stack).toJSON();
+    const vendEnv = aloneJson.Resources[idOf('Vend')].Properties.Environment.Variables;
+    expect(vendEnv.TOKENS_TABLE_NAME).toEqual({ Ref: idOf('Tables', 'Tokens') });
+    expect(vendEnv[LEDGER_REGIONAL_ENV]).toBeUndefined();
   });
 
-  it('is the broker of one Region: its own tokens and ledger tables and key, the vend URL with AWS_IAM', () => {
+  it('is the broker of one Region: its own ledger and (kept, unused) tokens tables and key, the vend URL with AWS_IAM', () => {
     const t = templateOf(stack());
     expect(Object.keys(t.findResources('AWS::DynamoDB::Table'))).toHaveLength(2);
     expect(Object.keys(t.findResources('AWS::KMS::Key'))).toEqual([ownKey()]);
@@ -390,10 +423,104 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
         { StringEquals: { 'kms:ViaService': `secretsmanager.${own}.amazonaws.com` } },
       ],
     ]);
-    // The vend function never touches the secrets or the MRSC table.
+    // The vend function never touches the secrets (its MRSC access: below).
     const vend = statementsOf(idOf('VendRole'));
     expect(vend.flatMap(actionsOf).filter((a) => a.startsWith('secretsmanager:'))).toEqual([]);
-    expect(JSON.stringify(vend)).not.toContain(globalTableName(stage));
+  });
+
+  /** A role's statements, logs apart, with each resource by its logical id, producing stack, or ARN. */
+  const grantsOf = (role: string) =>
+    statementsOf(role)
+      .filter((s) => !actionsOf(s).every((a) => a.startsWith('logs:')))
+      .map((s) => ({
+        actions: actionsOf(s).sort(),
+        resources: resourcesOf(s)
+          .map((r) => refOf(r) ?? stackOutput(r)?.StackName ?? resolveArn(r))
+          .sort(),
+        condition: s.Condition,
+      }));
+  const globalTableArn = () => `arn:aws:dynamodb:${own}:555555555555:table/${globalTableName(stage)}`;
+  const setItemsOnly = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['set#*'] } };
+  const viaDynamoDb = { StringEquals: { 'kms:ViaService': `dynamodb.${own}.amazonaws.com` } };
+
+  it('gives the refresher exactly the set items of the MRSC table (one login per set for both Regions), no ledger', () => {
+    const grants = grantsOf(idOf('RefresherRole'));
+    const secretArns = stage.credentialSets
+      .map((set) => `arn:aws:secretsmanager:${own}:555555555555:secret:${set.secretName}-??????`)
+      .sort();
+    expect(
+      grants.map((g) => (g.actions[0] === 'secretsmanager:GetSecretValue' ? { ...g, resources: [] } : g)),
+    ).toEqual([
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [globalTableArn()],
+        condition: setItemsOnly,
+      },
+      { actions: ['kms:Decrypt'], resources: [globalKeyOutput()], condition: viaDynamoDb },
+      { actions: ['secretsmanager:GetSecretValue'], resources: [], condition: undefined },
+      {
+        actions: ['kms:Decrypt'],
+        resources: [globalKeyOutput()],
+        condition: { StringEquals: { 'kms:ViaService': `secretsmanager.${own}.amazonaws.com` } },
+      },
+    ]);
+    const secretGrant = statementsOf(idOf('RefresherRole')).find((s) =>
+      actionsOf(s).includes('secretsmanager:GetSecretValue'),
+    );
+    expect(
+      resourcesOf(secretGrant as Statement)
+        .map(resolveArn)
+        .sort(),
+    ).toEqual(secretArns);
+    // Nothing of the Region's own tables: not the tokens table (kept, empty), not the ledger.
+    const text = JSON.stringify(statementsOf(idOf('RefresherRole')));
+    for (const id of [idOf('Tables', 'Tokens'), ownLedger(), ownKey()]) expect(text).not.toContain(id);
+  });
+
+  it("gives the vend function the MRSC table's set items to read, and its own Region's ledger", () => {
+    const grants = grantsOf(idOf('VendRole'));
+    expect(grants).toEqual([
+      { actions: ['dynamodb:GetItem'], resources: [globalTableArn()], condition: setItemsOnly },
+      // Both keys through DynamoDB in this Region (one statement: CDK merges alike statements).
+      { actions: ['kms:Decrypt'], resources: [ownKey(), globalKeyOutput()].sort(), condition: viaDynamoDb },
+      {
+        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        resources: [ownLedger()],
+        condition: undefined,
+      },
+      { actions: ['lambda:InvokeFunction'], resources: [idOf('Refresher')], condition: undefined },
+    ]);
+    expect(JSON.stringify(statementsOf(idOf('VendRole')))).not.toContain(idOf('Tables', 'Tokens'));
+  });
+
+  it("names the MRSC table as both functions' token table, and makes the vend function's ledger regional", () => {
+    const env = (id: string) =>
+      templateOf(stack()).toJSON().Resources[id].Properties.Environment.Variables as Json;
+    const refresher = env(idOf('Refresher'));
+    const vend = env(idOf('Vend'));
+    expect(refresher.TOKENS_TABLE_NAME).toBe(globalTableName(stage));
+    expect(refresher.LEDGER_TABLE_NAME).toBeUndefined();
+    expect(refresher[LEDGER_REGIONAL_ENV]).toBeUndefined();
+    expect(vend).toMatchObject({
+      TOKENS_TABLE_NAME: globalTableName(stage),
+      LEDGER_TABLE_NAME: { Ref: ownLedger() },
+      [LEDGER_REGIONAL_ENV]: 'true',
+    });
+    // As the vend function reads it at cold start.
+    const { file, remove } = writeConfigDocument(functionConfigDocuments(stage).vend);
+    try {
+      const config = loadVendConfig({
+        ...(vend as Record<string, string>),
+        LEDGER_TABLE_NAME: 'ledger',
+        REFRESHER_FUNCTION_NAME: 'refresher',
+        BROKER_CONFIG_FILE: file,
+      });
+      expect(config).toMatchObject({ tokensTableName: globalTableName(stage), ledgerRegional: true });
+    } finally {
+      remove();
+    }
+    const outputs = templateOf(stack()).toJSON().Outputs as Record<string, { Value: unknown }>;
+    expect(outputs.TokensTableName?.Value).toBe(globalTableName(stage));
   });
 
   it('has no IAM statement with Resource "*" for Secrets Manager, DynamoDB or KMS actions', () => {

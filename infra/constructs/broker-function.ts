@@ -174,14 +174,23 @@ export class BrokerFunction extends NodejsFunction {
    * Puts the table's name in `envName` and grants exactly the item actions the function's code sends to it
    * (test/infra-least-privilege.test.ts records them), on that table only; and the table key's use, through
    * DynamoDB only. Not CDK's grantReadData / grantReadWriteData: they add Scan, Query, Batch*, DescribeTable,
-   * the stream reads and KMS actions usable outside DynamoDB.
+   * the stream reads and KMS actions usable outside DynamoDB. `leadingKeys`: only the items whose partition key
+   * matches one of these patterns (a table shared with items of another function, such as the MRSC table's).
    */
-  bindTable(table: ITable, envName: string, actions: readonly ItemAction[]): void {
+  bindTable(
+    table: ITable,
+    envName: string,
+    actions: readonly ItemAction[],
+    leadingKeys?: readonly string[],
+  ): void {
     this.addEnvironment(envName, table.tableName);
     this.addToRolePolicy(
       new PolicyStatement({
         actions: actions.map((action) => `dynamodb:${action}`),
         resources: [table.tableArn],
+        ...(leadingKeys
+          ? { conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...leadingKeys] } } }
+          : {}),
       }),
     );
     if (table.encryptionKey) dynamoDbKeyAccess(this, table.encryptionKey);

@@ -82,7 +82,7 @@ export class LeaseRenewer extends Construct {
       new PolicyStatement({
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [props.globalTable.tableArn],
-        // Only the lease items: the tokens that may later share the table stay out of the renewer's reach.
+        // Only the lease items: the token items beside them (`set#…`) stay out of the renewer's reach.
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${LEASE_KEY_PREFIX}*`] } },
       }),
     );

@@ -4,6 +4,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   type GetItemCommandInput,
+  ReplicatedWriteConflictException,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
@@ -69,6 +70,11 @@ function placeholders(expressions: string[], input: Record<string, unknown>) {
  * after the SDK's retries), the item decides: the one DynamoDB returns with the failed condition (ALL_OLD), or
  * else a consistent read. If it carries this attempt's lease id, the write applied and is answered as such;
  * if not, someone else won the race (a failed condition) or the table failed (anything else).
+ *
+ * On an MRSC table (a two-Region stage, docs/multi-region.md) both Regions' refreshers write here, and a write
+ * that meets the other Region's write in flight is refused unapplied with ReplicatedWriteConflictException: the
+ * other Region wrote first, which is what a failed condition says too, so it is answered as one (a fresh read
+ * decides), never as an outage.
  */
 export class DynamoTokenStore implements TokenStore {
   readonly #client: DynamoDBClient;
@@ -229,12 +235,11 @@ export class DynamoTokenStore implements TokenStore {
       );
       return output.Attributes ?? {};
     } catch (error) {
-      const conditionFailed =
-        error instanceof ConditionalCheckFailedException ||
-        (error as Error)?.name === 'ConditionalCheckFailedException';
+      const conditionFailed = lostToAnotherWriter(error);
       let item: Record<string, AttributeValue> | undefined;
       try {
         item =
+          // A conflict carries no item (it was refused before any condition was evaluated): read it.
           (conditionFailed && (error as ConditionalCheckFailedException).Item) ||
           (await this.#get(operation, credentialSetId));
       } catch (readError) {
@@ -266,4 +271,18 @@ export class DynamoTokenStore implements TokenStore {
       },
     );
   }
+}
+
+/**
+ * Another writer got there first: the condition failed, or (MRSC) the other Region's write to the item was in
+ * flight and this one was refused unapplied. Either way the item, read afresh, decides.
+ */
+function lostToAnotherWriter(error: unknown): boolean {
+  const name = (error as Error | undefined)?.name;
+  return (
+    error instanceof ConditionalCheckFailedException ||
+    error instanceof ReplicatedWriteConflictException ||
+    name === 'ConditionalCheckFailedException' ||
+    name === 'ReplicatedWriteConflictException'
+  );
 }

@@ -3,6 +3,7 @@ import type { ConsumerConfig } from '../config/consumers.js';
 import { type CredentialSetConfig, parseConfig } from '../config/credential-sets.js';
 import { requiredEnv } from '../config/env.js';
 import type { OperatorConfig } from '../config/operators.js';
+import { ConfigurationError } from '../errors.js';
 import {
   DEFAULT_REPORT_LIMITS,
   type ReportLimitSettings,
@@ -21,6 +22,24 @@ export interface VendConfig {
   refresherFunctionName: string;
   /** REPORT_LIMITS (JSON, optional): the report limits; unset fields keep their defaults (report-limits.ts). */
   reportLimits: ReportLimitSettings;
+  /**
+   * LEDGER_REGIONAL (`true`, or unset: false): the ledger is one Region's of a two-Region stage
+   * (docs/multi-region.md), so a ledger item without its Region's share grants only the floor (DynamoRateLedger
+   * `regional`). Unset: as in a one-Region stage.
+   */
+  ledgerRegional: boolean;
+}
+
+/** The vend function's environment variable that makes its ledger a Region's (infra/broker-stack.ts sets it). */
+export const LEDGER_REGIONAL_ENV = 'LEDGER_REGIONAL';
+
+function ledgerRegional(env: Record<string, string | undefined>): boolean {
+  const value = env[LEDGER_REGIONAL_ENV]?.trim();
+  if (value === undefined || value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new ConfigurationError(
+    `invalid configuration: environment variable ${LEDGER_REGIONAL_ENV} must be "true" or "false", not ${JSON.stringify(value)}`,
+  );
 }
 
 /**
@@ -39,5 +58,6 @@ export function loadVendConfig(env: Record<string, string | undefined>): VendCon
     reportLimits: env.REPORT_LIMITS?.trim()
       ? parseConfig(reportLimitSettingsSchema, env.REPORT_LIMITS.trim(), 'REPORT_LIMITS')
       : DEFAULT_REPORT_LIMITS,
+    ledgerRegional: ledgerRegional(env),
   };
 }

@@ -14,6 +14,9 @@ import { seededRandom } from './ledger-harness.js';
  * - `throttle`: DynamoDB refuses the request unapplied with ProvisionedThroughputExceededException (what an
  *   on-demand table answers for a hot partition, such as one ledger item); the SDK retries it as throttling.
  * - `serverError`: DynamoDB answers InternalServerError (500) without applying; the SDK retries it as transient.
+ * - `replicatedWriteConflict` (conditional writes only, and only where aimed or scripted: no random rate): what an
+ *   MRSC table answers when another Region's write to the item is in flight, ReplicatedWriteConflictException
+ *   (400), without applying. The SDK counts it retryable: aim it at every attempt to have it reach the caller.
  *
  * Draws are taken in the order attempts reach the middleware: sequential calls give the same faults for the same
  * seed; concurrent ones follow the event loop's interleaving. The SDK's retry capacity (per client) is real too:
@@ -22,7 +25,7 @@ import { seededRandom } from './ledger-harness.js';
  * Dynalite has no transactions, and real DynamoDB would answer a re-sent TransactWriteItems from its
  * ClientRequestToken; a lost answer is only meaningful here for the single-item writes.
  */
-export type Fault = 'lostAnswer' | 'throttle' | 'serverError';
+export type Fault = 'lostAnswer' | 'throttle' | 'serverError' | 'replicatedWriteConflict';
 
 /** DynamoDB operations, as named in its API (and in `stats`). */
 export type DynamoOperation =
@@ -72,7 +75,7 @@ export interface FaultyDynamoDbOptions extends FaultRates {
 }
 
 export interface AttemptCounts {
-  /** Attempts that reached dynalite (lost answers included). */
+  /** Attempts that reached dynalite (lost answers included). Conflicts are in `FaultStats.log` only. */
   sent: number;
   lostAnswer: number;
   throttle: number;
@@ -157,7 +160,8 @@ export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): Faul
   const record = (command: string, reached: boolean, fault?: Fault) => {
     const counts = stats.byCommand[command] ?? emptyCounts();
     stats.byCommand[command] = counts;
-    const keys = [...(reached ? (['sent'] as const) : []), ...(fault ? [fault] : [])];
+    const counted = fault && fault !== 'replicatedWriteConflict' ? [fault] : [];
+    const keys = [...(reached ? (['sent'] as const) : []), ...counted];
     for (const key of keys) {
       counts[key]++;
       stats[key]++;
@@ -169,7 +173,12 @@ export function createFaultyDynamoDbClient(options: FaultyDynamoDbOptions): Faul
     (next, context) => async (args) => {
       const command = (context.commandName ?? 'unknown').replace(/Command$/, '');
       const fault = draw(command, (args.input ?? {}) as Record<string, unknown>);
-      if (fault === 'throttle' || fault === 'serverError') {
+      if (fault === 'replicatedWriteConflict' && !(WRITES.has(command) && conditional(args.input))) {
+        throw new Error(
+          `faulty-dynamodb: a replicatedWriteConflict is for conditional writes, not this ${command}`,
+        );
+      }
+      if (fault === 'throttle' || fault === 'serverError' || fault === 'replicatedWriteConflict') {
         record(command, false, fault);
         return { response: errorAnswer(fault) };
       }
@@ -245,16 +254,26 @@ function checked(rates: FaultRates): FaultRates {
   return { lostAnswer, throttle, serverError, commands: commands && [...commands] };
 }
 
+const conditional = (input: unknown): boolean =>
+  typeof (input as { ConditionExpression?: unknown } | undefined)?.ConditionExpression === 'string';
+
 /** The answer DynamoDB's JSON protocol gives for the fault, for the SDK's deserializer to parse. */
-function errorAnswer(fault: 'throttle' | 'serverError'): HttpResponse {
-  const [statusCode, type, message] =
-    fault === 'throttle'
-      ? [
-          400,
-          'ProvisionedThroughputExceededException',
-          'The level of configured provisioned throughput was exceeded',
-        ]
-      : [500, 'InternalServerError', 'Internal server error'];
+function errorAnswer(fault: 'throttle' | 'serverError' | 'replicatedWriteConflict'): HttpResponse {
+  const answers = {
+    throttle: [
+      400,
+      'ProvisionedThroughputExceededException',
+      'The level of configured provisioned throughput was exceeded',
+    ],
+    serverError: [500, 'InternalServerError', 'Internal server error'],
+    // MRSC's answer while another Region's write to the item is in flight (not applied).
+    replicatedWriteConflict: [
+      400,
+      'ReplicatedWriteConflictException',
+      'The request was rejected because one or more items in the request are being modified by a request in another Region',
+    ],
+  } as const;
+  const [statusCode, type, message] = answers[fault];
   const body = JSON.stringify({ __type: `com.amazonaws.dynamodb.v20120810#${type}`, message });
   return new HttpResponse({
     statusCode,
