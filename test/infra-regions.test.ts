@@ -350,6 +350,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     expect(fn.Environment.Variables).toMatchObject({
       LEDGER_TABLE_NAME: { Ref: ownLedger() },
       LEASE_TABLE_NAME: globalTableName(stage),
+      TOKENS_TABLE_NAME: globalTableName(stage),
       OWN_REGION: own,
       OTHER_REGION: other,
     });
@@ -361,7 +362,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     expect(renewerRules[0]?.State).toBe('ENABLED');
   });
 
-  it("gives the renewer exactly its ledger's read and share write, and the lease items of the MRSC table", () => {
+  it("gives the renewer exactly its ledger's read and share write, the token items' read and the lease items of the MRSC table", () => {
     const statements = statementsOf(idOf('LeaseRenewer', 'FunctionRole'));
     const summary = statements.map((s) => ({
       actions: actionsOf(s).sort(),
@@ -380,6 +381,12 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
           resources: [`arn:aws:dynamodb:${own}:555555555555:table/${globalTableName(stage)}`],
           condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['lease#*'] } },
         },
+        // Which tokens' ledger keys to lease: the token items, read only.
+        {
+          actions: ['dynamodb:GetItem'],
+          resources: [`arn:aws:dynamodb:${own}:555555555555:table/${globalTableName(stage)}`],
+          condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['set#*'] } },
+        },
         {
           actions: ['kms:Decrypt'],
           resources: [ownKey(), globalKeyOutput()],
@@ -388,7 +395,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
       ]),
     );
     // And nothing else but writing its own logs.
-    expect(summary).toHaveLength(4);
+    expect(summary).toHaveLength(5);
     expect(summary.find((s) => s.actions.every((a) => a.startsWith('logs:')))?.resources).toEqual([
       idOf('LeaseRenewer', 'FunctionLogs'),
     ]);

@@ -9,6 +9,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { BrokerConfigDocument } from '../../shared/config/broker-config.js';
+import { SET_KEY_PREFIX } from '../../shared/tokens/dynamo-token-item.js';
 import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from '../function-sizing.js';
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
@@ -21,6 +22,7 @@ export const LEASE_KEY_PREFIX = 'lease#';
 /** The renewer's environment: both tables and which Region is whose in the lease item. */
 export const RENEWER_ENV = {
   ledgerTable: 'LEDGER_TABLE_NAME',
+  tokensTable: 'TOKENS_TABLE_NAME',
   leaseTable: 'LEASE_TABLE_NAME',
   ownRegion: 'OWN_REGION',
   otherRegion: 'OTHER_REGION',
@@ -78,11 +80,13 @@ export class LeaseRenewer extends Construct {
       reservedConcurrentExecutions: RENEWER_RESERVED_CONCURRENCY,
     });
     this.fn.bindTable(props.ledger, RENEWER_ENV.ledgerTable, ['GetItem', 'UpdateItem']);
+    // Which tokens' ledger keys to lease: the token items (`set#…`) in the same table, read only.
+    this.fn.bindTable(props.globalTable, RENEWER_ENV.tokensTable, ['GetItem'], [`${SET_KEY_PREFIX}*`]);
     this.fn.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [props.globalTable.tableArn],
-        // Only the lease items: the token items beside them (`set#…`) stay out of the renewer's reach.
+        // Only the lease items are written: the token items beside them (`set#…`) are read, never written.
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${LEASE_KEY_PREFIX}*`] } },
       }),
     );
