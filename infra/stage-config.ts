@@ -251,6 +251,15 @@ export const stageConfigSchema = z
             ['credentialSets', index, 'rateLimits', 'reservations', r, 'consumer'],
             `"${reservation.consumer}" is not a consumer of credential set "${set.id}"`,
           );
+        // Where a reservation holds in a two-Region stage: one of its Regions; nothing to say in one Region.
+        const { region } = reservation;
+        if (region !== undefined && region !== stage.regions?.home && region !== stage.regions?.peer)
+          issue(
+            ['credentialSets', index, 'rateLimits', 'reservations', r, 'region'],
+            stage.regions
+              ? `"${region}" is neither regions.home (${stage.regions.home}) nor regions.peer (${stage.regions.peer})`
+              : 'only in a stage with `regions` (a one-Region stage reserves in its one Region)',
+          );
       });
     });
     checkRules('operators', stage.operators);

@@ -137,6 +137,14 @@ export function loadLocalConfig(
     }
   });
   requireReservedConsumers(config.credentialSets, config.consumers, `${configPath}.credentialSets`);
+  // The local broker is one Region: a reservation's `region` is for a deployed stage with `regions`.
+  config.credentialSets.forEach((set, index) => {
+    const r = set.rateLimits.reservations?.findIndex((reservation) => reservation.region !== undefined) ?? -1;
+    if (r >= 0)
+      throw new ConfigurationError(
+        `invalid configuration: ${configPath}.credentialSets[${index}].rateLimits.reservations[${r}].region: only in a deployed stage with \`regions\` (the local broker is one Region)`,
+      );
+  });
   config.operators.forEach((operator, index) => {
     for (const setId of operator.credentialSets ?? []) {
       if (!setIds.has(setId)) {

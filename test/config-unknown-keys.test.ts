@@ -107,6 +107,41 @@ describe('an unknown key is an error', () => {
     );
   });
 
+  it("in the local configuration, a reservation's region (the local broker is one Region)", () => {
+    const file = jsonFile({
+      credentialsFile: 'credentials.json',
+      credentialSets: [
+        {
+          id: 'uat-advisor',
+          environment: 'uat',
+          companyRole: 'advisor',
+          secretId: 'uat',
+          rateLimits: {
+            reservations: [{ consumer: 'portfolio', perWindow: { '60': 5 }, region: 'eu-west-1' }],
+          },
+        },
+      ],
+      callers: [
+        {
+          name: 'portfolio',
+          accessKeyId: 'AKIALOCALPORTFOLIO01',
+          secretAccessKey: 'local-only-portfolio-service-secret',
+          principalArn: 'arn:aws:iam::000000000000:role/portfolio-service',
+        },
+      ],
+      consumers: [
+        {
+          name: 'portfolio',
+          principalArn: 'arn:aws:iam::000000000000:role/portfolio-service',
+          credentialSets: ['uat-advisor'],
+        },
+      ],
+    });
+    expect(() => loadLocalConfig({ BROKER_CONFIG: file })).toThrow(
+      `invalid configuration: ${file}.credentialSets[0].rateLimits.reservations[0].region: only in a deployed stage with \`regions\``,
+    );
+  });
+
   it('in a TypeScript stage, at synth', () => {
     const { logRetentionDays, ...rest } = uat;
     const stage = { ...rest, logRetentionDay: logRetentionDays };

@@ -103,6 +103,30 @@ describe('the regions option', () => {
     expect(stageFailureOf(withRegions(regions)).message).toContain(message);
   });
 
+  /** The stage with its first set's first consumer reserving 5 a minute, homed in `region`. */
+  const reserving = (base: StageInput, region: string): StageInput =>
+    variant(base, (stage) => {
+      const set = stage.credentialSets[0] as (typeof stage.credentialSets)[number];
+      const consumer = stage.consumers.find((c) => c.credentialSets.includes(set.id));
+      set.rateLimits = {
+        ...set.rateLimits,
+        reservations: [{ consumer: consumer?.name ?? '', perWindow: { '60': 5 }, region }],
+      };
+    });
+
+  it("homes a reservation in one of the stage's two Regions, and refuses any other", () => {
+    const homed = parseStageConfig(reserving(prodRegions, peer));
+    expect(homed.credentialSets[0]?.rateLimits.reservations?.[0]?.region).toBe(peer);
+    expect(stageFailureOf(reserving(prodRegions, witness)).message).toContain(
+      `credentialSets[0].rateLimits.reservations[0].region: "${witness}" is neither regions.home (${home}) nor regions.peer (${peer})`,
+    );
+    // A one-Region stage reserves in its one Region: a `region` there means nothing, and is refused.
+    const { regions: _, ...oneRegion } = prodRegions;
+    expect(stageFailureOf(reserving(oneRegion, home)).message).toContain(
+      'credentialSets[0].rateLimits.reservations[0].region: only in a stage with `regions`',
+    );
+  });
+
   it('fails the synth with that message, before any stack is built', () => {
     const wrong = withRegions({ home, peer: 'us-east-2', witness });
     expect(() => createBrokerApp({ stages: [wrong], context: SKIP_BUNDLING })).toThrow(ConfigurationError);

@@ -21,6 +21,8 @@ import { credentialSet, startWorld, type World } from './support/refresher-harne
  */
 const T0 = Date.UTC(2026, 10, 28, 12);
 const MINUTE = 60_000;
+const HOME = 'eu-west-1';
+const PEER = 'eu-central-1';
 
 describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
   const clock = new ManualClock(T0);
@@ -49,10 +51,10 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       rateLimits: { general: [{ limit: 50, windowSeconds: 60 }], marginSeconds: 3 },
     });
     world.storeCredentialsOf(set, 'uat-advisor', uat);
-    const summary = await world.refresher('home', [set]).runScheduled();
+    const summary = await world.refresher('home-refresher', [set]).runScheduled();
     tokenId = summary.sets[0]?.tokenId as string;
     leaseTable = await dynamo.createTable('leases');
-    for (const region of ['home', 'peer']) {
+    for (const region of [HOME, PEER]) {
       const table = await dynamo.createTable(`ledger-${region}`);
       ledgers[region] = new DynamoRateLedger({
         client: dynamo.client,
@@ -74,8 +76,8 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       clock,
       telemetry: new MemoryTelemetry(),
     });
-  /** Asks one permit at a time until denied: how many the Region's vend would grant now. */
-  const grantable = async (region: string, most = 60): Promise<number> => {
+  /** Asks one permit at a time until denied: how many the Region's vend would grant now (to `consumer`). */
+  const grantable = async (region: string, most = 60, consumer?: string): Promise<number> => {
     let granted = 0;
     for (; granted < most; granted++) {
       const decision = await (ledgers[region] as DynamoRateLedger).acquire({
@@ -83,6 +85,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
         count: 1,
         limits: set.rateLimits,
         setId: set.id,
+        ...(consumer ? { consumer } : {}),
       });
       if (!decision.granted) break;
     }
@@ -90,21 +93,21 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
   };
 
   it('grants nothing in a Region before its first lease, and one login serves both Regions', async () => {
-    expect(await grantable('home')).toBe(0);
-    expect(await grantable('peer')).toBe(0);
+    expect(await grantable(HOME)).toBe(0);
+    expect(await grantable(PEER)).toBe(0);
     expect(uat.stats().logins['uat-advisor']).toMatchObject({ successes: 1 });
   });
 
   it('splits the budget: each Region at most its share, both together at most the limit', async () => {
-    const home = renewer('home');
-    const peer = renewer('peer');
+    const home = renewer(HOME);
+    const peer = renewer(PEER);
     for (let round = 0; round < 3; round++) {
       expect((await home.renewAll()).map((r) => r.outcome)).toEqual(['renewed']);
       expect((await peer.renewAll()).map((r) => r.outcome)).toEqual(['renewed']);
       clock.advance(10_000);
     }
-    const fromHome = await grantable('home');
-    const fromPeer = await grantable('peer');
+    const fromHome = await grantable(HOME);
+    const fromPeer = await grantable(PEER);
     expect(fromHome).toBeGreaterThan(0);
     expect(fromPeer).toBeGreaterThan(0);
     expect(fromHome + fromPeer).toBeLessThanOrEqual(50);
@@ -113,48 +116,75 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       clock.advance(10_000);
       await home.renewAll();
       await peer.renewAll();
-      await grantable('home');
+      await grantable(HOME);
     }
     clock.advance(MINUTE + 3000);
     await home.renewAll();
     await peer.renewAll();
-    const later = await grantable('home');
-    const laterPeer = await grantable('peer');
+    const later = await grantable(HOME);
+    const laterPeer = await grantable(PEER);
     expect(later).toBeGreaterThan(fromHome);
     expect(later + laterPeer).toBeLessThanOrEqual(50);
   });
 
   it('fences a Region that stops renewing, and gives the survivor the whole minute once its grants left', async () => {
-    const home = renewer('home');
-    const peer = renewer('peer');
+    const home = renewer(HOME);
+    const peer = renewer(PEER);
     // Both serve: the first to lease takes what is free, the other's denied asks are its demand, and the
     // renewals split the free part between them.
     let peerGrants = 0;
     for (let round = 0; round < 4; round++) {
       await home.renewAll();
       await peer.renewAll();
-      await grantable('home', 3);
-      peerGrants += await grantable('peer', 3);
+      await grantable(HOME, 3);
+      peerGrants += await grantable(PEER, 3);
       clock.advance(10_000);
     }
     expect(peerGrants).toBeGreaterThan(0);
     // Peer is lost: it renews no more. Until its lease ends its share holds; after, it grants nothing.
     clock.advance(LEASE_MS);
-    expect(await grantable('peer')).toBe(0);
+    expect(await grantable(PEER)).toBe(0);
     // Home renews on; once peer's grants are out of the minute (and its tail bound), and its own too, home has
     // all 50: with peer gone, what is free is home's whether or not it asked meanwhile.
     for (let t = 0; t < 3 * MINUTE; t += 10_000) {
       clock.advance(10_000);
       await home.renewAll();
     }
-    expect(await grantable('home', 60)).toBe(50);
-    expect(await grantable('peer')).toBe(0);
+    expect(await grantable(HOME, 60)).toBe(50);
+    expect(await grantable(PEER)).toBe(0);
+  });
+
+  it('holds a reservation in the Region it is homed in, and serves that consumer from the shared part in the other', async () => {
+    set = credentialSet({
+      id: 'uat-advisor',
+      vendorBaseUrl: uat.url,
+      rateLimits: {
+        general: [{ limit: 50, windowSeconds: 60 }],
+        marginSeconds: 3,
+        reservations: [{ consumer: 'order-service', perWindow: { '60': 10 }, region: HOME }],
+      },
+    });
+    const home = renewer(HOME);
+    const peer = renewer(PEER);
+    for (let round = 0; round < 4; round++) {
+      await home.renewAll();
+      await peer.renewAll();
+      await grantable(HOME, 3);
+      await grantable(PEER, 3);
+      clock.advance(10_000);
+    }
+    // Everyone else takes all they can in both Regions: the shared parts are used up.
+    await grantable(HOME);
+    await grantable(PEER);
+    // order-service still has its reservation in its home Region, and nothing more in the other.
+    expect(await grantable(HOME, 60, 'order-service')).toBe(10);
+    expect(await grantable(PEER, 60, 'order-service')).toBe(0);
   });
 
   it('adopts nothing new when its lease write fails, and renews on the next round', async () => {
     const faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint, seed: 27 });
     try {
-      const home = renewer('home', faulty.client);
+      const home = renewer(HOME, faulty.client);
       faulty.faults.aim(
         ({ command }) => command === 'UpdateItem',
         'serverError',
@@ -163,10 +193,10 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       );
       const failed = await home.renewAll();
       expect(failed.map((r) => r.outcome)).toEqual(['failed']);
-      expect(await grantable('home')).toBe(0);
+      expect(await grantable(HOME)).toBe(0);
       const renewed = await home.renewAll();
       expect(renewed.map((r) => r.outcome)).toEqual(['renewed']);
-      expect(await grantable('home')).toBeGreaterThan(0);
+      expect(await grantable(HOME)).toBeGreaterThan(0);
     } finally {
       faulty.client.destroy();
     }

@@ -114,6 +114,12 @@ export const rateLimitSettingsShape = lazySchema(() =>
               z.string().regex(/^[0-9]+(\.[0-9]+)?$/, 'the windowSeconds of a general limit'),
               z.number().int().positive(),
             ),
+            /**
+             * A stage with `regions` only (docs/multi-region.md): the Region whose leased share carries this
+             * reservation (its home or its peer); in the other Region the consumer is served from the shared part.
+             * Without it, a two-Region stage serves the consumer from the shared part in both.
+             */
+            region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-[0-9]$/, 'an AWS Region, e.g. eu-west-1').optional(),
           }),
         )
         .optional(),

@@ -92,6 +92,8 @@ export class LeaseRenewer {
       const budgets: Budget[] = allRings(plan)
         .filter((spec) => spec.scope === GENERAL_SCOPE || plan.classes.has(spec.scope))
         .map(({ key, limit, windowMs, spanMs }) => ({ key, limit, windowMs, spanMs }));
+      // The reserved consumers homed here (their reservation's `region`): their reservations hold in this share.
+      const home = (limits.reservations ?? []).filter((r) => r.region === region).map((r) => r.consumer);
       let item: LeaseItem = await leases.read(set.id, ledgerKey);
       for (let conflicts = 0; ; conflicts++) {
         const view = await ledger.regionView(ledgerKey, limits, set.id);
@@ -136,7 +138,7 @@ export class LeaseRenewer {
         this.#targets.set(ledgerKey, renewal.targets);
         const share: RegionShare = {
           ...(view.share?.floor ? { floor: view.share.floor } : {}),
-          ...(view.share?.home ? { home: view.share.home } : {}),
+          ...(home.length > 0 ? { home } : {}),
           limits: renewal.shares,
           fenceAt: renewal.fenceAt,
         };
