@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
+import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { LEASE_MS } from '../shared/regions/lease.js';
@@ -179,6 +180,35 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
     // order-service still has its reservation in its home Region, and nothing more in the other.
     expect(await grantable(HOME, 60, 'order-service')).toBe(10);
     expect(await grantable(PEER, 60, 'order-service')).toBe(0);
+  });
+
+  it("leases a vendor user's budget once, however many sets count in it", async () => {
+    // Two sets logging in as one vendor user share one ledger item (quotaScope user): one lease item for it.
+    const shared = (id: string) =>
+      credentialSet({
+        id,
+        vendorBaseUrl: uat.url,
+        secretId: 'token-broker/uat-shared-user',
+        quotaScope: 'user',
+        rateLimits: set.rateLimits,
+      });
+    const [a, b] = [shared('uat-a'), shared('uat-b')];
+    expect(userBudgetIssues([b, a])).toEqual([]);
+    world.storeCredentialsOf(a, 'uat-advisor', uat);
+    await world.refresher('home-refresher', [a, b]).runScheduled();
+    const renewer = new LeaseRenewer({
+      region: HOME,
+      sets: [b, a],
+      tokens: world.store,
+      ledger: ledgers[HOME] as DynamoRateLedger,
+      leases: new LeaseStore({ client: dynamo.client, tableName: leaseTable }),
+      clock,
+      telemetry: new MemoryTelemetry(),
+    });
+    const renewals = await renewer.renewAll();
+    expect(renewals.map((r) => [r.setId, r.ledgerKey, r.outcome])).toEqual([
+      ['uat-a', 'set-uat-a', 'renewed'],
+    ]);
   });
 
   it('adopts nothing new when its lease write fails, and renews on the next round', async () => {

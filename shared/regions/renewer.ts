@@ -71,15 +71,22 @@ export class LeaseRenewer {
   /** Renews every ledger key of every set once; each key's failure is its own (logged, returned). */
   async renewAll(): Promise<KeyRenewal[]> {
     const { sets, tokens, clock } = this.#deps;
-    const renewals: KeyRenewal[] = [];
-    for (const set of sets) {
+    // One renewal per ledger key: sets sharing a vendor user's budget (quotaScope user) share one key, and one
+    // lease item must coordinate it, so each key is leased under the smallest set id that counts in it (the same
+    // choice in both Regions, which have the same configuration).
+    const byKey = new Map<string, CredentialSetConfig>();
+    for (const set of [...sets].sort((a, b) => a.id.localeCompare(b.id))) {
       const state = await tokens.read(set.id, clock.now()).catch(() => undefined);
       const tokenIds = [state?.current?.tokenId, state?.previous?.tokenId].filter(
         (id): id is string => id !== undefined,
       );
-      const keys = [...new Set(tokenIds.map((tokenId) => ledgerKeyFor(set, tokenId)))];
-      for (const ledgerKey of keys) renewals.push(await this.renewKey(set, ledgerKey));
+      for (const tokenId of tokenIds) {
+        const ledgerKey = ledgerKeyFor(set, tokenId);
+        if (!byKey.has(ledgerKey)) byKey.set(ledgerKey, set);
+      }
     }
+    const renewals: KeyRenewal[] = [];
+    for (const [ledgerKey, set] of byKey) renewals.push(await this.renewKey(set, ledgerKey));
     return renewals;
   }
 
