@@ -119,7 +119,10 @@ export const rateLimitSettingsShape = lazySchema(() =>
              * reservation (its home or its peer); in the other Region the consumer is served from the shared part.
              * Without it, a two-Region stage serves the consumer from the shared part in both.
              */
-            region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-[0-9]$/, 'an AWS Region, e.g. eu-west-1').optional(),
+            region: z
+              .string()
+              .regex(/^[a-z]{2}(-[a-z]+)+-[0-9]$/, 'an AWS Region, e.g. eu-west-1')
+              .optional(),
           }),
         )
         .optional(),
