@@ -5,7 +5,7 @@ import { allRings, GENERAL_SCOPE } from '../ledger/limit-plan.js';
 import type { Telemetry } from '../telemetry.js';
 import type { TokenStore } from '../tokens/token-store.js';
 import { ledgerKeyFor } from '../vend/ledger-key.js';
-import { type Budget, claimDropsAt, planRenewal, RENEW_MS } from './lease.js';
+import { type Budget, claimDropsAt, planRenewal, RENEW_MS, snapshotInSpan } from './lease.js';
 import type { LeaseItem, LeaseStore, StoredLeaseRecord } from './lease-store.js';
 
 /**
@@ -191,12 +191,8 @@ function demandOf(snapshot: RingSnapshot, budgets: readonly Budget[]): number {
   const shortest = budgets
     .filter((b) => b.key.startsWith(`${GENERAL_SCOPE}/`))
     .reduce<Budget | undefined>((a, b) => (a && a.windowMs <= b.windowMs ? a : b), undefined);
-  const ring = shortest ? snapshot.rings[shortest.key] : undefined;
-  if (!shortest || !ring) return 0;
-  const from = snapshot.at - shortest.windowMs;
-  const granted = ring.slots
-    .filter((slot) => slot.start + ring.slotMs > from)
-    .reduce((n, s) => n + s.count, 0);
+  if (!shortest) return 0;
+  const granted = snapshotInSpan(snapshot, shortest.key, snapshot.at - shortest.windowMs, 0);
   return granted / (shortest.windowMs / 1000);
 }
 
