@@ -12,8 +12,8 @@ import {
   MAX_LEARNED_LIMIT,
   PROBE_LIMIT,
   PROBE_RETRY_MS,
-  teach,
 } from '../shared/ledger/learned-limits.js';
+import { teachReport } from '../shared/ledger/learned-reports.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
@@ -30,76 +30,92 @@ const GENERAL = learnedSet.general;
 const seconds = (ms: number) => Math.floor(ms / 1000);
 const RELEASE_BEFORE_LEARNING = '1bb34fe38de2e182b93747f3beee97302504ea82';
 
-describe('learned limits: the rules (learned-limits.ts)', () => {
-  const report = (limit: number, resetIn: number, by: string, at = T0) => ({
+describe('learned limits: the rules (learned-limits.ts, learned-evidence.ts)', () => {
+  /** A class answer's headers as one caller reports them, resetting `resetIn` seconds after `at`. */
+  const report = (limit: number, resetIn: number, by: string, at = T0, remaining = 0) => ({
     limit,
-    resetMs: at + resetIn * 1000,
+    remaining,
+    resetSeconds: Math.ceil((at + resetIn * 1000) / 1000),
     at,
     by,
+    refused: false,
+    offset: { lo: 0, hi: 0 },
   });
+  const context = (maxWindows = 3) => ({ general: GENERAL, configured: [], marginMs: MARGIN_MS, maxWindows });
+  const learn = (current: LearnedLimit[], r: ReturnType<typeof report>, maxWindows = 3) =>
+    teachReport(current, r, context(maxWindows)).next;
+  const ends = (at: number, windowSeconds: number) => at + windowSeconds * 1000 + 3 * MARGIN_MS;
 
-  it('windows round UP to a common length; a report teaches "L per W" with W at least reset - at', () => {
+  it('windows round UP to a common length; a report teaches "L per W" with W at least what is left of it (I3 a)', () => {
     expect([1, 2, 45, 60, 61, 3599, 90_000].map(learnedWindowFor)).toEqual([1, 5, 60, 60, 120, 3600, 86_400]);
-    expect(teach([], report(10, 45, 'a'), GENERAL, MARGIN_MS)).toEqual([
-      { limit: 10, windowSeconds: 60, learnedAt: T0, by: 'a', until: T0 + 45_000 + MARGIN_MS },
+    expect(learn([], report(10, 45, 'a'))).toEqual([
+      { limit: 10, windowSeconds: 60, learnedAt: T0, by: 'a', until: ends(T0, 60) },
     ]);
-    // A larger limit than the most kept exactly is kept as that (lower: safe).
-    expect(teach([], report(5000, 5000, 'a'), GENERAL, MARGIN_MS)?.[0]?.limit).toBe(MAX_LEARNED_LIMIT);
+    // A larger limit than the most kept exactly is kept as that (lower: safe), I5.
+    expect(learn([], report(5000, 5000, 'a'))?.[0]?.limit).toBe(MAX_LEARNED_LIMIT);
   });
 
-  it('at or above a general limit of as long a window it adds nothing', () => {
-    expect(teach([], report(50, 45, 'a'), GENERAL, MARGIN_MS)).toBeUndefined();
-    expect(teach([], report(60, 30, 'a'), GENERAL, MARGIN_MS)).toBeUndefined();
+  it('at or above a general limit of as long a window it adds nothing (I1)', () => {
+    expect(learn([], report(50, 45, 'a'))).toBeUndefined();
+    expect(learn([], report(60, 30, 'a'))).toBeUndefined();
     // Below the hour's 1000 but over a window longer than it: it binds.
-    expect(teach([], report(1200, 5000, 'a'), GENERAL, MARGIN_MS)).toHaveLength(1);
+    expect(learn([], report(1200, 5000, 'a'))).toHaveLength(1);
   });
 
-  it('tighten only: a larger limit or a shorter window is ignored; the same limit only lengthens', () => {
+  it("tighten only: a larger limit or a shorter window adds nothing; a longer one is one caller's word (T1, T5)", () => {
     const kept: LearnedLimit[] = [{ limit: 10, windowSeconds: 60, learnedAt: T0, by: 'a' }];
-    expect(teach(kept, report(20, 45, 'b'), GENERAL, MARGIN_MS)).toBeUndefined();
-    expect(teach(kept, report(10, 20, 'b'), GENERAL, MARGIN_MS)).toBeUndefined();
-    expect(teach(kept, report(10, 100, 'b'), GENERAL, MARGIN_MS)).toEqual([
-      { limit: 10, windowSeconds: 120, learnedAt: T0, by: 'a' },
+    expect(learn(kept, report(20, 45, 'b'))).toBeUndefined();
+    expect(learn(kept, report(10, 20, 'b'))).toBeUndefined();
+    expect(learn(kept, report(10, 100, 'b'))).toEqual([
+      kept[0],
+      { limit: 10, windowSeconds: 120, learnedAt: T0, by: 'b', until: ends(T0, 120) },
     ]);
   });
 
-  it("one caller's tightening is provisional beside what is kept; a different caller's same or tighter keeps it", () => {
+  it("one caller's tightening is provisional beside what is kept; a different caller's same limit keeps it (T1-T4)", () => {
     const kept: LearnedLimit[] = [{ limit: 10, windowSeconds: 60, learnedAt: T0, by: 'a' }];
-    const lied = teach(kept, report(2, 50, 'liar'), GENERAL, MARGIN_MS) as LearnedLimit[];
+    const lied = learn(kept, report(2, 50, 'liar')) as LearnedLimit[];
     expect(lied).toEqual([
       kept[0],
-      { limit: 2, windowSeconds: 60, learnedAt: T0, by: 'liar', until: T0 + 53_000 },
+      { limit: 2, windowSeconds: 60, learnedAt: T0, by: 'liar', until: ends(T0, 60) },
     ]);
-    // Ended: the class is held to what was kept before.
-    expect(learnedRingLimits(lied, GENERAL, T0 + 53_000)).toEqual([{ limit: 10, windowSeconds: 60 }]);
-    expect(learnedRingLimits(lied, GENERAL, T0 + 52_999)).toEqual([
-      { limit: 10, windowSeconds: 60 },
-      { limit: 2, windowSeconds: 60 },
-    ]);
+    // Ended: the class is held to what was kept before. In force: one ring of the window, at the smaller limit (M1).
+    expect(learnedRingLimits(lied, GENERAL, ends(T0, 60))).toEqual([{ limit: 10, windowSeconds: 60 }]);
+    expect(learnedRingLimits(lied, GENERAL, ends(T0, 60) - 1)).toEqual([{ limit: 2, windowSeconds: 60 }]);
     // The same caller again: still provisional, renewed only when that moves its end by half a window (fewer writes).
-    // Another caller: kept.
-    expect(teach(lied, report(2, 50, 'liar', T0 + 1000), GENERAL, MARGIN_MS)).toBeUndefined();
-    expect(teach(lied, report(2, 50, 'liar', T0 + 31_000), GENERAL, MARGIN_MS)?.[1]?.until).toBe(T0 + 84_000);
-    expect(teach(lied, report(2, 50, 'honest', T0 + 1000), GENERAL, MARGIN_MS)?.[1]).toEqual({
-      limit: 2,
-      windowSeconds: 60,
-      learnedAt: T0,
-      by: 'liar',
-    });
+    // Another caller naming the same limit over as long a window: kept.
+    expect(learn(lied, report(2, 50, 'liar', T0 + 1000))).toBeUndefined();
+    expect(learn(lied, report(2, 50, 'liar', T0 + 31_000))?.[1]?.until).toBe(ends(T0 + 31_000, 60));
+    // ... and then the kept 10 per 60 s adds nothing beside it.
+    expect(learn(lied, report(2, 50, 'honest', T0 + 1000))).toEqual([
+      { limit: 2, windowSeconds: 60, learnedAt: T0, by: 'liar' },
+    ]);
     // Nothing learned: the probe.
     expect(learnedRingLimits([], GENERAL, T0)).toEqual([PROBE_LIMIT]);
   });
 
-  it('at most two limits per class: a third joins the nearest window as the tighter of both', () => {
+  it('up to three windows where the item has room; one more joins the nearest longer window, provisional (M2)', () => {
     const two: LearnedLimit[] = [
       { limit: 10, windowSeconds: 60, learnedAt: T0, by: 'a' },
       { limit: 60, windowSeconds: 3600, learnedAt: T0, by: 'a' },
     ];
-    const three = teach(two, report(25, 600, 'b'), GENERAL, MARGIN_MS) as LearnedLimit[];
-    expect(three).toHaveLength(2);
-    expect(three.map((l) => [l.limit, l.windowSeconds])).toEqual([
-      [10, 60],
-      [25, 3600],
+    const three = learn(two, report(25, 600, 'b', T0, 24)) as LearnedLimit[];
+    expect(three.map((l) => [l.limit, l.windowSeconds, l.until])).toEqual([
+      [10, 60, undefined],
+      [60, 3600, undefined],
+      [25, 600, ends(T0, 600)],
+    ]);
+    // Two windows only (an item without room for three): the 600 s limit joins the hour as 25 per hour, one
+    // caller's word; the kept hour's limit stays as it was.
+    const merged = learn(two, report(25, 600, 'b', T0, 24), 2) as LearnedLimit[];
+    expect(merged.map((l) => [l.limit, l.windowSeconds, l.until])).toEqual([
+      [10, 60, undefined],
+      [60, 3600, undefined],
+      [25, 3600, ends(T0, 3600)],
+    ]);
+    expect(learnedRingLimits(merged, GENERAL, T0)).toEqual([
+      { limit: 10, windowSeconds: 60 },
+      { limit: 25, windowSeconds: 3600 },
     ]);
   });
 });
@@ -125,6 +141,23 @@ describe('learned limits: configuration (planFor)', () => {
       /itemFormat 1 cannot hold a learned class \(classes\.reports = \[\]\)/,
     );
     expect(() => planFor({ ...learnedSet, itemFormat: 1 })).toThrow(ConfigurationError);
+  });
+
+  it('three windows per learned class where the item has room at its worst, else two (M2, measured)', () => {
+    const sized = (classes: Record<string, []>) => planFor(parse({ classes }));
+    expect(
+      [sized({ reports: [] }), sized({ reports: [], rebalancing: [] })].map((p) => [
+        p.learnedWindows,
+        p.itemBytesBound,
+      ]),
+    ).toEqual([
+      [3, 804],
+      [3, 993],
+    ]);
+    // A third learned class leaves no room for a third window each: two, as before (1012 bytes).
+    expect([sized({ a: [], b: [], c: [] })].map((p) => [p.learnedWindows, p.itemBytesBound])).toEqual([
+      [2, 1012],
+    ]);
   });
 
   it('three learned classes fit one write unit at the default limits; a fourth does not', () => {
@@ -204,7 +237,7 @@ describe.each(ENGINES)('learned class limits through DynamoRateLedger on %s', (e
           limit: 4,
           windowSeconds: 60,
           by: expect.any(String),
-          until: (seconds(clock.now()) + 45) * 1000 + MARGIN_MS,
+          until: clock.now() + 60_000 + 3 * MARGIN_MS,
         },
       ],
     });
@@ -239,25 +272,27 @@ describe.each(ENGINES)('learned class limits through DynamoRateLedger on %s', (e
 
   it('tighten only: a looser report changes nothing; one caller tightening holds at most its window, two keep it', async () => {
     const a = ledger();
-    await teachBy(a, 'consumer-a', 6, 6, 50);
-    await teachBy(a, 'consumer-b', 6, 6, 50);
-    expect((await teachBy(a, 'consumer-b', 12, 12, 50))?.learned?.changed).toBe(false);
-    expect((await teachBy(a, 'consumer-b', 6, 6, 20))?.learned?.changed).toBe(false);
-    // A liar: 1 per minute, resetting in 30 s. It holds the class to 1 until then (and the margin)...
+    await teachBy(a, 'consumer-a', 6, 5, 50);
+    await teachBy(a, 'consumer-b', 6, 5, 50);
+    expect((await teachBy(a, 'consumer-b', 12, 11, 50))?.learned?.changed).toBe(false);
+    expect((await teachBy(a, 'consumer-b', 6, 5, 20))?.learned?.changed).toBe(false);
+    // A liar: 1 per half minute, resetting in 30 s. It holds the class to 1 for that window and three margins
+    // (rule T2)...
     await clock.advance(60_000);
-    await teachBy(a, 'liar', 1, 1, 30);
     granted(await ask(a));
+    await teachBy(a, 'liar', 1, 0, 30);
     expect(denied(await ask(a))).toMatchObject({ reason: 'QUOTA' });
     // ...and not after: back to the kept 6 per minute.
-    await clock.advance(30_000 + MARGIN_MS);
+    await clock.advance(30_000 + 3 * MARGIN_MS);
     granted(await ask(ledger(), 5));
     expect(await a.learned(SET)).toEqual({
       reports: [{ limit: 6, windowSeconds: 60, learnedAt: T0, by: expect.any(String) }],
     });
     // The same tightening reported by a second caller is kept past its window.
     await clock.advance(120_000);
-    await teachBy(a, 'liar', 2, 2, 30);
-    await teachBy(a, 'honest', 2, 2, 30);
+    granted(await ask(a));
+    await teachBy(a, 'liar', 2, 1, 30);
+    await teachBy(a, 'honest', 2, 1, 30);
     await clock.advance(3600_000);
     const kept = await a.learned(SET);
     expect(kept.reports?.map((l) => [l.limit, l.windowSeconds, l.until])).toEqual([

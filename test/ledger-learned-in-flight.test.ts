@@ -7,7 +7,8 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
-import { type LearnedLimit, teach } from '../shared/ledger/learned-limits.js';
+import type { LearnedLimit } from '../shared/ledger/learned-limits.js';
+import { teachReport } from '../shared/ledger/learned-reports.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { granted } from './support/ledger-harness.js';
@@ -39,26 +40,37 @@ const CALLERS = [
   'arn:aws:iam::123456789012:role/report-service',
 ];
 
-describe('a learned window is at least as long as the requests it counts took (learned-limits.ts, teach)', () => {
+describe('a learned window is at least as long as the requests it counts took (learned-evidence.ts, I3 c)', () => {
   const kept: LearnedLimit[] = [{ limit: 10, windowSeconds: 10, learnedAt: T0, by: 'a' }];
   // 30 counted, room again in 27.7 s: under 10 per 10 s they took at least 10 s, so the window is at least 36.7 s.
-  const full = { limit: 30, remaining: 0, resetMs: T0 + 27_700, at: T0, by: 'b' };
+  const full = {
+    limit: 30,
+    remaining: 0,
+    resetSeconds: Math.ceil((T0 + 27_700) / 1000),
+    at: T0,
+    by: 'b',
+    refused: false,
+    offset: { lo: 0, hi: 0 },
+  };
+  const context = { general: GENERAL, configured: [], marginMs: MARGIN * 1000, maxWindows: 3 };
+  const learn = (current: LearnedLimit[], report: typeof full | Omit<typeof full, 'remaining'>) =>
+    teachReport(current, report, context).next;
 
   it('a full window of 30 under a kept 10 per 10 s, resetting in 27.7 s: 30 per 60 s, not 30 per 30 s', () => {
-    expect(teach(kept, full, GENERAL, MARGIN * 1000)).toEqual([
+    expect(learn(kept, full)).toEqual([
       kept[0],
-      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'b', until: T0 + 27_700 + MARGIN * 1000 },
+      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'b', until: T0 + 60_000 + 3 * MARGIN * 1000 },
     ]);
     // Without its remaining (or with much left) the reset is all there is to go by, as before.
     const { remaining: _, ...noRemaining } = full;
-    expect(teach(kept, noRemaining, GENERAL, MARGIN * 1000)?.[1]?.windowSeconds).toBe(30);
-    expect(teach(kept, { ...full, remaining: 21 }, GENERAL, MARGIN * 1000)?.[1]?.windowSeconds).toBe(30);
+    expect(learn(kept, noRemaining)?.[1]?.windowSeconds).toBe(30);
+    expect(learn(kept, { ...full, remaining: 21 })?.[1]?.windowSeconds).toBe(30);
   });
 
   it("another caller's provisional limit does not lengthen it (one caller's word stays its own)", () => {
     const provisional = [{ ...kept[0], until: T0 + 10_500 } as LearnedLimit];
-    expect(teach(provisional, full, GENERAL, MARGIN * 1000)?.at(-1)?.windowSeconds).toBe(30);
-    expect(teach(provisional, { ...full, by: 'a' }, GENERAL, MARGIN * 1000)?.at(-1)?.windowSeconds).toBe(60);
+    expect(learn(provisional, full)?.at(-1)?.windowSeconds).toBe(30);
+    expect(learn(provisional, { ...full, by: 'a' })?.at(-1)?.windowSeconds).toBe(60);
   });
 });
 

@@ -4,7 +4,8 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
-import { type LearnedLimit, teach } from '../shared/ledger/learned-limits.js';
+import type { LearnedLimit } from '../shared/ledger/learned-limits.js';
+import { teachReport } from '../shared/ledger/learned-reports.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { granted } from './support/ledger-harness.js';
@@ -21,53 +22,67 @@ const MARGIN_MS = learnedSet.marginSeconds * 1000;
 const GENERAL = learnedSet.general;
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
-describe('renewal: the rules (learned-limits.ts, teach)', () => {
+describe('renewal: the rules (learned-limits.ts, T3)', () => {
+  /** A class answer's headers (one request counted), as one caller reports them. */
   const report = (limit: number, resetIn: number, by: string, at: number) => ({
     limit,
-    resetMs: at + resetIn * 1000,
+    remaining: limit - 1,
+    resetSeconds: Math.ceil((at + resetIn * 1000) / 1000),
     at,
     by,
+    refused: false,
+    offset: { lo: 0, hi: 0 },
   });
+  const learn = (current: LearnedLimit[], r: ReturnType<typeof report>) =>
+    teachReport(current, r, { general: GENERAL, configured: [], marginMs: MARGIN_MS, maxWindows: 3 }).next;
+  const ends = (at: number, windowSeconds: number) => at + windowSeconds * 1000 + 3 * MARGIN_MS;
   const two: LearnedLimit[] = [
-    { limit: 10, windowSeconds: 10, learnedAt: T0, by: 'a', until: T0 + 10_000 + MARGIN_MS },
-    { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: T0 + 60_000 + MARGIN_MS },
+    { limit: 10, windowSeconds: 10, learnedAt: T0, by: 'a', until: ends(T0, 10) },
+    { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: ends(T0, 60) },
   ];
 
   it('a report of the class renews every provisional limit its caller taught, when that moves its end by half a window or more', async () => {
     // 40 s later: the 10 s limit has ended, and a report of 10 per 10 s teaches it again; the minute's limit is
-    // renewed to a window and the margin after the report (which moves its end by 40 s: half a window or more).
+    // renewed to a window and three margins after the report (which moves its end by 40 s: half a window or more).
     const at = T0 + 40_000;
-    expect(teach(two, report(10, 7, 'a', at), GENERAL, MARGIN_MS)).toEqual([
-      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: at + 60_000 + MARGIN_MS },
-      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 7000 + MARGIN_MS },
+    expect(learn(two, report(10, 7, 'a', at))).toEqual([
+      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: ends(at, 60) },
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: ends(at, 10) },
     ]);
   });
 
   it('a reset rounded up to its whole second does not lengthen the window learned', () => {
     // A sliding 10 s window whose room comes back 9.6 s after the answer says so as the next whole second, 10.4 s.
     const [taught] =
-      teach([], { limit: 10, resetMs: T0 + 10_400, at: T0, by: 'a' }, GENERAL, MARGIN_MS) ?? [];
+      learn([], { ...report(10, 10.4, 'a', T0 + 600), resetSeconds: Math.ceil((T0 + 10_400) / 1000) }) ?? [];
     expect(taught?.windowSeconds).toBe(10);
   });
 
   it('a renewal that would move an end by less than half its window: nothing to write', () => {
     const at = T0 + 20_000;
-    expect(teach(two.slice(1), report(10, 7, 'a', at), GENERAL, MARGIN_MS)).toEqual([
+    expect(learn(two.slice(1), report(10, 7, 'a', at))).toEqual([
       two[1],
-      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: at + 7000 + MARGIN_MS },
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: ends(at, 10) },
     ]);
     // The same limit again, moving its end by less than half its window: no change either.
-    expect(teach(two, report(10, 9, 'a', T0 + 1000), GENERAL, MARGIN_MS)).toBeUndefined();
-    expect(teach(two, report(30, 50, 'a', T0 + 20_000), GENERAL, MARGIN_MS)).toBeUndefined();
+    expect(learn(two, report(10, 9, 'a', T0 + 1000))).toBeUndefined();
+    expect(learn(two, report(30, 50, 'a', T0 + 20_000))).toBeUndefined();
   });
 
-  it("another caller's report renews none of them; it corroborates as before", () => {
+  it("another caller's report renews none of them; it corroborates what it names over as long a window", () => {
     // 4 s left of the 10 s limit: its caller's report would renew it, another caller's does not.
     const at = T0 + 9000;
-    expect(teach(two, report(30, 20, 'b', at), GENERAL, MARGIN_MS)).toEqual([
-      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a' },
+    expect(learn(two, report(30, 55, 'b', at))).toEqual([
       two[0],
+      { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a' },
     ]);
+    // A shorter window than the one taught corroborates nothing (T4: the same limit over as long a window).
+    expect(learn(two, report(30, 20, 'b', at))).toBeUndefined();
+  });
+
+  it('a report of a larger limit over a window no longer than its own does not renew it (it may have risen)', () => {
+    const at = T0 + 40_000;
+    expect(learn(two.slice(1), report(45, 50, 'a', at))).toBeUndefined();
   });
 });
 
@@ -82,9 +97,14 @@ describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
   const ledger = () => new DynamoRateLedger({ client, tableName: table, clock, random: () => 0 });
   /** The vendor's fixed windows, counted from T0: whole seconds left of the current window of this length. */
   const resetIn = (windowSeconds: number) => windowSeconds - (seconds(clock.now() - T0) % windowSeconds);
-  /** A class answer's headers of the window `windowSeconds` long, reported by `caller`. */
-  const teachBy = (l: DynamoRateLedger, caller: string, limit: number, windowSeconds: number) =>
-    l.reportVendorFeedback({
+  /**
+   * A class answer's headers of the window `windowSeconds` long, reported by `caller`, as a consumer reports them:
+   * after a request of the class that a permit let through (the ledger weighs a report against its own history,
+   * docs/class-limits.md I3).
+   */
+  const teachBy = async (l: DynamoRateLedger, caller: string, limit: number, windowSeconds: number) => {
+    await l.acquire({ tokenId: TOKEN, caller, count: 1, class: 'reports', limits: learnedSet, setId: SET });
+    return l.reportVendorFeedback({
       tokenId: TOKEN,
       caller,
       limits: learnedSet,
@@ -94,6 +114,7 @@ describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
       remaining: limit - 1,
       reset: seconds(clock.now()) + resetIn(windowSeconds),
     });
+  };
   /** The class's limits in force, as [limit, window] in window order. */
   const inForce = async (l: DynamoRateLedger) =>
     ((await l.learned(SET)).reports ?? [])
@@ -162,7 +183,7 @@ describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
     ]);
   });
 
-  it('a caller that stops reporting: each of its limits ends within its window (and the margin), then the probe', async () => {
+  it('a caller that stops reporting: each of its limits ends within its window (and three margins), then the probe', async () => {
     const a = ledger();
     await teachBy(a, ONE_PRINCIPAL, 10, 10);
     await teachBy(a, ONE_PRINCIPAL, 30, 60);
@@ -171,9 +192,9 @@ describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
       await teachBy(a, ONE_PRINCIPAL, 10, 10);
     }
     const last = clock.now();
-    await clock.advance(10_000 + MARGIN_MS);
+    await clock.advance(10_000 + 3 * MARGIN_MS);
     expect(await inForce(a)).toEqual([[30, 60]]);
-    await clock.advance(last + 60_000 + MARGIN_MS - clock.now());
+    await clock.advance(last + 60_000 + 3 * MARGIN_MS - clock.now());
     expect(await inForce(a)).toEqual([]);
     expect(await ringsOfGrant(ledger())).toEqual([[1, 10]]);
   });
@@ -187,7 +208,7 @@ describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
     for (let step = 0; step < 40; step++) {
       await clock.advance(3000);
       await teachBy(a, OTHER, 30, 60);
-      if (clock.now() >= last + 10_000 + MARGIN_MS) expect(await inForce(a)).toEqual([[30, 60]]);
+      if (clock.now() >= last + 10_000 + 3 * MARGIN_MS) expect(await inForce(a)).toEqual([[30, 60]]);
     }
     expect(await a.learned(SET)).toEqual({
       reports: [{ limit: 30, windowSeconds: 60, learnedAt: last, by: expect.any(String) }],

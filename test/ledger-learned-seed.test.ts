@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
-import { teach } from '../shared/ledger/learned-limits.js';
+import { inForce, type LearnedLimit } from '../shared/ledger/learned-limits.js';
+import { teachReport } from '../shared/ledger/learned-reports.js';
 import {
   acquire,
   emptyState,
@@ -57,7 +58,7 @@ describe('a learned class limit named late in its window', () => {
     const learnedAt = T0 + 22_300;
     const state = stateAt(threeBatches(), learnedAt, both.marginMs);
     // The vendor: 30 of 30 used in its minute, the oldest leaving at 61 s.
-    expect(seedLearnedRing(state, both, learnedAt, 'reports', 30, 0, taught(learnedAt))).toBe(true);
+    expect(seedLearnedRing(state, both, learnedAt, 'reports', 60, 30, taught(learnedAt))).toBe(true);
     // Full while the vendor's minute holds all 30 (its oldest 10 leave at 61 s).
     expect(ask(state, learnedAt + 1, 1)).toBe(false);
     expect(ask(state, T0 + 61_000, 1)).toBe(false);
@@ -74,7 +75,7 @@ describe('a learned class limit named late in its window', () => {
       { limit: 10, windowSeconds: 10, learnedAt: T0 + 500 },
       { limit: 30, windowSeconds: 60, learnedAt },
     ];
-    seedLearnedRing(state, both, learnedAt, 'reports', 30, 0, early);
+    seedLearnedRing(state, both, learnedAt, 'reports', 60, 30, early);
     expect(ask(state, T0 + 61_900, 1)).toBe(false);
     expect(ask(state, T0 + 62_500, 10)).toBe(true);
   });
@@ -82,7 +83,7 @@ describe('a learned class limit named late in its window', () => {
   it('never frees them before the vendor does: none of the second batch before it leaves its window', () => {
     const learnedAt = T0 + 22_300;
     const state = stateAt(threeBatches(), learnedAt, both.marginMs);
-    seedLearnedRing(state, both, learnedAt, 'reports', 30, 0, taught(learnedAt));
+    seedLearnedRing(state, both, learnedAt, 'reports', 60, 30, taught(learnedAt));
     expect(ask(state, T0 + 62_500, 10)).toBe(true);
     // 20 of the vendor's minute are the batches of 11.6 s and 22.2 s, 10 the grant at 62.5 s: full until 71.6 s.
     const later = stateAt(state, T0 + 62_500, both.marginMs);
@@ -98,7 +99,7 @@ describe('a learned class limit named late in its window', () => {
       { limit: 10, windowSeconds: 10, learnedAt: T0 + 21_000 },
       { limit: 30, windowSeconds: 60, learnedAt },
     ];
-    seedLearnedRing(state, both, learnedAt, 'reports', 30, 0, recent);
+    seedLearnedRing(state, both, learnedAt, 'reports', 60, 30, recent);
     // The 10 of 22.2 s at their time; the 20 the ledger cannot place, where its own history ends (11.8 s): none
     // free when the oldest batch leaves the vendor's window, 10 (the 10 s limit's most) once 11.8 s is a window
     // and a margin old, not at 82.8 s.
@@ -110,40 +111,37 @@ describe('a learned class limit named late in its window', () => {
 
 describe('a learned limit taught again right after it lapsed', () => {
   const general = [{ limit: 50, windowSeconds: 10 }];
-  const report = (at: number, by: string, limit = 4) => ({
+  const report = (at: number, by: string, limit = 4, resetMs = at + 9900, remaining = limit - 1) => ({
     limit,
-    resetMs: at + 9900,
+    resetSeconds: Math.ceil(resetMs / 1000),
     at,
     by,
-    remaining: limit - 1,
+    remaining,
+    refused: false,
+    offset: { lo: 0, hi: 0 },
   });
+  const learn = (current: LearnedLimit[], r: ReturnType<typeof report>) =>
+    teachReport(current, r, { general, configured: [], marginMs: 500, maxWindows: 3 }).next;
 
   it('has held since it was first learned when the probe held the class meanwhile', () => {
-    const first = teach([], report(T0 + 100, 'a'), general, 500) ?? [];
+    const first = learn([], report(T0 + 100, 'a')) ?? [];
     expect(first).toMatchObject([{ limit: 4, windowSeconds: 10, learnedAt: T0 + 100 }]);
     // Its caller's reports paused past its end (the window full until its reset): the probe held the class.
-    const again = teach(first, report(T0 + 12_000, 'a'), general, 500);
+    const again = learn(first, report(T0 + 12_000, 'a'));
     expect(again).toMatchObject([{ limit: 4, windowSeconds: 10, learnedAt: T0 + 100 }]);
   });
 
   it('holds from now when another limit was in force after it lapsed, or the probe is looser', () => {
-    const first = teach([], report(T0 + 100, 'a'), general, 500) ?? [];
+    const first = learn([], report(T0 + 100, 'a')) ?? [];
     // A 12 per minute taught by the same caller later: in force after the 4 per 10 s lapsed.
-    const both = teach(
-      first,
-      { limit: 12, resetMs: T0 + 58_000, at: T0 + 9000, by: 'a', remaining: 3 },
-      general,
-      500,
-    );
+    const both = learn(first, report(T0 + 9000, 'a', 12, T0 + 58_000, 3));
     expect(both?.map((l) => l.limit).sort()).toEqual([12, 4]);
-    const later = T0 + 61_000;
-    expect(teach(both ?? [], report(later, 'a'), general, 500)).toMatchObject([
+    const later = T0 + 71_000;
+    expect(inForce(learn(both ?? [], report(later, 'a')), later)).toMatchObject([
       { limit: 4, learnedAt: later },
     ]);
     // 1 per 10 s is what the probe allows: it is no tighter than the probe, which may have let 2 through in a span.
-    const one = teach([], report(T0 + 100, 'a', 1), general, 500) ?? [];
-    expect(teach(one, report(T0 + 12_000, 'a', 1), general, 500)).toMatchObject([
-      { limit: 1, learnedAt: T0 + 12_000 },
-    ]);
+    const one = learn([], report(T0 + 100, 'a', 1)) ?? [];
+    expect(learn(one, report(T0 + 12_000, 'a', 1))).toMatchObject([{ limit: 1, learnedAt: T0 + 12_000 }]);
   });
 });

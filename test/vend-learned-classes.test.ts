@@ -82,7 +82,8 @@ describe('POST /v1/credential-sets/{id}/rate-limit-reports with a class', () => 
             windowSeconds: 60,
             source: 'learned',
             learnedAt: new Date(h.clock.now()).toISOString(),
-            provisionalUntil: new Date(reset * 1000 + 3000).toISOString(),
+            // One caller's word: a window and three margins after its report (docs/class-limits.md, T2).
+            provisionalUntil: new Date(h.clock.now() + 60_000 + 3 * 3000).toISOString(),
           },
         ],
       },

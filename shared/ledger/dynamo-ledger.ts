@@ -6,7 +6,9 @@ import { availableTo } from './available.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
-import { inForce, type LearnedClasses, learnedRingLimits, PROBE_RETRY_MS, teach } from './learned-limits.js';
+import { resetInLedgerTime } from './learned-evidence.js';
+import { inForce, type LearnedClasses, PROBE_RETRY_MS } from './learned-limits.js';
+import { learnFromReport, nextPlanIn, planIn, UNMEASURED_OFFSET } from './learned-reports.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
 import {
@@ -20,14 +22,7 @@ import {
   wroteWithId,
 } from './ledger-state.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import {
-  type ItemFormat,
-  isProbing,
-  type LearnedRings,
-  type LimitPlan,
-  largestGrant,
-  planFor,
-} from './limit-plan.js';
+import { type ItemFormat, isProbing, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   CARRIED_WRITE_IDS,
   callerTag,
@@ -123,6 +118,8 @@ interface RequestPlan {
   plan: LimitPlan;
   /** The view's version (0: none, or the plan has no learned class). */
   version: number;
+  /** When the view next changes by itself (a provisional limit ends), and the plan then (H2: honest waits). */
+  next?: { at: number; plan: LimitPlan } | undefined;
 }
 
 /**
@@ -215,15 +212,28 @@ export class DynamoRateLedger implements RateLedger {
     const base = planFor(limits);
     if (base.learned.size === 0 || setId === undefined) return { plan: base, version: 0 };
     const view = await this.#learned.view(setId, fresh);
-    return { plan: this.#planIn(limits, base, view), version: view.version };
+    return this.#planned(limits, base, view);
   }
 
-  #planIn(limits: RateLimitSettings, base: LimitPlan, view: LearnedView): LimitPlan {
-    const now = this.#clock.now();
-    const rings: Record<string, RateLimitSettings['general']> = {};
-    for (const cls of base.learned)
-      rings[cls] = learnedRingLimits(view.classes[cls], limits.general, now) as RateLimitSettings['general'];
-    return planFor(limits, rings as LearnedRings);
+  #planned(limits: RateLimitSettings, base: LimitPlan, view: LearnedView): RequestPlan {
+    const now = this.#viewTime(base);
+    return {
+      plan: planIn(limits, base, view, now),
+      version: view.version,
+      next: nextPlanIn(limits, base, view, now),
+    };
+  }
+
+  /**
+   * The time a learned view is read at: ledger time (the provisional limits' ends are ledger time); the process's
+   * own clock while ledger time is not known yet, when no grant can be decided anyway (ledger-clock.ts).
+   */
+  #viewTime(base?: LimitPlan): number {
+    try {
+      return this.#time.now(base ? [base] : []);
+    } catch {
+      return this.#clock.now();
+    }
   }
 
   /** The plan a permit of the set is decided on now: its learned classes' rings as its (cached) view says. */
@@ -301,7 +311,7 @@ export class DynamoRateLedger implements RateLedger {
   /** What the set learned of its classes' limits, in force now (a fresh read: the operator's status). */
   async learned(setId: string): Promise<LearnedClasses> {
     const view = await this.#learned.view(setId, true);
-    const now = this.#clock.now();
+    const now = this.#viewTime();
     return Object.fromEntries(
       Object.entries(view.classes)
         .map(([cls, limits]) => [cls, inForce(limits, now)] as const)
@@ -323,7 +333,7 @@ export class DynamoRateLedger implements RateLedger {
 
   async #acquireOn(
     request: PermitRequest,
-    { plan, version }: RequestPlan,
+    { plan, version, next }: RequestPlan,
     refreshed: boolean,
   ): Promise<PermitDecision | typeof STALE_VIEW> {
     const { tokenId, count, cls } = checkPermit(request, plan);
@@ -376,7 +386,19 @@ export class DynamoRateLedger implements RateLedger {
         // may find it learned, so no one is told to wait out the probe's whole span (PROBE_RETRY_MS).
         const probing = cls !== undefined && outcome.reason === 'QUOTA' && isProbing(plan, cls);
         // Held below the ask by the share (or fenced to the floor): until a renewal may change it.
-        const fit = Number.isFinite(outcome.retryAt) ? outcome.retryAt : now + SHARE_RETRY_MS;
+        let fit = Number.isFinite(outcome.retryAt) ? outcome.retryAt : now + SHARE_RETRY_MS;
+        // H2: a provisional limit that ends before then frees the ask when the class's other limits allow it.
+        if (next && next.at < fit) {
+          const then = acquire(
+            stateAt(state, g, next.plan.marginMs),
+            this.#held(next.plan, state, g),
+            g,
+            count,
+            cls,
+            consumer,
+          );
+          fit = Math.min(fit, then.granted ? next.at : Math.max(next.at, then.retryAt));
+        }
         const retryAt = probing ? Math.min(fit, now + PROBE_RETRY_MS) : fit;
         const retryAfterMs = Math.max(1, retryAt - now + Math.floor(this.#random() * spreadMs));
         const denial: PermitDecision = {
@@ -463,21 +485,25 @@ export class DynamoRateLedger implements RateLedger {
     let at: number | undefined;
     // Who reported: another caller's report may corroborate a long Retry-After (vendor-feedback.ts).
     const reporter = callerTag(report.caller ?? '');
-    const learned = await this.#learn(report, base, feedback, reporter);
+    const offset = report.vendorOffsetMs ?? UNMEASURED_OFFSET;
+    // C1: the reset on the vendor's clock, in ledger time at the latest the vendor can mean.
+    if (feedback.reset !== undefined) feedback.resetMs = resetInLedgerTime(feedback.reset, offset).latest;
+    const learned = await this.#learn(tokenId, report, base, feedback, reporter);
+    if (learned?.evidence) feedback.classWindowMs = learned.evidence.windowSeconds * 1000;
     const { plan, version } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
     const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
       at ??= now;
       let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
-      if (feedback.class !== undefined && feedback.limit !== undefined && feedback.remaining !== undefined)
+      if (learned?.evidence && feedback.remaining !== undefined)
         changed =
           seedLearnedRing(
             state,
             plan,
             g,
-            feedback.class,
-            feedback.limit,
-            feedback.remaining,
-            learned?.result.limits,
+            learned.result.class,
+            learned.evidence.windowSeconds,
+            (feedback.limit as number) - feedback.remaining,
+            learned.result.limits,
           ) || changed;
       // What it taught holds the item's grants from now on: a process on an older view reads it first.
       const newer = version > state.learnedVersion;
@@ -489,21 +515,30 @@ export class DynamoRateLedger implements RateLedger {
       ...feedback,
       tightened,
       ...(learned ? { learned: learned.result.changed } : {}),
+      ...(learned?.result.raised ? { raised: learned.result.raised } : {}),
     });
     return learned ? { learned: learned.result } : {};
   }
 
   /**
-   * A class report with X-RateLimit-Limit, -Remaining and -Reset may teach its class's limit (learned-limits.ts,
-   * teach), whether the class is learned or configured (for a configured class what is learned is shown and
-   * alarmed on, not enforced: the configuration sized its item).
+   * A class report with X-RateLimit-Limit and -Reset may teach its class's limit (docs/class-limits.md), whether
+   * the class is learned or configured (for a configured class what is learned is shown and alarmed on, not
+   * enforced: the configuration sized its item). It is weighed against the ledger item's own history (one read).
    */
   async #learn(
+    tokenId: string,
     report: VendorFeedbackReport,
     base: LimitPlan,
     feedback: ReturnType<typeof checkFeedback>['feedback'],
     reporter: string,
-  ): Promise<{ planned: RequestPlan; result: NonNullable<VendorFeedbackResult['learned']> } | undefined> {
+  ): Promise<
+    | {
+        planned: RequestPlan;
+        evidence: Awaited<ReturnType<typeof learnFromReport>>['evidence'];
+        result: NonNullable<VendorFeedbackResult['learned']>;
+      }
+    | undefined
+  > {
     const cls = feedback.class;
     const { setId } = report;
     if (
@@ -513,24 +548,28 @@ export class DynamoRateLedger implements RateLedger {
       feedback.reset === undefined
     )
       return undefined;
-    const at = this.#time.now([base]);
-    const binding = [...report.limits.general, ...(report.limits.classes[cls] ?? [])];
-    const limit = feedback.limit;
-    const resetMs = feedback.reset * 1000;
-    const { view, changed } = await this.#learned.update(setId, (classes) => {
-      const next = teach(
-        classes[cls] ?? [],
-        { limit, resetMs, at, by: reporter, remaining: feedback.remaining },
-        binding,
-        base.marginMs,
-      );
-      return next === undefined ? undefined : { ...classes, [cls]: next };
-    });
+    const { state, g } = await this.#readAt(tokenId, base);
+    const { view, evidence, result } = await learnFromReport(
+      this.#learned,
+      base,
+      {
+        setId,
+        cls,
+        limit: feedback.limit,
+        ...(feedback.remaining === undefined ? {} : { remaining: feedback.remaining }),
+        reset: feedback.reset,
+        refused: feedback.retryAfterSeconds !== undefined,
+        by: reporter,
+        at: g,
+        offset: report.vendorOffsetMs ?? UNMEASURED_OFFSET,
+        limits: report.limits,
+      },
+      state,
+      g,
+    );
     const planned: RequestPlan =
-      base.learned.size === 0
-        ? { plan: base, version: 0 }
-        : { plan: this.#planIn(report.limits, base, view), version: view.version };
-    return { planned, result: { class: cls, limits: inForce(view.classes[cls], at), changed } };
+      base.learned.size === 0 ? { plan: base, version: 0 } : this.#planned(report.limits, base, view);
+    return { planned, evidence, result };
   }
 
   async remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {

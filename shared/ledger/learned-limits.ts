@@ -1,9 +1,11 @@
 import type { RateLimit } from '../config/rate-limits.js';
 
 /**
- * Learned class limits (docs/class-limits.md): the rules, no I/O. A class configured with no limits
+ * Learned class limits (docs/class-limits.md): the trust rules, no I/O. A class configured with no limits
  * (`rateLimits.classes.<name> = []`) is held to a probe until the vendor's X-RateLimit-* headers on one of its
- * answers tell its limit; then to what they told, never looser than they said.
+ * answers tell its limit; then to what they told, as far as the rules let one caller's word count. Rule names (T1,
+ * M2, ...) are those of the tables in docs/class-limits.md. What one report says (its window, in ledger time) is
+ * learned-evidence.ts's; limits that rise are learned-rise.ts's.
  */
 
 /** Until a class's first limit is learned: at most one grant in any span of this window (plus the margin). */
@@ -13,11 +15,15 @@ export const PROBE_LIMIT: RateLimit = { limit: 1, windowSeconds: 10 };
  * teaches the class's limits within a round trip, so the next ask should not wait out the probe's whole span.
  */
 export const PROBE_RETRY_MS = 1000;
-/** Limits a class keeps at once (a vendor family may have a minute's and an hour's). */
-export const MAX_LEARNED_PER_CLASS = 2;
+/**
+ * Windows a class keeps at once (M2): a vendor family may have three (10 s, a minute, an hour). A set whose item has
+ * no room for three per learned class at their worst keeps MIN_LEARNED_WINDOWS (limit-plan.ts decides).
+ */
+export const MAX_LEARNED_WINDOWS = 3;
+export const MIN_LEARNED_WINDOWS = 2;
 /**
  * The largest learned limit kept exactly; a larger one is kept as this (lower: safe). The ledger item is sized
- * for every learned class at this limit (limit-plan.ts), and three learned classes fit one write unit at the vendor's default general limits.
+ * for every learned class at this limit (limit-plan.ts).
  */
 export const MAX_LEARNED_LIMIT = 400;
 /** Learned windows are rounded UP to one of these (seconds): the vendor's headers carry no window length. */
@@ -25,32 +31,48 @@ export const LEARNED_WINDOWS = [
   1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400,
 ] as const;
 export const LONGEST_LEARNED_WINDOW = 86_400;
+/**
+ * How many margins past a window one caller's word holds after its last report (T2, T3): the ledger frees room
+ * for the next grant at most a window and a margin after the grant a report answers, and that grant's answer is
+ * reported within two margins more.
+ */
+export const PROVISIONAL_MARGINS = 3;
 
 export interface LearnedLimit extends RateLimit {
-  /** Epoch ms of the report that taught it (or last lengthened it). */
+  /** Epoch ms (ledger time) of the report that taught it (or since when it has held: heldSince). */
   learnedAt: number;
   /** callerTag (receipts.ts) of the caller whose report taught it. */
   by: string;
   /**
-   * Epoch ms: taught by one caller only, it holds until then (the window that caller's report spoke of, plus the
-   * margin) unless a different caller reports the same or tighter first. Absent: corroborated, kept.
+   * Epoch ms: one caller's word (provisional), in force until then unless its caller renews it (T3) or another
+   * caller corroborates it (T4). Absent: kept.
    */
   until?: number;
+  /** A kept limit a rise adopted (R3): the limit it replaced. */
+  raisedFrom?: number;
 }
 
-/** What a set has learned, per class: the kept and the provisional limits. */
+/** What a set has learned, per class: the kept and the provisional limits (lapsed ones a while, for heldSince). */
 export type LearnedClasses = Record<string, LearnedLimit[]>;
 
-/** One class answer's headers, as reported. */
-export interface ClassReport {
+/** What one class report says of a limit, in ledger time (learned-evidence.ts evidenceOf). */
+export interface ClassEvidence {
+  /** The limit named, clamped to MAX_LEARNED_LIMIT (I5). */
   limit: number;
-  /** X-RateLimit-Reset, epoch ms. */
-  resetMs: number;
+  /** The window it implies (I3, I4). */
+  windowSeconds: number;
   /** When the report arrived (ledger time, epoch ms). */
   at: number;
+  /** callerTag of the reporting caller. */
   by: string;
-  /** X-RateLimit-Remaining, when reported: the vendor counts `limit - remaining` in the window (spanOf). */
-  remaining?: number;
+  /** The answer was a 429. */
+  refused: boolean;
+}
+
+export interface TeachOptions {
+  marginMs: number;
+  /** Windows the class may keep (M2): MAX_LEARNED_WINDOWS where the item has room, else MIN_LEARNED_WINDOWS. */
+  maxWindows: number;
 }
 
 /** The shortest common window at least `seconds` long (the longest if none is). */
@@ -58,161 +80,153 @@ export const learnedWindowFor = (seconds: number): number =>
   LEARNED_WINDOWS.find((w) => w >= seconds) ?? LONGEST_LEARNED_WINDOW;
 
 /** `a` holds at least as tight as `b`: no more in a window at least as long. */
-const asTight = (a: RateLimit, b: RateLimit): boolean =>
+export const asTight = (a: RateLimit, b: RateLimit): boolean =>
   a.limit <= b.limit && a.windowSeconds >= b.windowSeconds;
+
+const isKept = (l: LearnedLimit): boolean => l.until === undefined;
 
 /** The limits of a class in force at `now`: the kept ones and the provisional ones not yet ended. */
 export const inForce = (limits: readonly LearnedLimit[] | undefined, now: number): LearnedLimit[] =>
   (limits ?? []).filter((l) => l.until === undefined || l.until > now);
 
+/** The end of one caller's word reported at `at` about a limit of `windowSeconds` (T2). */
+export const provisionalEnd = (at: number, windowSeconds: number, marginMs: number): number =>
+  at + windowSeconds * 1000 + PROVISIONAL_MARGINS * marginMs;
+
 /**
- * What a report teaches a class, given what it has learned (`current`) and the limits that bind it anyway
- * (`binding`: the general ones and the class's configured ones). Undefined when it teaches nothing: a limit
- * at or above one that binds over as long a window, or looser than what is learned (a larger limit or a shorter
- * window): reports only tighten. Otherwise the class's new list:
- * - the same limit again lengthens its window (never shortens it), and from a different caller it corroborates;
- * - from the caller that taught them, it renews the class's provisional limits (see renew);
- * - a different caller reporting the same or tighter than a provisional limit makes it kept;
- * - anything else new is provisional: it holds until the reported reset plus the margin, at most its window,
- *   unless a different caller corroborates it (so one caller, mistaken or lying, holds the class at most the
- *   window it reports). A kept limit is never dropped by a report, so when a provisional one ends the class is
- *   back where it was. The class's first limit is provisional too (docs/class-limits.md, "Trust").
+ * What a report teaches a class, given what it has learned (`current`): the class's new list, or undefined when
+ * nothing changes. The rules, in order (docs/class-limits.md, "Trust" and "Room"):
+ * - T3: it renews its caller's provisional limits it does not contradict;
+ * - T4: it makes kept another caller's provisional limit of the same `limit` over a window no longer than its own;
+ * - T1: it adds itself, provisional, where nothing in force holds the class as tight (never replacing anything);
+ * - M2: a window more than the class may keep joins the nearest window as the tighter of both, provisional.
+ * `evidence` has passed I1-I5 (learned-evidence.ts); a 429 teaches like any answer (its headers name a limit).
  */
 export function teach(
   current: readonly LearnedLimit[],
-  report: ClassReport,
-  binding: readonly RateLimit[],
-  marginMs: number,
+  evidence: ClassEvidence,
+  options: TeachOptions,
 ): LearnedLimit[] | undefined {
-  const renewed = renew(inForce(current, report.at), report, marginMs);
-  return adopt(renewed ?? current, report, binding, marginMs) ?? renewed;
-}
-
-/**
- * Whether a provisional limit's caller renews it by moving its end to `until`: only when that moves it by at
- * least half its window, so a caller that reports on every vendor window writes the learned item (and raises the
- * learned version every process then reads again) at most about twice per window of the limit, not at every
- * report.
- */
-const renews = (l: LearnedLimit, until: number): boolean =>
-  l.until !== undefined && until - l.until >= l.windowSeconds * 500;
-
-/**
- * A class's answers tell only its most constrained window at the time, so one caller's report of the class
- * renews every provisional limit of it that caller taught, to one of its own windows and the margin after the
- * report: its word holds while it keeps reporting, each report at most a window (docs/class-limits.md, "Trust").
- * The limit the report names is left to adopt, which holds it to the reported reset. Undefined: no change.
- */
-function renew(
-  live: readonly LearnedLimit[],
-  report: ClassReport,
-  marginMs: number,
-): LearnedLimit[] | undefined {
-  const { at, by } = report;
-  const named = Math.min(report.limit, MAX_LEARNED_LIMIT);
-  let changed = false;
-  const next = live.map((l) => {
-    const until = at + l.windowSeconds * 1000 + marginMs;
-    if (l.by !== by || l.limit === named || !renews(l, until)) return l;
+  const { at } = evidence;
+  const next = current.map((l) => ({ ...l }));
+  let changed = renew(next, evidence, options.marginMs);
+  changed = corroborate(next, evidence) || changed;
+  const live = inForce(next, at);
+  const candidate = live.some((l) => asTight(l, evidence)) ? undefined : added(next, live, evidence, options);
+  if (candidate && !live.some((l) => asTight(l, candidate))) {
+    next.push(candidate);
     changed = true;
-    return { ...l, until };
-  });
-  return changed ? next : undefined;
+  }
+  return changed ? tidy(next, at) : undefined;
 }
 
 /**
- * How long the requests a report's window counts (`limit - remaining`) took to make, at least, given other
- * limits of the same requests (the general ones, the class's configured ones and its learned ones): the vendor
- * let none through beyond any of its limits, so `n` requests under "l per w" span at least (ceil(n / l) - 2)
- * windows w (fixed windows: they fill ceil(n / l) windows, of which the first and the last may be cut short;
- * sliding ones span more). The window's room comes back (the reset) a window after its oldest counted request
- * (sliding) or after its start, before that request (fixed), so the window is at least `reset - at` plus this.
- * Why it matters: a sliding window's reset, seen while it is full of requests made over a while, is much less
- * than the window: a 30 per 60 s limit first seen 28 s before its reset was learned as 30 per 30 s, which let
- * through twice its limit a minute until a report after a pause lengthened it (issue 24). Only lengthens: the
- * limits used are kept ones or the reporter's own (one caller's word never lengthens another's limit for good),
- * and a wrong (looser) one gives less, never more, than the true span.
+ * T3: the report's caller renews every provisional limit of the class it taught, to its own window and three
+ * margins after the report (one caller's word lasts while that caller keeps using the class: the vendor's headers
+ * name one window at a time, so a class with two limits shows each only now and then), unless the report
+ * contradicts it: a larger limit over a window no longer than that limit's (it may be that window's, raised; the
+ * limit then lapses, and what the answers say is learned again). Written only when it moves an end by at least
+ * half a window, so a caller that reports on every vendor window writes the learned item about twice per window.
  */
-function spanOf(report: ClassReport, limits: readonly RateLimit[]): number {
-  if (report.remaining === undefined || !Number.isFinite(report.remaining)) return 0;
-  const counted = report.limit - Math.max(0, report.remaining);
-  return Math.max(
-    0,
-    ...limits.map((l) => Math.max(0, Math.ceil(counted / l.limit) - 2) * l.windowSeconds * 1000),
-  );
+function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number): boolean {
+  let changed = false;
+  for (const l of next) {
+    if (isKept(l) || l.by !== evidence.by || (l.until as number) <= evidence.at) continue;
+    const contradicts = evidence.limit > l.limit && evidence.windowSeconds <= l.windowSeconds;
+    const until = provisionalEnd(evidence.at, l.windowSeconds, marginMs);
+    if (contradicts || until - (l.until as number) < l.windowSeconds * 500) continue;
+    l.until = until;
+    changed = true;
+  }
+  return changed;
 }
 
-function adopt(
-  current: readonly LearnedLimit[],
-  report: ClassReport,
-  binding: readonly RateLimit[],
-  marginMs: number,
-): LearnedLimit[] | undefined {
-  const { at, by } = report;
-  const live = inForce(current, at);
-  const limit = Math.min(report.limit, MAX_LEARNED_LIMIT);
-  // X-RateLimit-Reset is whole seconds, the moment of room rounded up: what is certainly left of the window is
-  // a second less (else a 10 s sliding window, seen as 10.4 s, would be learned as 15). And the window holds the
-  // requests the vendor counts, which took at least spanOf to make: its oldest is at least that long before.
-  const spanMs = spanOf(report, [...binding, ...live.filter((l) => l.until === undefined || l.by === by)]);
-  const seconds = Math.max(1, Math.ceil((report.resetMs - 1000 - at + spanMs) / 1000));
-  const windowSeconds = learnedWindowFor(seconds);
-  const taught: RateLimit = { limit, windowSeconds };
-  if (binding.some((b) => asTight(b, taught))) return undefined;
-  const until = Math.min(report.resetMs, at + windowSeconds * 1000) + marginMs;
-  const next = live.map((l) => ({ ...l }));
-  const same = next.find((l) => l.limit === limit);
-  if (same) {
-    let changed = false;
-    if (windowSeconds > same.windowSeconds) {
-      same.windowSeconds = windowSeconds;
-      same.learnedAt = at;
-      changed = true;
-    }
-    if (same.until !== undefined && same.by !== by) {
-      delete same.until;
-      changed = true;
-    } else if (same.until !== undefined && renews(same, until)) {
-      same.until = until;
-      changed = true;
-    }
-    return changed ? dedupe(next) : undefined;
+/**
+ * T4: another caller naming the same limit over a window at least as long corroborates a provisional limit: both
+ * say the class allows no more than `limit` in a window that long. Only the same limit: a different one (tighter or
+ * looser) corroborates nothing (before, an honest 10/60 s made a liar's 49/60 s kept).
+ */
+function corroborate(next: LearnedLimit[], evidence: ClassEvidence): boolean {
+  let changed = false;
+  for (const l of inForce(next, evidence.at)) {
+    if (isKept(l) || l.by === evidence.by || l.limit !== evidence.limit) continue;
+    if (evidence.windowSeconds < l.windowSeconds) continue;
+    delete l.until;
+    changed = true;
   }
-  // A provisional limit another caller now reports as tight or tighter: both callers agree on it.
-  const agreed = next.find((l) => l.until !== undefined && l.by !== by && asTight(taught, l));
-  if (agreed) {
-    delete agreed.until;
-    return dedupe(next);
+  return changed;
+}
+
+/**
+ * T1 and M2: the report's own limit, provisional; where the class would then hold more windows than it may keep,
+ * joined to the nearest window as the tighter of both (fewer over longer): over the shortest window in force at
+ * least as long as its own, else its own window with the tightest limit of the longest window in force. Either
+ * way the windows in force stay as many (the merged limit holds that window's others as tight, learnedRingLimits),
+ * and nothing kept changes.
+ */
+function added(
+  next: readonly LearnedLimit[],
+  live: readonly LearnedLimit[],
+  evidence: ClassEvidence,
+  { marginMs, maxWindows }: TeachOptions,
+): LearnedLimit {
+  const { at, by } = evidence;
+  let taught: RateLimit = { limit: evidence.limit, windowSeconds: evidence.windowSeconds };
+  const windows = [...new Set(planLimits(live).map((l) => l.windowSeconds))].sort((a, b) => a - b);
+  if (!windows.includes(taught.windowSeconds) && windows.length >= maxWindows) {
+    const longer = windows.find((w) => w >= taught.windowSeconds);
+    const into = longer ?? (windows.at(-1) as number);
+    const limitAt = Math.min(
+      ...planLimits(live)
+        .filter((l) => l.windowSeconds === into)
+        .map((l) => l.limit),
+    );
+    taught = { limit: Math.min(taught.limit, limitAt), windowSeconds: longer ?? taught.windowSeconds };
   }
-  // Looser than (or as loose as) something learned: nothing new.
-  if (next.some((l) => asTight(l, taught))) return undefined;
-  const added: LearnedLimit = { ...taught, learnedAt: heldSince(current, taught, at), by, until };
-  // Provisional beside what is kept: when it ends, the kept limits are as they were.
-  const kept = next.filter((l) => l.until === undefined);
-  const provisional = next.filter((l) => l.until !== undefined && !asTight(added, l));
-  const all = [...kept, ...provisional, added];
-  if (all.length <= MAX_LEARNED_PER_CLASS) return all;
-  // No room: the new one joins the limit of the nearest window as the tighter of both (fewer over longer),
-  // which holds at least what each held.
-  const others = all.slice(0, -1);
-  const nearest = others.reduce((a, b) =>
-    Math.abs(Math.log(b.windowSeconds / windowSeconds)) < Math.abs(Math.log(a.windowSeconds / windowSeconds))
-      ? b
-      : a,
+  return {
+    ...taught,
+    learnedAt: heldSince(next, taught, at),
+    by,
+    until: provisionalEnd(at, taught.windowSeconds, marginMs),
+  };
+}
+
+/**
+ * The stored list, tidied at `at`: a limit another one holds as tight is dropped where nothing is lost by it (a
+ * kept one by a kept one; a provisional one by a kept one or by another of its own caller's), and a provisional
+ * limit that lapsed more than its window ago, or was taught again since, is forgotten (heldSince needs it until
+ * then).
+ */
+function tidy(limits: LearnedLimit[], at: number): LearnedLimit[] {
+  const live = inForce(limits, at);
+  // A lapsed limit taught again is the one in force now.
+  const recent = limits.filter(
+    (l) =>
+      live.includes(l) ||
+      ((l.until as number) + l.windowSeconds * 1000 > at &&
+        !live.some((o) => o.limit === l.limit && o.windowSeconds === l.windowSeconds)),
   );
-  nearest.limit = Math.min(nearest.limit, limit);
-  nearest.windowSeconds = Math.max(nearest.windowSeconds, windowSeconds);
-  nearest.learnedAt = at;
-  if (nearest.until !== undefined) nearest.until = Math.max(nearest.until, until);
-  return dedupe(others).slice(0, MAX_LEARNED_PER_CLASS);
+  const covers = (o: LearnedLimit, l: LearnedLimit): boolean =>
+    asTight(o, l) &&
+    (isKept(o) || (!isKept(l) && o.by === l.by && (o.until as number) >= (l.until as number)));
+  const dropped = new Set<LearnedLimit>();
+  for (const l of live)
+    for (const o of live) {
+      if (o === l || dropped.has(o) || !covers(o, l)) continue;
+      // Of two that cover each other, the first stays.
+      if (covers(l, o) && live.indexOf(l) < live.indexOf(o)) continue;
+      dropped.add(l);
+      break;
+    }
+  return recent.filter((l) => !dropped.has(l));
 }
 
 /**
  * When a limit taught again has held the class, at `at`: since it was first learned when it is the limit that
  * lapsed last (the class had nothing else in force since, so the probe held it, which over the limit's window
- * lets through no more than the limit does); else from now. A provisional limit lapses when its caller's
- * reports pause (a window left full until its reset, no answer to report): taught again right after, what the
- * ledger knows of the class's history (seeding a new ring, ledger-state.ts seedTimes) should not start afresh.
+ * lets through no more than the limit does); else from now. A provisional limit lapses when its caller's reports
+ * pause (a window left full until its reset, no answer to report): taught again right after, what the ledger knows
+ * of the class's history (seeding a new ring, ledger-state.ts seedTimes) should not start afresh.
  */
 function heldSince(current: readonly LearnedLimit[], taught: RateLimit, at: number): number {
   const lapsed = current.find(
@@ -225,30 +239,36 @@ function heldSince(current: readonly LearnedLimit[], taught: RateLimit, at: numb
   return lastToLapse && probeNoLooser ? lapsed.learnedAt : at;
 }
 
-/** Drops a limit another one of the list already holds as tight (kept ones first). */
-function dedupe(limits: LearnedLimit[]): LearnedLimit[] {
-  const sorted = [...limits].sort((a, b) => Number(a.until !== undefined) - Number(b.until !== undefined));
-  const out: LearnedLimit[] = [];
-  for (const l of sorted)
-    if (!out.some((o) => asTight(o, l) && (o.until === undefined || l.until !== undefined))) out.push(l);
-  return out;
+/** Of limits in force, those no other one holds as tight (equal ones: the first): what the rings are made of. */
+function planLimits(live: readonly RateLimit[]): RateLimit[] {
+  return live.filter((l, i) => !live.some((o, j) => j !== i && asTight(o, l) && !(asTight(l, o) && j > i)));
 }
 
 /**
- * The rings a learned class is held to at `now`: its learned limits in force, less those a binding limit holds
- * anyway; the probe while none is learned.
+ * The rings a learned class is held to at `now` (M1): one per window of its limits in force, at the smallest limit
+ * of that window, less the limits a binding one holds anyway; the probe while none is learned. `raised`: limits
+ * under a rise trial (learned-rise.ts), held to their trial limit instead (R2).
  */
 export function learnedRingLimits(
   learned: readonly LearnedLimit[] | undefined,
   binding: readonly RateLimit[],
   now: number,
+  raised: readonly { limit: number; windowSeconds: number; trialLimit: number }[] = [],
 ): RateLimit[] {
   const live = inForce(learned, now);
   if (live.length === 0) return [PROBE_LIMIT];
-  const kept = live
-    .filter((l) => !binding.some((b) => asTight(b, l)))
-    .map(({ limit, windowSeconds }) => ({ limit, windowSeconds }));
-  return kept.length > 0 ? kept : [];
+  const effective = live.map((l) => {
+    const trial = isKept(l)
+      ? raised.find((r) => r.limit === l.limit && r.windowSeconds === l.windowSeconds)
+      : undefined;
+    return { limit: trial ? trial.trialLimit : l.limit, windowSeconds: l.windowSeconds };
+  });
+  const byWindow = new Map<number, number>();
+  for (const l of planLimits(effective)) {
+    if (binding.some((b) => asTight(b, l))) continue;
+    byWindow.set(l.windowSeconds, Math.min(byWindow.get(l.windowSeconds) ?? l.limit, l.limit));
+  }
+  return [...byWindow].sort(([a], [b]) => a - b).map(([windowSeconds, limit]) => ({ limit, windowSeconds }));
 }
 
 /** The next moment at which a provisional limit of `learned` ends (the learned view changes then), or Infinity. */

@@ -8,18 +8,21 @@ import { PARTITION_KEY } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
 import { LedgerUnavailableError } from './errors.js';
 import type { LearnedClasses, LearnedLimit } from './learned-limits.js';
+import type { RiseState, Rises } from './learned-rise.js';
 
 /**
  * Learned class limits per credential set, kept across restarts and token changes: one item per set in the ledger
  * table, `learned#<setId>` (no token's `token#...` nor a report counter's `report#...`), with a version every write
  * increments (conditional on the version read: two processes learning at once never lose one another's) and the
- * classes' limits as JSON (`c`): each with when it was learned and the tag of the caller who taught it. No TTL:
- * what was learned stays until something tighter replaces it. Release N-1 never reads it.
+ * classes' limits as JSON (`c`): each with when it was learned and the tag of the caller who taught it, and the
+ * rises under way (`rs`, learned-rise.ts). No TTL. Release N-1 reads `c` (a limit's fields it does not know are
+ * ignored) and not `rs`, which a write of it drops: a rise's evidence then starts again.
  */
 export interface LearnedView {
   /** 0: nothing learned yet. */
   version: number;
   classes: LearnedClasses;
+  rises: Rises;
   /** Clock time it was read. */
   at: number;
 }
@@ -28,6 +31,36 @@ const MAX_CONFLICTS = 10;
 const LIMIT_FIELDS = ['limit', 'windowSeconds', 'learnedAt'] as const;
 
 export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `learned#${setId}` } });
+
+/** What a change of the learned item works on. */
+export interface Learned {
+  classes: LearnedClasses;
+  rises: Rises;
+}
+
+/** The stored rises, checked: anything malformed is read as no rise (no trial: the kept limits hold). */
+function parseRises(text: string | undefined): Rises {
+  if (text === undefined) return {};
+  try {
+    const parsed = JSON.parse(text) as Record<string, RiseState[]>;
+    const out: Rises = {};
+    for (const [name, rises] of Object.entries(parsed)) {
+      if (!Array.isArray(rises)) continue;
+      out[name] = rises.filter(
+        (r) =>
+          Number.isFinite(r?.limit) &&
+          Number.isFinite(r?.windowSeconds) &&
+          Array.isArray(r.seen) &&
+          r.seen.every((s) => typeof s?.by === 'string' && Number.isFinite(s.at) && Number.isFinite(s.to)) &&
+          (r.trialSince === undefined || Number.isFinite(r.trialSince)) &&
+          (r.blockedUntil === undefined || Number.isFinite(r.blockedUntil)),
+      );
+    }
+    return out;
+  } catch {
+    return {};
+  }
+}
 
 /** The stored JSON, checked: a malformed item is read as nothing learned (the probe is the safe side). */
 function parseClasses(text: string | undefined): LearnedClasses {
@@ -41,7 +74,8 @@ function parseClasses(text: string | undefined): LearnedClasses {
         (l) =>
           LIMIT_FIELDS.every((f) => Number.isFinite(l?.[f]) && l[f] > 0) &&
           typeof l.by === 'string' &&
-          (l.until === undefined || Number.isFinite(l.until)),
+          (l.until === undefined || Number.isFinite(l.until)) &&
+          (l.raisedFrom === undefined || Number.isFinite(l.raisedFrom)),
       );
     }
     return out;
@@ -73,16 +107,17 @@ export class LearnedStore {
   }
 
   /**
-   * Changes what the set learned: `change` gets the classes as read and returns them changed, or undefined for no
-   * change. Conditional on the version read; on a conflict, again on a fresh read. Returns the view after.
+   * Changes what the set learned: `change` gets the classes and rises as read and returns them changed, or
+   * undefined for no change. Conditional on the version read; on a conflict, again on a fresh read. Returns the
+   * view after.
    */
   async update(
     setId: string,
-    change: (classes: LearnedClasses) => LearnedClasses | undefined,
+    change: (learned: Learned) => Learned | undefined,
   ): Promise<{ view: LearnedView; changed: boolean }> {
     for (let conflicts = 0; conflicts <= MAX_CONFLICTS; conflicts++) {
       const read = await this.#read(setId);
-      const next = change(structuredClone(read.classes));
+      const next = change(structuredClone({ classes: read.classes, rises: read.rises }));
       if (next === undefined) return { view: read, changed: false };
       const version = read.version + 1;
       try {
@@ -93,7 +128,8 @@ export class LearnedStore {
               Item: {
                 ...learnedKey(setId),
                 v: { N: String(version) },
-                c: { S: JSON.stringify(next) },
+                c: { S: JSON.stringify(next.classes) },
+                ...(Object.keys(next.rises).length > 0 ? { rs: { S: JSON.stringify(next.rises) } } : {}),
               },
               ConditionExpression: read.version === 0 ? 'attribute_not_exists(#v)' : '#v = :v',
               ExpressionAttributeNames: { '#v': 'v' },
@@ -110,7 +146,7 @@ export class LearnedStore {
         }
         throw error;
       }
-      const view: LearnedView = { version, classes: next, at: this.#clock.now() };
+      const view: LearnedView = { version, ...next, at: this.#clock.now() };
       this.#cache.set(setId, view);
       return { view, changed: true };
     }
@@ -127,6 +163,7 @@ export class LearnedStore {
     const view: LearnedView = {
       version: Number.isSafeInteger(version) && version > 0 ? version : 0,
       classes: parseClasses(Item?.c?.S),
+      rises: parseRises(Item?.rs?.S),
       at: this.#clock.now(),
     };
     this.#cache.set(setId, view);

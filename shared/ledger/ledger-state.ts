@@ -1,9 +1,12 @@
+import { PROBE_LIMIT } from './learned-limits.js';
 import {
+  CLASS_SLOTS_PER_WINDOW,
   GENERAL_SCOPE,
   type LimitPlan,
   parseRingKey,
   type ReservedWindow,
   type RingSpec,
+  ringKey,
   ringLength,
   ringsFor,
   SUB_SLOTS,
@@ -264,12 +267,14 @@ export function acquire(
   for (const spec of specs) record(state, spec, g, k);
   // Every other ring of the class in the item too (a process with another learned view keeps it): its grants
   // count against the rings of every view, whichever process decides (docs/class-limits.md, "Processes").
-  if (cls !== undefined)
+  if (cls !== undefined) {
     for (const key of [...state.rings.keys()]) {
       const { scope, slotMs } = parseRingKey(key);
       if (scope === cls && !specs.some((spec) => spec.key === key))
         record(state, { key, slotMs } as RingSpec, g, k);
     }
+    boundClassRings(state, plan, cls);
+  }
   for (const share of shares) {
     record(state, share.general, g, k);
     if (share.a > 0 && share.own) record(state, share.own, g, share.a);
@@ -284,6 +289,26 @@ export function acquire(
     remaining: remainingAt(state, plan, g, cls),
     ...(plan.reserved.size > 0 ? { split: shares.map((share) => [share.general.key, share.a]) } : {}),
   };
+}
+
+/**
+ * Rule M3 (docs/class-limits.md): a learned class keeps in the item at most its plan's windows (learnedWindows)
+ * and the probe's ring, which is what the item is sized for. A ring of the class its plan no longer has (a lapsed
+ * window) keeps counting the class's grants (rule 1 of "Processes that disagree") while there is room; past it,
+ * such rings go, longest window first (a window learned again is seeded anew). Without it, a liar cycling
+ * through windows grows the item past its write unit.
+ */
+export function boundClassRings(state: LedgerState, plan: LimitPlan, cls: string): void {
+  if (!plan.learned.has(cls)) return;
+  const inPlan = new Set((plan.classes.get(cls) ?? []).map((spec) => spec.key));
+  const probe = ringKey(cls, PROBE_LIMIT.windowSeconds * 1000, CLASS_SLOTS_PER_WINDOW);
+  const others = [...state.rings.keys()]
+    .filter((key) => key !== probe && !inPlan.has(key) && parseRingKey(key).scope === cls)
+    .sort((a, b) => parseRingKey(b).windowMs - parseRingKey(a).windowMs);
+  // The plan's rings (the probe's key is a learned 10 s window's too: then it counts as one of them).
+  const learned = [...inPlan].filter((key) => state.rings.has(key)).length;
+  for (const key of others.slice(0, Math.max(0, learned + others.length - plan.learnedWindows)))
+    state.rings.delete(key);
 }
 
 /**
@@ -409,12 +434,14 @@ export function seedLearnedRing(
   plan: LimitPlan,
   g: number,
   cls: string,
-  limit: number,
-  remaining: number,
+  windowSeconds: number,
+  counted: number,
   taught: readonly TaughtLimit[] = [],
 ): boolean {
   if (!plan.learned.has(cls)) return false;
-  const spec = plan.classes.get(cls)?.find((candidate) => candidate.limit === limit);
+  // The ring of the window the report implies (one per window, rule M1: its limit may be another one's of that
+  // window, tighter).
+  const spec = plan.classes.get(cls)?.find((candidate) => candidate.windowMs === windowSeconds * 1000);
   if (!spec || state.rings.has(spec.key)) return false;
   const recent = Math.max(
     0,
@@ -425,12 +452,13 @@ export function seedLearnedRing(
   );
   // Less the grant whose answer this is: the vendor counted it.
   const inFlight = Math.max(0, recent - 1);
-  const used = Math.min(spec.limit, Math.max(0, limit - remaining) + inFlight);
+  const used = Math.min(spec.limit, Math.max(0, counted) + inFlight);
   if (used === 0) return false;
   const ring = emptyRing();
   for (const [at, k] of seedTimes(state, plan, g, cls, spec, used, taught))
     recordAt(ring, spec.slotMs, g, at, k);
   state.rings.set(spec.key, ring);
+  boundClassRings(state, plan, cls);
   return true;
 }
 

@@ -4,7 +4,8 @@ import { ConfigurationError } from '../errors.js';
 import {
   LONGEST_LEARNED_WINDOW,
   MAX_LEARNED_LIMIT,
-  MAX_LEARNED_PER_CLASS,
+  MAX_LEARNED_WINDOWS,
+  MIN_LEARNED_WINDOWS,
   PROBE_LIMIT,
 } from './learned-limits.js';
 import {
@@ -118,6 +119,11 @@ export interface LimitPlan {
    * (learned-limits.ts), and the item is sized for the most they can learn.
    */
   learned: ReadonlySet<string>;
+  /**
+   * Windows each learned class may keep (learned-limits.ts, rule M2): MAX_LEARNED_WINDOWS where the item has room
+   * for every learned class at its worst with them, else MIN_LEARNED_WINDOWS.
+   */
+  learnedWindows: number;
   marginMs: number;
   validityMs: number;
   /** The longest span of any ring. */
@@ -283,21 +289,21 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
       `itemFormat 1 cannot hold a learned class (${[...learned].map((n) => `classes.${n} = []`).join(', ')}): its rings are sized for what it may learn, which only item format 2 fits; leave itemFormat unset or give the class its limits`,
     );
   /**
-   * A learned class's rings: as learned (the probe until then); `worst`: the most it may ever hold, for sizing
-   * the item: the probe (its ring lingers a span after the first learning) and MAX_LEARNED_PER_CLASS limits of
-   * MAX_LEARNED_LIMIT over the longest learned window.
+   * A learned class's rings: as learned (the probe until then); `worst` (a number of windows): the most it may ever
+   * hold, for sizing the item: the probe (its ring lingers while the class is used, rule M3) and that many limits
+   * of MAX_LEARNED_LIMIT over the longest learned windows.
    */
-  const learnedLimits = (name: string, worst: boolean): RateLimit[] =>
-    worst
+  const learnedLimits = (name: string, worst: number | 'learned'): RateLimit[] =>
+    worst !== 'learned'
       ? [
           PROBE_LIMIT,
-          ...Array.from({ length: MAX_LEARNED_PER_CLASS }, (_, i) => ({
+          ...Array.from({ length: worst }, (_, i) => ({
             limit: MAX_LEARNED_LIMIT,
             windowSeconds: LONGEST_LEARNED_WINDOW - i,
           })),
         ]
       : [...(learnedRings?.[name] ?? [PROBE_LIMIT])];
-  const classesIn = (format: ItemFormat, worst = true) => {
+  const classesIn = (format: ItemFormat, worst: number | 'learned' = MIN_LEARNED_WINDOWS) => {
     const classes = new Map<string, RingSpec[]>();
     for (const [name, limits] of Object.entries(settings.classes ?? {})) {
       if (!CLASS_NAME.test(name)) fail('class names must be lowercase letters, digits and dashes');
@@ -330,9 +336,13 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
   // A learned class: format 2 (release N-1 refuses `[]` in its configuration, so no item of it is read there).
   const itemFormat: ItemFormat =
     settings.itemFormat ?? (learned.size === 0 && (acceptedBefore || boundIn(1, classes1) <= budget) ? 1 : 2);
-  // Sized for the most the learned classes can learn; the rings are those learned now.
-  const sized = itemFormat === 1 ? classes1 : classesIn(2);
-  const classes = learned.size === 0 ? sized : classesIn(itemFormat, false);
+  // Sized for the most the learned classes can learn, with three windows each where that fits (M2); the rings are
+  // those learned now.
+  const roomy = learned.size > 0 && itemFormat === 2 ? classesIn(2, MAX_LEARNED_WINDOWS) : undefined;
+  const learnedWindows = roomy && boundIn(2, roomy) <= budget ? MAX_LEARNED_WINDOWS : MIN_LEARNED_WINDOWS;
+  const sized =
+    itemFormat === 1 ? classes1 : learnedWindows === MAX_LEARNED_WINDOWS && roomy ? roomy : classesIn(2);
+  const classes = learned.size === 0 ? sized : classesIn(itemFormat, 'learned');
   const all = [...ringsIn(classes), ...ringsIn(sized)];
   const itemBytesBound = boundIn(itemFormat, sized);
   if (itemBytesBound > budget && !(itemFormat === 1 && acceptedBefore)) {
@@ -352,6 +362,7 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
     reserved,
     classes,
     learned,
+    learnedWindows,
     marginMs,
     validityMs,
     maxSpanMs: Math.max(...ringsIn(classes).map((spec) => spec.spanMs)),

@@ -104,11 +104,25 @@ export interface VendorFeedbackReport {
   class?: string;
   /** The credential set, whose learned limits a class report may teach. */
   setId?: string;
+  /**
+   * The vendor's clock minus the ledger's (ms), an interval holding the truth, as measured for the token the report
+   * is about (shared/tokens vendorOffsetOf): `reset` is on the vendor's clock (docs/class-limits.md, C1). Absent: a
+   * second either way (C3).
+   */
+  vendorOffsetMs?: { lo: number; hi: number };
 }
 
-/** What a class report taught: the class's learned limits after it (`changed`: it taught something). */
+/**
+ * What a class report taught: the class's learned limits after it (`changed`: it changed what the set learned),
+ * and a limit a rise adopted (`raised`, R3).
+ */
 export interface VendorFeedbackResult {
-  learned?: { class: string; limits: LearnedLimit[]; changed: boolean };
+  learned?: {
+    class: string;
+    limits: LearnedLimit[];
+    changed: boolean;
+    raised?: { from: { limit: number; windowSeconds: number }; to: { limit: number; windowSeconds: number } };
+  };
 }
 
 export interface RateLedger {

@@ -101,7 +101,7 @@ export function checkFeedback(report: {
   const plan = planFor(report.limits);
   const feedback: VendorFeedback = {};
   const field = (
-    name: Exclude<keyof VendorFeedback, 'class'>,
+    name: Exclude<keyof VendorFeedback, 'class' | 'resetMs' | 'classWindowMs'>,
     ok: (value: number) => boolean,
     rule: string,
   ) => {

@@ -48,19 +48,27 @@ export const shortestGeneral = (plan: LimitPlan): RingSpec =>
 
 /**
  * The configured limit a report names by its X-RateLimit-Limit: a general one with that limit, else a class's;
- * `known` false when there is none (or no limit was named): then the shortest general window.
+ * `known` false when there is none (or no limit was named): then the shortest general window. A class report
+ * (`cls`) names its class's limit of that size first, or its ring of the window its report implies
+ * (`classWindowMs`, a learned class); failing both, and unless the limit is a general one's, its class's
+ * shortest ring, unknown: a class answer's headers are the class's (H1, docs/class-limits.md), so what it says
+ * never holds the general limits.
  */
 export function limitNamed(
   plan: LimitPlan,
   limit: number | undefined,
   cls?: string,
+  classWindowMs?: number,
 ): { spec: RingSpec; known: boolean } {
+  const own = cls === undefined ? [] : (plan.classes.get(cls) ?? []);
   if (limit !== undefined) {
-    // A report on a class answer (its `class`): that class's limit of that size first.
-    const own = cls === undefined ? undefined : plan.classes.get(cls)?.find((s) => s.limit === limit);
-    if (own) return { spec: own, known: true };
+    const named =
+      own.find((s) => s.limit === limit) ??
+      (classWindowMs === undefined ? undefined : own.find((s) => s.windowMs === classWindowMs));
+    if (named) return { spec: named, known: true };
     const general = plan.general.find((spec) => spec.limit === limit);
     if (general) return { spec: general, known: true };
+    if (own.length > 0) return { spec: own.reduce((a, b) => (b.spanMs < a.spanMs ? b : a)), known: false };
     for (const specs of plan.classes.values()) {
       const spec = specs.find((candidate) => candidate.limit === limit);
       if (spec) return { spec, known: true };

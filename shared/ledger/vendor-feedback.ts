@@ -8,11 +8,32 @@ export interface VendorFeedback {
   retryAfterSeconds?: number;
   limit?: number;
   remaining?: number;
-  /** Unix seconds. */
+  /** Unix seconds, on the vendor's clock (as reported). */
   reset?: number;
+  /**
+   * The reset in ledger time, the latest moment the vendor can mean (learned-evidence.ts resetInLedgerTime, rule
+   * C1): what caps and holds use. Absent: `reset` taken as ledger time.
+   */
+  resetMs?: number;
   /** The class of the answer the headers came on: the limit they name is looked for among its limits first. */
   class?: string;
+  /** The window (ms) the class report implies for the limit it names (learned-evidence.ts): its ring, if any. */
+  classWindowMs?: number;
 }
+
+/** The reset of a report in ledger time (resetMs), or undefined. */
+const resetMsOf = (feedback: VendorFeedback): number | undefined =>
+  feedback.resetMs ?? (feedback.reset === undefined ? undefined : feedback.reset * 1000);
+
+/**
+ * H1 (docs/class-limits.md): a class answer's 429 holds the general limits only when its headers name a general
+ * limit with nothing left; else it holds its class alone.
+ */
+export const holdsGeneral = (plan: LimitPlan, feedback: VendorFeedback): boolean =>
+  feedback.class === undefined ||
+  (feedback.remaining === 0 &&
+    limitNamed(plan, feedback.limit).spec.scope === GENERAL_SCOPE &&
+    limitNamed(plan, feedback.limit).known);
 
 /**
  * Vendor feedback may only make the ledger more careful, and one caller's word holds the set no longer than the
@@ -43,7 +64,9 @@ export function applyVendorFeedback(
   normalizeCaps(state, plan, g);
   let changed = false;
   if (feedback.retryAfterSeconds !== undefined)
-    changed = applyRetryAfter(state, plan, g, at, feedback.retryAfterSeconds, feedback, reporter);
+    changed = holdsGeneral(plan, feedback)
+      ? applyRetryAfter(state, plan, g, at, feedback.retryAfterSeconds, feedback, reporter)
+      : holdClass(state, plan, g, at, feedback.retryAfterSeconds, feedback);
   if (feedback.remaining !== undefined) changed = addCap(state, plan, g, at, feedback) || changed;
   return changed;
 }
@@ -56,9 +79,32 @@ export function applyVendorFeedback(
 export function warrantedHoldMs(plan: LimitPlan, at: number, feedback: VendorFeedback): number {
   const warrant = shortestGeneral(plan).spanMs;
   const { spec, known } = limitNamed(plan, feedback.limit);
-  if (!known || spec.scope !== GENERAL_SCOPE || feedback.remaining !== 0 || feedback.reset === undefined)
+  const resetMs = resetMsOf(feedback);
+  if (!known || spec.scope !== GENERAL_SCOPE || feedback.remaining !== 0 || resetMs === undefined)
     return warrant;
-  return Math.max(warrant, Math.min(feedback.reset * 1000 - at, spec.spanMs));
+  return Math.max(warrant, Math.min(resetMs - at, spec.spanMs));
+}
+
+/**
+ * H1: a class's 429 holds that class alone: a cap of nothing more of it (vendor-caps.ts) for its Retry-After, as
+ * far as the limit it names warrants (its window and the margin; a limit the plan does not know: the shortest
+ * general window, as a bare Retry-After). Its headers' own cap (addCap) holds the rest of the window as for any
+ * report.
+ */
+function holdClass(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  at: number,
+  retryAfterSeconds: number,
+  feedback: VendorFeedback,
+): boolean {
+  const { spec, known } = limitNamed(plan, feedback.limit, feedback.class, feedback.classWindowMs);
+  if (spec.scope === GENERAL_SCOPE) return false;
+  const warrant = known ? spec.spanMs : shortestGeneral(plan).spanMs;
+  const until = at + Math.min(Math.ceil(retryAfterSeconds * 1000), warrant);
+  if (until <= g) return false;
+  return placeCap(state, { scope: spec.scope, remaining: 0, until, windowMs: spec.windowMs });
 }
 
 function applyRetryAfter(
@@ -100,14 +146,18 @@ function addCap(
   feedback: VendorFeedback,
 ): boolean {
   const remaining = feedback.remaining ?? 0;
-  const { spec, known } = limitNamed(plan, feedback.limit, feedback.class);
-  const reported = feedback.reset !== undefined ? feedback.reset * 1000 : at + spec.windowMs;
+  const { spec, known } = limitNamed(plan, feedback.limit, feedback.class, feedback.classWindowMs);
+  const reported = resetMsOf(feedback) ?? at + spec.windowMs;
   // A limit resets at most its window (and the margin) after the report: a later reset is not credible.
   const until = Math.min(reported, at + spec.spanMs);
   if (until <= g) return false;
   // What the ledger already allows in [g, until] in the window the vendor reported on (for a limit the settings
   // do not know, in every general one): if the cap allows as much, it adds nothing.
-  const checked = known ? [spec] : plan.general;
+  const checked = known
+    ? [spec]
+    : spec.scope === GENERAL_SCOPE
+      ? plan.general
+      : (plan.classes.get(spec.scope) ?? []);
   const allowance = Math.min(
     ...checked.map((s) => s.limit - usedAfter(s, state.rings.get(s.key) ?? emptyRing(), g, until - s.spanMs)),
   );

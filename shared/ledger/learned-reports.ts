@@ -1,0 +1,173 @@
+import type { RateLimitSettings } from '../config/rate-limits.js';
+import { type ClassReport, type EvidenceContext, evidenceOf, type VendorOffset } from './learned-evidence.js';
+import { grantsWithin, oldestSentBy, ringKeysOf } from './learned-history.js';
+import {
+  type ClassEvidence,
+  inForce,
+  type LearnedLimit,
+  learnedRingLimits,
+  nextEnd,
+  type TeachOptions,
+  teach,
+} from './learned-limits.js';
+import { observeRise, type RiseState, trialsOf } from './learned-rise.js';
+import type { LearnedStore, LearnedView } from './learned-store.js';
+import type { LedgerState } from './ledger-state.js';
+import { GENERAL_SCOPE, type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
+import type { VendorFeedbackResult } from './types.js';
+
+/**
+ * Where the learning rules meet the stores (docs/class-limits.md): a class report, with the ledger item's state
+ * it was read against, becomes a change of the set's learned item; and a set's learned view becomes the plan a
+ * permit is decided on. The rules are in learned-limits.ts, learned-evidence.ts and learned-rise.ts.
+ */
+
+/**
+ * The vendor's clock offset when a report carries none: the ledger's own (a tool or a test on one clock). The vend
+ * route always passes the token's (shared/tokens vendorOffsetOf, with its fallbacks for tokens that have none:
+ * docs/class-limits.md, C3).
+ */
+export const UNMEASURED_OFFSET: VendorOffset = { lo: 0, hi: 0 };
+
+/** The plan for these settings with the learned classes' rings as `view` says at `now` (trials included). */
+export function planIn(
+  limits: RateLimitSettings,
+  base: LimitPlan,
+  view: LearnedView,
+  now: number,
+): LimitPlan {
+  const rings: Record<string, RateLimitSettings['general']> = {};
+  for (const cls of base.learned)
+    rings[cls] = learnedRingLimits(
+      view.classes[cls],
+      limits.general,
+      now,
+      trialsOf(view.rises[cls], base.marginMs),
+    ) as RateLimitSettings['general'];
+  return planFor(limits, rings as LearnedRings);
+}
+
+/**
+ * H2: when the learned view next changes by itself (a provisional limit ends) after `now`, and the plan then:
+ * a denial's wait is the earlier of when the current plan fits the ask and when that one does.
+ */
+export function nextPlanIn(
+  limits: RateLimitSettings,
+  base: LimitPlan,
+  view: LearnedView,
+  now: number,
+): { at: number; plan: LimitPlan } | undefined {
+  if (base.learned.size === 0) return undefined;
+  const at = nextEnd(Object.fromEntries([...base.learned].map((cls) => [cls, view.classes[cls] ?? []])), now);
+  return Number.isFinite(at) ? { at, plan: planIn(limits, base, view, at) } : undefined;
+}
+
+/**
+ * One report against a class's list, no I/O: what it says (I1-I5) and the list after the trust rules (undefined:
+ * no change; `evidence` undefined: it teaches no limit).
+ */
+export function teachReport(
+  current: readonly LearnedLimit[],
+  report: ClassReport,
+  context: Omit<EvidenceContext, 'learned'> & TeachOptions,
+): { evidence?: ClassEvidence; next?: LearnedLimit[] } {
+  const outcome = evidenceOf(report, { ...context, learned: current });
+  if (!('evidence' in outcome)) return {};
+  const next = teach(current, outcome.evidence, context);
+  return { evidence: outcome.evidence, ...(next ? { next } : {}) };
+}
+
+export interface ClassReportInput {
+  setId: string;
+  cls: string;
+  limit: number;
+  remaining?: number;
+  /** Unix seconds on the vendor's clock. */
+  reset: number;
+  refused: boolean;
+  /** callerTag of the reporter. */
+  by: string;
+  at: number;
+  offset: VendorOffset;
+  limits: RateLimitSettings;
+}
+
+export interface Learning {
+  view: LearnedView;
+  /** What the report said of a limit (undefined: it taught none, I1 or I2). */
+  evidence?: ClassEvidence;
+  result: NonNullable<VendorFeedbackResult['learned']>;
+}
+
+/**
+ * Applies a class report to the set's learned item: the evidence (against the ledger item's history, `state` at
+ * `g`), the trust rules and the rises, in one conditional write of the learned item (again on a conflict).
+ */
+export async function learnFromReport(
+  store: LearnedStore,
+  base: LimitPlan,
+  report: ClassReportInput,
+  state: LedgerState,
+  g: number,
+): Promise<Learning> {
+  const { cls, at, by } = report;
+  const general = ringKeysOf(state, GENERAL_SCOPE);
+  const context = {
+    general: report.limits.general,
+    configured: report.limits.classes[cls] ?? [],
+    marginMs: base.marginMs,
+    oldestSentBy: (n: number, generalOnly: boolean) =>
+      oldestSentBy(
+        state,
+        generalOnly ? general : [...general, ...ringKeysOf(state, cls)],
+        g,
+        n,
+        base.validityMs,
+      ),
+  };
+  const trialUsed = (rise: RiseState): boolean => {
+    const key = ringKeysOf(state, cls).find((k) => parseRingKey(k).windowMs === rise.windowSeconds * 1000);
+    // The trial's extra request, sent within one window, long enough ago that a 429 of it was reported (R3).
+    const to = g - 2 * base.marginMs;
+    const from = to - (rise.windowSeconds * 1000 - base.validityMs);
+    return key !== undefined && grantsWithin(state, key, g, from, to) > rise.limit;
+  };
+  let evidence: ClassEvidence | undefined;
+  let limitsChanged = false;
+  let raised: NonNullable<VendorFeedbackResult['learned']>['raised'];
+  const { view } = await store.update(report.setId, ({ classes, rises }) => {
+    const current = classes[cls] ?? [];
+    const taught = teachReport(
+      current,
+      {
+        limit: report.limit,
+        ...(report.remaining === undefined ? {} : { remaining: report.remaining }),
+        resetSeconds: report.reset,
+        at,
+        by,
+        refused: report.refused,
+        offset: report.offset,
+      },
+      { ...context, maxWindows: base.learnedWindows },
+    );
+    evidence = taught.evidence;
+    if (!evidence) return undefined;
+    const rise = observeRise(rises[cls] ?? [], taught.next ?? current, evidence, trialUsed);
+    raised = rise.raised;
+    limitsChanged = taught.next !== undefined || rise.learned !== undefined;
+    if (!limitsChanged && !rise.changed) return undefined;
+    const nextRises = { ...rises, [cls]: rise.rises };
+    if (rise.rises.length === 0) delete nextRises[cls];
+    return { classes: { ...classes, [cls]: rise.learned ?? taught.next ?? current }, rises: nextRises };
+  });
+  return {
+    view,
+    ...(evidence ? { evidence } : {}),
+    result: {
+      class: cls,
+      limits: inForce(view.classes[cls], at),
+      changed: limitsChanged,
+      ...(raised ? { raised } : {}),
+    },
+  };
+}

@@ -1,0 +1,135 @@
+import type { RateLimit } from '../config/rate-limits.js';
+import type { ClassEvidence, LearnedLimit } from './learned-limits.js';
+
+/**
+ * Limits that rise (docs/class-limits.md, R1-R4), no I/O. A kept limit is never loosened by what callers say:
+ * two callers reporting a larger limit over its window only start a bounded probe above it (the class held a
+ * little above the kept limit), and the larger limit is adopted once the vendor served that probe for a few
+ * windows without a 429 of the class. The ledger item's rings tell whether the probe was used (trialUsed).
+ */
+
+/** A rise candidate or trial of one kept limit of a class. */
+export interface RiseState {
+  /** The kept limit it is about. */
+  limit: number;
+  windowSeconds: number;
+  /** Distinct callers' latest reports of a larger limit over a window no longer than this one's (R1). */
+  seen: { by: string; at: number; to: number }[];
+  /** R2: the trial began then (ledger time). */
+  trialSince?: number;
+  /** R4: no new trial of this limit before then. */
+  blockedUntil?: number;
+}
+
+/** Per class. */
+export type Rises = Record<string, RiseState[]>;
+
+/** Callers whose reports start a trial (R1): one liar cannot. */
+export const RISE_CALLERS = 2;
+/** R3: a trial lasts at least this many windows of its limit. */
+export const RISE_TRIAL_WINDOWS = 3;
+/** R4: after a refused trial, none of that limit for this long. */
+export const RISE_BLOCK_MS = 3_600_000;
+
+/**
+ * The limit a trial holds the class to (R2): one more a window than the kept limit lets through at its ring's pace
+ * (a ring of `limit` per window widened by the margin lets `limit` per window and margin through; fewer than one
+ * more would never reach the vendor's limit, and a limit that did not rise would go unrefused).
+ */
+export const trialLimitOf = (kept: RateLimit, marginMs: number): number =>
+  kept.limit + 1 + Math.floor((kept.limit * marginMs) / (kept.windowSeconds * 1000));
+
+/** The trials in force of a class: for learnedRingLimits. */
+export const trialsOf = (
+  rises: readonly RiseState[] | undefined,
+  marginMs: number,
+): { limit: number; windowSeconds: number; trialLimit: number }[] =>
+  (rises ?? [])
+    .filter((r) => r.trialSince !== undefined)
+    .map((r) => ({ limit: r.limit, windowSeconds: r.windowSeconds, trialLimit: trialLimitOf(r, marginMs) }));
+
+export interface RiseOutcome {
+  rises: RiseState[];
+  /** R3: the kept limits after an adoption (undefined: unchanged). */
+  learned?: LearnedLimit[];
+  raised?: { from: RateLimit; to: RateLimit };
+  changed: boolean;
+}
+
+/**
+ * One report's part in the rises of its class: `learned` is the class's list, `evidence` what the report says
+ * (learned-evidence.ts), `trialUsed(rise)` whether the ledger let the trial's extra request through within one
+ * window, long enough ago for a 429 of it to have been reported (R3).
+ */
+export function observeRise(
+  current: readonly RiseState[],
+  learned: readonly LearnedLimit[],
+  evidence: ClassEvidence,
+  trialUsed: (rise: RiseState) => boolean,
+): RiseOutcome {
+  const { at, by } = evidence;
+  const kept = learned.filter((l) => l.until === undefined);
+  const keptOf = (r: RateLimit) =>
+    kept.find((l) => l.limit === r.limit && l.windowSeconds === r.windowSeconds);
+  // Rises of limits no longer kept, and blocks that ended, go.
+  let rises = current
+    .filter(
+      (r) => keptOf(r) && (r.blockedUntil === undefined || r.blockedUntil > at || r.trialSince !== undefined),
+    )
+    .map((r) => ({
+      ...r,
+      seen: r.seen.filter((s) => r.trialSince !== undefined || at - s.at <= r.windowSeconds * 1000),
+    }));
+  let changed = rises.length !== current.length;
+  if (evidence.refused) {
+    // R4: a 429 of the class ends every trial of it.
+    for (const r of rises)
+      if (r.trialSince !== undefined) {
+        delete r.trialSince;
+        r.seen = [];
+        r.blockedUntil = at + RISE_BLOCK_MS;
+        changed = true;
+      }
+    return { rises, changed };
+  }
+  // R3: a trial that lasted its windows, used and not refused, is adopted.
+  for (const r of rises) {
+    if (r.trialSince === undefined || at - r.trialSince < RISE_TRIAL_WINDOWS * r.windowSeconds * 1000)
+      continue;
+    if (!trialUsed(r)) continue;
+    const to = Math.min(...r.seen.map((s) => s.to));
+    const next = learned
+      .filter((l) => !(l.until === undefined && l.limit === r.limit && l.windowSeconds === r.windowSeconds))
+      .concat({ limit: to, windowSeconds: r.windowSeconds, learnedAt: at, by, raisedFrom: r.limit });
+    rises = rises.filter((o) => o !== r);
+    return {
+      rises,
+      learned: next,
+      raised: {
+        from: { limit: r.limit, windowSeconds: r.windowSeconds },
+        to: { limit: to, windowSeconds: r.windowSeconds },
+      },
+      changed: true,
+    };
+  }
+  // R1: a larger limit over a window no longer than a kept one's is evidence of that one's rise.
+  const target = kept
+    .filter((l) => l.limit < evidence.limit && evidence.windowSeconds <= l.windowSeconds)
+    .sort((a, b) => a.windowSeconds - b.windowSeconds)[0];
+  if (!target) return { rises, changed };
+  let rise = rises.find((r) => r.limit === target.limit && r.windowSeconds === target.windowSeconds);
+  if (rise?.blockedUntil !== undefined && rise.blockedUntil > at) return { rises, changed };
+  if (!rise) {
+    rise = { limit: target.limit, windowSeconds: target.windowSeconds, seen: [] };
+    rises.push(rise);
+  }
+  delete rise.blockedUntil;
+  // A caller's word is written again only when half a window old (a report per vendor window would otherwise
+  // write the learned item, and make every process read it again, at every report).
+  const mine = rise.seen.find((s) => s.by === by);
+  if (mine && at - mine.at < rise.windowSeconds * 500 && mine.to <= evidence.limit) return { rises, changed };
+  rise.seen = [...rise.seen.filter((s) => s.by !== by), { by, at, to: evidence.limit }].slice(-4);
+  if (rise.trialSince === undefined && new Set(rise.seen.map((s) => s.by)).size >= RISE_CALLERS)
+    rise.trialSince = at;
+  return { rises, changed: true };
+}
