@@ -104,6 +104,13 @@ export interface VendorFeedbackReport {
   class?: string;
   /** The credential set, whose learned limits a class report may teach. */
   setId?: string;
+  /**
+   * The vendor's clock minus the ledger's (DynamoDB's), in ms, somewhere in [lo, hi]: the reported token's, as
+   * measured at its login (shared/tokens/vendor-offset.ts, vendorOffsetOf), for reading `reset`, a time on the
+   * vendor's clock. Set by the vend API, never by a consumer; absent from other callers and earlier releases.
+   * Checked by validation.ts (checkFeedback): finite, lo ≤ hi, within ±MAX_VENDOR_OFFSET_MS.
+   */
+  vendorOffsetMs?: { lo: number; hi: number };
 }
 
 /** What a class report taught: the class's learned limits after it (`changed`: it taught something). */
