@@ -7,6 +7,7 @@
 import '../shared/install-source-mapped-stacks.js';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
+import { attachDateReference } from '../shared/aws/dynamodb-date-reference.js';
 import { systemClock } from '../shared/clock.js';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { SecretsManagerCredentialsSource } from '../shared/credentials/secrets-manager-credentials-source.js';
@@ -23,18 +24,23 @@ telemetry.info('configuration loaded', {
   configRevision: config.revision,
   credentialSets: config.sets.length,
 });
+const dynamo = createDynamoDbClient();
+// Every answer of this client tells DynamoDB's clock (the ledger's), on the clock the vendor's Date is read with:
+// a login's vendor clock offset is stored against it, for the rate ledger.
+const dynamoClock = attachDateReference(dynamo, systemClock);
 const vendorClients = new Map(
   config.sets.map((set) => [set.vendorBaseUrl, new VendorClient({ baseUrl: set.vendorBaseUrl, telemetry })]),
 );
 
 const refresher = new Refresher({
   sets: config.sets,
-  store: new DynamoTokenStore({ client: createDynamoDbClient(), tableName: config.tokensTableName }),
+  store: new DynamoTokenStore({ client: dynamo, tableName: config.tokensTableName }),
   credentials: new SecretsManagerCredentialsSource({
     client: new SecretsManagerClient({ region: process.env.AWS_REGION, maxAttempts: 3 }),
   }),
   vendorFor: (set: CredentialSetConfig) => vendorClients.get(set.vendorBaseUrl) as VendorClient,
   clock: systemClock,
+  dynamoClock,
   telemetry,
   concurrency: config.concurrency,
 });

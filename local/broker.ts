@@ -143,6 +143,10 @@ export async function startLocalBroker(
       }
       return scaled;
     });
+    // As in Lambda, ledger time follows DynamoDB's clock, and each login's vendor clock offset is measured against
+    // it; not under a test's simulated clock, which the engine's real Date would find months away. One reference
+    // for the client: the refresher and the ledger share it here.
+    const dynamoClock = options.clock === undefined ? attachDateReference(client, systemClock) : undefined;
     const store = new DynamoTokenStore({ client, tableName: LOCAL_TOKENS_TABLE });
     const vendors = new Map(
       sets.map((set) => [set.id, new VendorClient({ baseUrl: set.vendorBaseUrl, clock, telemetry })]),
@@ -155,6 +159,7 @@ export async function startLocalBroker(
         vendors.get(set.id) ?? new VendorClient({ baseUrl: set.vendorBaseUrl, clock, telemetry }),
       clock,
       telemetry,
+      ...(dynamoClock ? { dynamoClock } : {}),
     });
     const handler = createVendHandler({
       sets,
@@ -166,9 +171,7 @@ export async function startLocalBroker(
         tableName: LOCAL_LEDGER_TABLE,
         clock,
         telemetry,
-        // As in Lambda, ledger time follows DynamoDB's clock; not under a test's simulated clock, which the
-        // engine's real Date would find months away.
-        ...(options.clock === undefined ? { reference: attachDateReference(client, systemClock) } : {}),
+        ...(dynamoClock ? { reference: dynamoClock } : {}),
       }),
       refresher: new InProcessRefreshInvoker(refresher),
       // Report windows compress with the rest of time, like the refresher's intervals.

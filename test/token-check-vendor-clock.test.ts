@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hardFloorSeconds, validitySeconds } from '../shared/tokens/index.js';
+import { DATE_LAG_MS } from '../shared/ledger/ledger-clock.js';
+import {
+  hardFloorSeconds,
+  LOGIN_ROUND_TRIP_ALLOWANCE_MS,
+  UNMEASURED_VENDOR_OFFSET_MS,
+  validitySeconds,
+  vendorOffsetOf,
+} from '../shared/tokens/index.js';
 import { checkLoginResult } from '../shared/tokens/token-check.js';
 import type { LoginResult } from '../shared/vendor-client/types.js';
 import { credentialSet } from './support/refresher-harness.js';
@@ -88,5 +95,115 @@ describe("the vendor's clock at login", () => {
       const { result, now } = login({ sentAt: T0, skewMs, stampAfterMs: 0, rttMs: 5 });
       expect(() => checkLoginResult(result, set, now)).toThrow(/CLOCK|clock is -?90\d s from ours/);
     }
+  });
+});
+
+/**
+ * The vendor's clock against the ledger's (DynamoDB's) for the rate ledger: the same Date, less what the refresher
+ * knew of its own clock against DynamoDB's. The truth is always inside; the width is the Date's second, the round
+ * trip, the Date's allowed lateness and the DynamoDB estimate's width, nothing more.
+ */
+describe("the vendor's clock against the ledger's, at login", () => {
+  it('holds the true offset, whatever the clocks and the timing, and is no wider than what was not known', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -600_000, max: 600_000 }),
+        fc.integer({ min: -120_000, max: 120_000 }),
+        fc.integer({ min: 0, max: 1200 }),
+        fc.integer({ min: 0, max: 1200 }),
+        fc.integer({ min: 0, max: 999 }),
+        fc.integer({ min: 0, max: 2000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (vendorMinusDynamo, dynamoMinusOurs, below, above, phaseMs, rttMs, stampShare) => {
+          const { result, now } = login({
+            sentAt: T0 + phaseMs,
+            skewMs: vendorMinusDynamo + dynamoMinusOurs,
+            stampAfterMs: Math.floor(stampShare * rttMs),
+            rttMs,
+          });
+          // What the refresher's DynamoDB answers told: an interval around the truth, of any width.
+          const dynamo = { lo: dynamoMinusOurs - below, hi: dynamoMinusOurs + above };
+          const { token, vendorClockSkewSeconds } = checkLoginResult(result, set, now, dynamo);
+          const offset = token.vendorOffsetMs as { lo: number; hi: number };
+          expect(offset.lo).toBeLessThanOrEqual(vendorMinusDynamo);
+          expect(offset.hi).toBeGreaterThanOrEqual(vendorMinusDynamo);
+          expect(offset.hi - offset.lo).toBe(1000 + rttMs + DATE_LAG_MS + below + above);
+          // The validity decisions' skew is untouched: the top of the Date's own interval, on our clock.
+          expect(vendorClockSkewSeconds).toBe(((result.vendorDate as number) + 1000 - (T0 + phaseMs)) / 1000);
+          expect(vendorOffsetOf(token)).toEqual(offset);
+        },
+      ),
+      { seed: 4021, numRuns: 2000 },
+    );
+  });
+
+  it('without an estimate of DynamoDB’s clock, takes ours as DynamoDB’s: the Date’s own interval', () => {
+    const { result, now } = login({ sentAt: T0 + 300, skewMs: 120_000, stampAfterMs: 20, rttMs: 40 });
+    const { token } = checkLoginResult(result, set, now);
+    // Stamped at our T0 + 320 ms, the vendor's T0 + 120.32 s: the Date says T0 + 120 s.
+    expect(token.vendorOffsetMs).toEqual({ lo: 120_000 - 340, hi: 120_000 + 1000 + DATE_LAG_MS - 300 });
+  });
+
+  it('stores nothing when the answer had no Date: the token reads as unmeasured', () => {
+    const { result, now } = login({ sentAt: T0, skewMs: 0, stampAfterMs: 0, rttMs: 5 });
+    delete result.vendorDate;
+    const { token } = checkLoginResult(result, set, now, { lo: -5, hi: 5 });
+    expect(token).not.toHaveProperty('vendorOffsetMs');
+    expect(token).not.toHaveProperty('vendorClockSkewSeconds');
+    expect(vendorOffsetOf(token)).toEqual(UNMEASURED_VENDOR_OFFSET_MS);
+  });
+});
+
+describe('vendorOffsetOf, for tokens written without the field', () => {
+  const skewOnlyRun = fc.tuple(
+    fc.integer({ min: -600_000, max: 600_000 }),
+    fc.integer({ min: 0, max: 999 }),
+    fc.integer({ min: 0, max: LOGIN_ROUND_TRIP_ALLOWANCE_MS }),
+    fc.double({ min: 0, max: 1, noNaN: true }),
+  );
+  const loginOf = ([skewMs, phaseMs, rttMs, stampShare]: [number, number, number, number]) =>
+    login({ sentAt: T0 + phaseMs, skewMs, stampAfterMs: Math.floor(stampShare * rttMs), rttMs });
+
+  it('from vendorClockSkewSeconds to the ms (this release before the field): its top, down by the Date’s second and the longest round trip', () => {
+    fc.assert(
+      fc.property(skewOnlyRun, (run) => {
+        const { result, now } = loginOf(run);
+        // Written without the interval; our clock is taken as DynamoDB's.
+        const { vendorOffsetMs: _dropped, ...written } = checkLoginResult(result, set, now).token;
+        const offset = vendorOffsetOf(written);
+        expect(offset.lo).toBeLessThanOrEqual(run[0]);
+        expect(offset.hi).toBeGreaterThanOrEqual(run[0]);
+        // A whole second could also be release N-1's kind (below): the union.
+        const whole = Number.isInteger(written.vendorClockSkewSeconds);
+        expect(offset.hi - offset.lo).toBe(
+          whole
+            ? 3000 + 2 * LOGIN_ROUND_TRIP_ALLOWANCE_MS + DATE_LAG_MS
+            : 1000 + LOGIN_ROUND_TRIP_ALLOWANCE_MS + DATE_LAG_MS,
+        );
+      }),
+      { seed: 77, numRuns: 2000 },
+    );
+  });
+
+  it('from vendorClockSkewSeconds in whole seconds, truncated toward zero (release N-1): holds the truth', () => {
+    fc.assert(
+      fc.property(skewOnlyRun, (run) => {
+        const { result, now } = loginOf(run);
+        // As release N-1 computes and stores it (test/previous-release.json's commit, shared/tokens/token-check.ts).
+        const skew = Math.trunc(((result.vendorDate as number) - now) / 1000) || 0;
+        const offset = vendorOffsetOf({ vendorClockSkewSeconds: skew });
+        expect(offset.lo).toBeLessThanOrEqual(run[0]);
+        expect(offset.hi).toBeGreaterThanOrEqual(run[0]);
+      }),
+      { seed: 78, numRuns: 2000 },
+    );
+  });
+
+  it('with no measurement at all: ±1 s around 0, the vendor’s clock taken as ours as the validity decisions take it', () => {
+    expect(vendorOffsetOf({})).toEqual({ lo: -1000, hi: 1000 });
+    // A copy: a caller changing it changes no one else's.
+    const first = vendorOffsetOf({});
+    first.lo = 0;
+    expect(vendorOffsetOf({})).toEqual({ lo: -1000, hi: 1000 });
   });
 });

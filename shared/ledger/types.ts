@@ -105,9 +105,11 @@ export interface VendorFeedbackReport {
   /** The credential set, whose learned limits a class report may teach. */
   setId?: string;
   /**
-   * The vendor's clock minus the ledger's (ms), an interval holding the truth, as measured for the token the report
-   * is about (shared/tokens vendorOffsetOf): `reset` is on the vendor's clock (docs/class-limits.md, C1). Absent: a
-   * second either way (C3).
+   * The vendor's clock minus the ledger's (DynamoDB's), in ms, somewhere in [lo, hi]: the reported token's, as
+   * measured at its login (shared/tokens/vendor-offset.ts, vendorOffsetOf), for reading `reset`, a time on the
+   * vendor's clock. Set by the vend API, never by a consumer; absent from other callers and earlier releases
+   * (then the ledger's own clock: docs/class-limits.md, C1-C3).
+   * Checked by validation.ts (checkFeedback): finite, lo ≤ hi, within ±MAX_VENDOR_OFFSET_MS.
    */
   vendorOffsetMs?: { lo: number; hi: number };
 }

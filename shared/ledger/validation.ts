@@ -21,6 +21,23 @@ const CLASS_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 /** A vendor asking for more than a day of silence is not believed; the report is refused as malformed. */
 const MAX_RETRY_AFTER_SECONDS = 86_400;
 
+/**
+ * The largest vendor clock offset (vendor minus ledger, ms) a report may carry: the 900 s a credential set accepts
+ * by default at login (maxClockSkewSeconds), and 15 s for the interval's own width beyond it (the Date's second or
+ * two, a login's round trip of at most the vendor client's 10 s timeout, the refresher's clock against DynamoDB's:
+ * shared/tokens/vendor-offset.ts). The vend API leaves out an offset beyond it (acceptedVendorOffset), which a set
+ * configured to accept more, or a refresher clock far off DynamoDB's, can give; one here is the broker's bug.
+ */
+export const MAX_VENDOR_OFFSET_MS = 915_000;
+
+/** Whether an offset interval is one a report may carry (checkFeedback refuses any other). */
+export const acceptedVendorOffset = (offset: { lo: number; hi: number }): boolean =>
+  Number.isFinite(offset.lo) &&
+  Number.isFinite(offset.hi) &&
+  offset.lo <= offset.hi &&
+  Math.abs(offset.lo) <= MAX_VENDOR_OFFSET_MS &&
+  Math.abs(offset.hi) <= MAX_VENDOR_OFFSET_MS;
+
 export function checkTokenId(tokenId: unknown): string {
   if (typeof tokenId !== 'string' || !TOKEN_ID.test(tokenId))
     throw new InvalidLedgerRequestError('tokenId must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -');
@@ -96,7 +113,14 @@ export function checkFeedback(report: {
   limit?: unknown;
   remaining?: unknown;
   reset?: unknown;
-}): { tokenId: string; plan: LimitPlan; feedback: VendorFeedback } {
+  vendorOffsetMs?: unknown;
+}): {
+  tokenId: string;
+  plan: LimitPlan;
+  feedback: VendorFeedback;
+  /** The report's vendor clock offset, checked (absent when the report had none). */
+  vendorOffsetMs?: { lo: number; hi: number };
+} {
   const tokenId = checkTokenId(report?.tokenId);
   const plan = planFor(report.limits);
   const feedback: VendorFeedback = {};
@@ -121,5 +145,20 @@ export function checkFeedback(report: {
   field('reset', (v) => v > 0 && v < 1e11, 'a Unix timestamp in seconds');
   const cls = checkClass(plan, report.class);
   if (cls !== undefined) feedback.class = cls;
-  return { tokenId, plan, feedback };
+  const vendorOffsetMs = checkVendorOffset(report.vendorOffsetMs);
+  return vendorOffsetMs ? { tokenId, plan, feedback, vendorOffsetMs } : { tokenId, plan, feedback };
+}
+
+/**
+ * The vend API sets the offset from the token it looked up, never from the consumer's body: a bad one is the
+ * broker's bug, not bad input, so it is a RangeError (a plain 500), not a 400 that would blame the consumer.
+ */
+function checkVendorOffset(offset: unknown): { lo: number; hi: number } | undefined {
+  if (offset === undefined) return undefined;
+  const { lo, hi } = (offset ?? {}) as { lo?: unknown; hi?: unknown };
+  if (typeof lo !== 'number' || typeof hi !== 'number' || !acceptedVendorOffset({ lo, hi }))
+    throw new RangeError(
+      `vendorOffsetMs must be finite numbers lo ≤ hi within ±${MAX_VENDOR_OFFSET_MS} ms (a broker bug, not the consumer's)`,
+    );
+  return { lo, hi };
 }

@@ -25,6 +25,13 @@ const tokenSchema = lazySchema(() =>
     obtainedAt: z.number(),
     usableUntil: z.number(),
     vendorClockSkewSeconds: z.number().optional(),
+    // Since the release after N-1 (which drops it: its schema strips unknown keys). For the ledger only: a value
+    // this release cannot read is left out, and the token read through the fallbacks, never refused for it.
+    vendorOffsetMs: z
+      .object({ lo: z.number(), hi: z.number() })
+      .refine((offset) => offset.lo <= offset.hi)
+      .optional()
+      .catch(undefined),
     lifetimeSeconds: z.number().optional(),
     tenant: z.string(),
     companyKey: z.string(),

@@ -32,3 +32,10 @@ export {
   vendorNowMs,
 } from './token-state.js';
 export type * from './token-store.js';
+export {
+  type DynamoClockEstimate,
+  LOGIN_ROUND_TRIP_ALLOWANCE_MS,
+  UNMEASURED_VENDOR_OFFSET_MS,
+  type VendorOffsetInterval,
+  vendorOffsetOf,
+} from './vendor-offset.js';

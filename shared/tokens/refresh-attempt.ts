@@ -21,6 +21,7 @@ import {
   storedTokenOf,
 } from './token-state.js';
 import type { TokenStore } from './token-store.js';
+import type { DynamoClockEstimate } from './vendor-offset.js';
 
 export type { VendorLogin };
 
@@ -39,6 +40,8 @@ export interface AttemptContext {
   clock: Clock;
   telemetry: Telemetry;
   holder: string;
+  /** DynamoDB's clock against `clock` (RefresherOptions.dynamoClock); unset: `clock` is taken as DynamoDB's. */
+  dynamoClock?: DynamoClockEstimate;
 }
 
 /**
@@ -113,7 +116,9 @@ export async function attemptRefresh(
     const result = await context.vendor.login(secret.credentials, {
       signal: loginSignal(refresh.leaseSeconds, signal),
     });
-    const checked = checkLoginResult(result, set, clock.now());
+    // The estimate as it stands after this attempt's own reads and lease write: what the ledger's time is, for
+    // the token's vendor clock offset.
+    const checked = checkLoginResult(result, set, clock.now(), context.dynamoClock?.offset());
     const previous = held.current ? storedTokenOf(held.current) : undefined;
     const promoted = await store.promote({
       credentialSetId: set.id,
@@ -152,6 +157,7 @@ export async function attemptRefresh(
       previousTokenId: previous?.tokenId,
       requestId: result.requestId,
       vendorClockSkewSeconds: checked.vendorClockSkewSeconds,
+      vendorOffsetMs: checked.token.vendorOffsetMs,
     });
     return { kind: 'LOGGED_IN', token: checked.token };
   } catch (error) {

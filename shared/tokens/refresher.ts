@@ -18,6 +18,7 @@ import { parseRefreshRequest, type RefreshOutcome, type RefreshRequest } from '.
 import { refreshDue, secondsUntil, tokenThresholds } from './thresholds.js';
 import { type CredentialSetState, type TokenView, validitySeconds } from './token-state.js';
 import type { TokenStore } from './token-store.js';
+import type { DynamoClockEstimate } from './vendor-offset.js';
 
 export interface RefresherOptions {
   sets: readonly CredentialSetConfig[];
@@ -26,6 +27,12 @@ export interface RefresherOptions {
   vendorFor(set: CredentialSetConfig): VendorLogin;
   clock: Clock;
   telemetry: Telemetry;
+  /**
+   * DynamoDB's clock as this process sees it, measured with `clock` (shared/aws/dynamodb-date-reference.ts on the
+   * store's client): each login's vendor clock offset is then stored against the ledger's clock, DynamoDB's.
+   * Unset: `clock` is taken as DynamoDB's (a simulated clock, which the engine's real Date would find far away).
+   */
+  dynamoClock?: DynamoClockEstimate;
   /** Sets refreshed at once by a scheduled run. */
   concurrency?: number;
   /** Names this process in leases; unique per process by default. */
@@ -80,6 +87,7 @@ export class Refresher {
       clock: options.clock,
       telemetry: options.telemetry,
       holder: options.holderId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+      ...(options.dynamoClock ? { dynamoClock: options.dynamoClock } : {}),
     };
   }
 

@@ -4,6 +4,7 @@ import type { LoginResult } from '../vendor-client/types.js';
 import { ClockSkewError, TokenEnvMismatchError, TokenLifetimeError } from './errors.js';
 import { hardFloorSeconds } from './thresholds.js';
 import { type StoredToken, tokenIdOf } from './token-state.js';
+import { vendorOffsetAtLogin } from './vendor-offset.js';
 
 export interface CheckedToken {
   token: StoredToken;
@@ -33,10 +34,17 @@ export function vendorSkewBounds(
  * Checks a fresh login before it may become current: the token's env claim is one the set expects (compared
  * case-insensitively), the vendor's clock is within the accepted skew of ours, and the expiry is beyond the
  * token's hard floor yet not absurdly far, all on the vendor's clock. The measured skew is kept with the
- * token: every later validity decision adds it to our clock, whichever way the clocks differ.
+ * token: every later validity decision adds it to our clock, whichever way the clocks differ. So is the
+ * vendor's clock against the ledger's (`vendorOffsetMs`), from the same `Date` and `dynamoOffsetMs`, DynamoDB's
+ * clock minus ours as far as known (vendor-offset.ts, vendorOffsetAtLogin); it decides nothing here.
  * Throws TokenEnvMismatchError / ClockSkewError / TokenLifetimeError; the token is then discarded, never stored.
  */
-export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, now: number): CheckedToken {
+export function checkLoginResult(
+  result: LoginResult,
+  set: CredentialSetConfig,
+  now: number,
+  dynamoOffsetMs?: { lo: number; hi: number },
+): CheckedToken {
   const tokenId = tokenIdOf(result.accessToken);
   if (result.env !== undefined && !expectedEnvClaimsOf(set).includes(result.env.trim().toLowerCase())) {
     throw new TokenEnvMismatchError(
@@ -86,6 +94,7 @@ export function checkLoginResult(result: LoginResult, set: CredentialSetConfig, 
     defaultCompanyInventorySource: result.defaultCompanyInventorySource,
   };
   if (skew !== undefined) token.vendorClockSkewSeconds = skew;
+  if (bounds) token.vendorOffsetMs = vendorOffsetAtLogin(bounds, dynamoOffsetMs);
   if (result.issuedAt !== undefined) token.issuedAt = result.issuedAt;
   const checked: CheckedToken = { token, envClaimed: result.env !== undefined };
   if (skew !== undefined) checked.vendorClockSkewSeconds = skew;

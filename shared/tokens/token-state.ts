@@ -26,6 +26,13 @@ export interface StoredToken {
    * measured, taken as 0). Every validity decision on this token adds it to our clock.
    */
   vendorClockSkewSeconds?: number;
+  /**
+   * The vendor's clock minus the ledger's (DynamoDB's) at login, ms, an interval certain to hold it: the `Date`
+   * header's bounds widened by what the refresher knew of its clock against DynamoDB's (vendor-offset.ts). For the
+   * rate ledger only, which reads `X-RateLimit-Reset` through it; no validity decision uses it. Absent: written by
+   * an earlier release, or nothing measured (no `Date`); read it through vendorOffsetOf, which has the fallbacks.
+   */
+  vendorOffsetMs?: { lo: number; hi: number };
   /** `exp` minus `iat` (or minus the vendor's time at login when the token has no `iat`), seconds. */
   lifetimeSeconds?: number;
   tenant: string;

@@ -20,6 +20,7 @@ import {
 import { redactSecrets } from './redact.js';
 import { assertVendorPath } from './resource-path.js';
 import { type RetryEvent, type RetrySettings, resolveRetrySettings, withRetry } from './retry.js';
+import { DEFAULT_ATTEMPT_TIMEOUT_MS } from './retry-settings.js';
 import { tokenId } from './token-id.js';
 import type {
   HttpMethod,
@@ -40,7 +41,7 @@ export interface VendorClientOptions {
   baseUrl: string;
   /** Measures the retry budget and performs retry waits; default the system clock. */
   clock?: Clock;
-  /** Per attempt, real time, covering the answer's body too. Default 10000. */
+  /** Per attempt, real time, covering the answer's body too. Default DEFAULT_ATTEMPT_TIMEOUT_MS (10 s). */
   timeoutMs?: number;
   retry?: Partial<RetrySettings>;
   fetch?: typeof fetch;
@@ -72,7 +73,7 @@ export class VendorClient implements VendorLogin {
   constructor(options: VendorClientOptions) {
     this.#baseUrl = parseVendorBaseUrl(options.baseUrl);
     this.#clock = options.clock ?? systemClock;
-    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
     if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs <= 0) {
       throw new ConfigurationError('vendor client timeoutMs must be a positive number');
     }

@@ -21,6 +21,13 @@ export interface RetrySettings {
   random: () => number;
 }
 
+/**
+ * How long one attempt may take (real time, the answer's body included) before the client abandons it: so an
+ * answer the client accepted came back within this of its request leaving (a bound shared/tokens/vendor-offset.ts
+ * relies on).
+ */
+export const DEFAULT_ATTEMPT_TIMEOUT_MS = 10_000;
+
 export const DEFAULT_RETRY_SETTINGS: Readonly<RetrySettings> = Object.freeze({
   maxAttempts: 4,
   baseDelayMs: 200,

@@ -1,8 +1,11 @@
 import type { CredentialSetConfig } from '../../config/credential-sets.js';
 import { ReceiptRejectedError } from '../../ledger/index.js';
 import { largestGrant, planFor } from '../../ledger/limit-plan.js';
+import { acceptedVendorOffset } from '../../ledger/validation.js';
 import { DIMENSION_CONSUMER, DIMENSION_CREDENTIAL_SET, Metric } from '../../metric-names.js';
 import { MetricUnit } from '../../observability.js';
+import type { TokenView } from '../../tokens/token-state.js';
+import { vendorOffsetOf } from '../../tokens/vendor-offset.js';
 import { readJsonBody } from '../http-request.js';
 import { ledgerKeyFor } from '../ledger-key.js';
 import { parseBody, permitRequestBody, permitReturnBody, rateLimitReportBody } from '../request-bodies.js';
@@ -83,13 +86,36 @@ function checkReturnCount(set: CredentialSetConfig, count: number): void {
   if (count > largest) throw new BadRequestError('INVALID_VALUE', 'count', `must be at most ${largest}`);
 }
 
-/** The token must be the set's current or previous one and not expired: nothing is written for any other id. */
-async function requireLiveToken(context: SetRouteContext, tokenId: string): Promise<void> {
+/**
+ * The token must be the set's current or previous one and not expired: nothing is written for any other id.
+ * Returns it, as read (what the route may need of it besides its id: its vendor clock offset).
+ */
+async function requireLiveToken(context: SetRouteContext, tokenId: string): Promise<TokenView> {
   context.audit.tokenId = tokenId;
   const token = await context.services.provider.liveToken(context.set, tokenId);
   if (!token) {
     throw new BadRequestError('INVALID_VALUE', 'tokenId', 'not a live token of this credential set');
   }
+  return token;
+}
+
+/**
+ * The reported token's vendor clock offset, for the ledger to read the report's reset on its own clock. One the
+ * ledger does not accept (a set allowing more than the default 900 s at login, or a refresher clock far off
+ * DynamoDB's) is left out and logged: the report still counts, as reports from before the field did.
+ */
+function vendorOffsetFor(context: SetRouteContext, token: TokenView): { lo: number; hi: number } | undefined {
+  const offset = vendorOffsetOf(token);
+  if (acceptedVendorOffset(offset)) return offset;
+  context.services.telemetry.warn(
+    'vendor clock offset beyond what the rate ledger accepts; report sent without it',
+    {
+      credentialSetId: context.set.id,
+      tokenId: token.tokenId,
+      vendorOffsetMs: offset,
+    },
+  );
+  return undefined;
 }
 
 /** POST /v1/credential-sets/{id}/permits {"tokenId", "count", "class"?} */
@@ -213,10 +239,11 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
       'class',
       `"${reportClass}" is not a class of this credential set (${Object.keys(set.rateLimits.classes).join(', ') || 'it has none'})`,
     );
-  await requireLiveToken(context, tokenId);
+  const token = await requireLiveToken(context, tokenId);
   // Counted only once it would act: a malformed report is refused for free and writes nothing.
   await admitReport(context, 'rateLimitReports');
   const report = capFeedback(context, reported);
+  const vendorOffsetMs = vendorOffsetFor(context, token);
   const key = ledgerKeyFor(set, tokenId);
   services.quota.invalidate(key);
   const result = await services.ledger.reportVendorFeedback({
@@ -226,6 +253,7 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
     setId: set.id,
     ...report,
     ...(reportClass === undefined ? {} : { class: reportClass }),
+    ...(vendorOffsetMs === undefined ? {} : { vendorOffsetMs }),
   });
   audit.decision = report.retryAfterSeconds === undefined ? 'RATE_HEADERS_REPORTED' : 'VENDOR_429_REPORTED';
   if (report.retryAfterSeconds !== undefined) {
