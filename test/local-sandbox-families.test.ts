@@ -38,9 +38,15 @@ function configFile(sandbox: Record<string, unknown>, timeScale = 1): string {
 const EXPORTS = { name: 'exports', pathPrefix: '/exports/', limits: [{ limit: 2, windowSeconds: 60 }] };
 
 describe('the local configuration: sandbox.families', () => {
-  it('defaults to the sandbox’s families', () => {
+  it('defaults to the sandbox’s families, which docs/local-mode.md shows as the block that would set them', () => {
     const config = loadLocalConfig({ BROKER_CONFIG: configFile({}) });
     expect(config.sandbox.families).toEqual(DEFAULT_FAMILIES);
+    const doc = readFileSync('docs/local-mode.md', 'utf8');
+    const shown = /### Endpoint families[\s\S]*?```json\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    const { sandbox } = JSON.parse(`{${shown}}`) as { sandbox: Record<string, unknown> };
+    expect(loadLocalConfig({ BROKER_CONFIG: configFile(sandbox) }).sandbox.families).toEqual(
+      DEFAULT_FAMILIES,
+    );
   });
 
   it('is taken, and the running local sandbox applies it: a family path meets its own limit over HTTP', async () => {
