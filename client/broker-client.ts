@@ -225,8 +225,10 @@ export class BrokerClient {
    * client): a 429 holds this client's permits for the token until its Retry-After (1 s when it says none)
    * and is reported to the broker, a cooldown for every consumer of the token (as far as the broker trusts one
    * caller: docs/vend-api.md); a 2xx's X-RateLimit-* headers are reported when they show fewer requests left
-   * than the ledger last said (they cap the ledger). Any other status reports nothing. Best effort: a failed
-   * report does not throw (`reported: false`, and a warning through telemetry).
+   * than the ledger last said (they cap the ledger), and, of a `class`, once per vendor window when the ledger
+   * has no window of the class with their limit or the class is learned (rate-feedback.ts, as vendorRequest).
+   * Any other status reports nothing. Best effort: a failed report does not throw (`reported: false`, and a
+   * warning through telemetry).
    */
   async reportRateLimit(
     setId: string,
@@ -257,6 +259,8 @@ export class BrokerClient {
       this.#permits.lastKnownWindows(setId, tokenId, options.class),
       options.class,
       options.class,
+      // As vendorRequest does: a learned class's answers are reported once per vendor window (a renewal).
+      options.class !== undefined && this.#tokens.learned(setId, options.class),
     );
     return { reported: sending ? await sending : false };
   }

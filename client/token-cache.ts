@@ -154,6 +154,14 @@ export class TokenCache {
     return this.#fits(token, this.#floorSeconds * 1000);
   }
 
+  /**
+   * Whether the set's newest token answer lists `cls` as a learned class (its answers renew what was learned).
+   * The classes are the set's, the same in the answers for its current and previous tokens.
+   */
+  learned(setId: string, cls: string): boolean {
+    return this.#tokens.get(setId)?.classes?.some((c) => c.class === cls && c.learned) === true;
+  }
+
   /** Drops the token (the broker said it is no longer live); the next get asks the broker. */
   invalidate(setId: string, tokenId: string): void {
     this.#forget(setId, tokenId);

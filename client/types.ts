@@ -211,9 +211,10 @@ export interface ReportRateLimitOptions {
 /** What `reportRateLimit` did. */
 export interface RateLimitReportResult {
   /**
-   * True when the broker took a report: every 429; a 2xx only when its X-RateLimit-* headers show fewer
-   * requests left than the ledger last said. False when there was nothing to report (another status, or
-   * headers in line with the ledger) or the report failed (a warning through the client's telemetry).
+   * True when the broker took a report: every 429; a 2xx when its X-RateLimit-* headers show fewer requests
+   * left than the ledger last said, or, of a `class`, are the first of their vendor window while the ledger has
+   * no window of the class with their limit or the class is learned. False when there was nothing to report
+   * (another status, or headers in line with the ledger) or the report failed (a warning through telemetry).
    */
   reported: boolean;
 }

@@ -94,6 +94,9 @@ export async function startLocalBroker(
     }
 
     const sandboxes: Partial<Record<VendorEnvironment, Sandbox>> = {};
+    // The vendor's windows compress with the broker's, the families' as the general ones.
+    const scaled = (limits: readonly { limit: number; windowSeconds: number }[]) =>
+      limits.map((l) => ({ limit: l.limit, windowSeconds: l.windowSeconds / scale }));
     for (const environment of VENDOR_ENVIRONMENTS) {
       if (!config.credentialSets.some((set) => set.environment === environment && !set.vendorBaseUrl))
         continue;
@@ -102,12 +105,10 @@ export async function startLocalBroker(
         clock,
         quiet: true,
         tokenLifetimeSeconds: config.sandbox.tokenLifetimeSeconds / scale,
-        limits: config.sandbox.limits.map((l) => ({
-          limit: l.limit,
-          windowSeconds: l.windowSeconds / scale,
-        })),
+        limits: scaled(config.sandbox.limits),
         windowKind: config.sandbox.windowKind,
         invalidatePreviousTokenOnLogin: config.sandbox.invalidatePreviousTokenOnLogin,
+        families: config.sandbox.families.map((family) => ({ ...family, limits: scaled(family.limits) })),
         ...options.sandbox,
       });
       sandboxes[environment] = sandbox;

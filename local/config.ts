@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import * as z from 'zod';
+import { DEFAULT_FAMILIES, sandboxFamiliesSchema } from '../sandbox/settings.js';
 import { consumerSchema, requireReservedConsumers } from '../shared/config/consumers.js';
 import {
   type CredentialSetConfig,
@@ -58,12 +59,19 @@ export const localConfigSchema = z.strictObject({
       limits: z.array(rateLimitSchema).min(1).default(VENDOR_DEFAULT_LIMITS),
       windowKind: z.enum(['fixed', 'sliding']).default('fixed'),
       invalidatePreviousTokenOnLogin: z.boolean().default(false),
+      /**
+       * The vendor's endpoint families, each with limits of its own (docs/sandbox.md), checked as the sandbox
+       * checks them: an unknown key, a bad name, prefix or limit, a repeated name or overlapping prefixes are
+       * refused. Default: the sandbox's (reports, rebalancing); `[]`: none.
+       */
+      families: sandboxFamiliesSchema.default(DEFAULT_FAMILIES),
     })
     .default({
       tokenLifetimeSeconds: 4 * 3600,
       limits: VENDOR_DEFAULT_LIMITS,
       windowKind: 'fixed',
       invalidatePreviousTokenOnLogin: false,
+      families: DEFAULT_FAMILIES,
     }),
   credentialSets: z.array(localSetSchema).min(1),
   callers: z.array(callerSchema).min(1),

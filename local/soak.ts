@@ -214,6 +214,7 @@ export function soakConfig(settings: SoakSettings): LoadedLocalConfig {
       limits: settings.limits,
       windowKind: settings.windowKind,
       invalidatePreviousTokenOnLogin: false,
+      families: base.sandbox.families,
     },
     callers: settings.reserved
       ? [...base.callers, { name: settings.reserved.consumer, ...RESERVED_CALLER }]

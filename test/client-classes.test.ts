@@ -227,6 +227,44 @@ describe('BrokerClient.vendorRequest: request classes by path', () => {
     expect(reports()[0]).toMatchObject({ tokenId: token.tokenId, retryAfterSeconds: 59 });
   });
 
+  it("reportRateLimit of a learned class's answers: once per vendor window (a renewal), as vendorRequest reports them", async () => {
+    // The vendor's reports family, 3 per 5 s (fixed windows), which the broker is not told: the class learns it.
+    w = await startBrokerWorld({
+      sandbox: {
+        families: [{ name: 'reports', pathPrefix: '/reports/', limits: [{ limit: 3, windowSeconds: 5 }] }],
+      },
+      set: {
+        rateLimits: { classes: { reports: { paths: ['/reports/**'], limits: [] } }, itemFormat: 2 } as never,
+      },
+    });
+    const client = w.client();
+    const token = await client.getToken(SET_ID);
+    expect(token.classes).toEqual([{ class: 'reports', paths: ['/reports/**'], learned: true }]);
+    // The service's own call of the class, with a permit of the class, its answer handed over as it came.
+    const ownCall = async () => {
+      const permit = await client.acquirePermit(SET_ID, token.tokenId, { class: 'reports' });
+      const answer = await fetch(`${w.sandbox.url}/reports/daily`, {
+        headers: { authorization: `Bearer ${token.accessToken}` },
+      });
+      permit.markUsed();
+      expect(answer.status).toBe(200);
+      const { reported } = await client.reportRateLimit(SET_ID, token.tokenId, answer, { class: 'reports' });
+      return { reported, reset: Number(answer.headers.get('x-ratelimit-reset')) };
+    };
+    // The first answer teaches the class its limit; the next vendor window's first answer renews it, although
+    // the ledger knows the limit and has no more room than the vendor says.
+    const first = await ownCall();
+    expect(first.reported).toBe(true);
+    await w.clock.advance(5000);
+    const second = await ownCall();
+    expect(second.reset).toBe(first.reset + 5);
+    expect(second.reported).toBe(true);
+    expect(reports()).toEqual([
+      { tokenId: token.tokenId, class: 'reports', limit: 3, remaining: 2, reset: first.reset },
+      { tokenId: token.tokenId, class: 'reports', limit: 3, remaining: 2, reset: second.reset },
+    ]);
+  });
+
   it('one principal, a learned class: it stays learned through minutes of steady traffic, never back to the probe, no vendor 429', async () => {
     // The vendor's reports family: 3 per 5 s and 6 per 15 s (fixed windows), which the broker is not told. Its
     // answers tell only the more constrained window at the time, so each answer tells one of the two.
