@@ -60,3 +60,16 @@ export function grantsWithin(state: LedgerState, key: string, g: number, from: n
   });
   return sum;
 }
+
+/** At most how many grants the ring `key` holds after `after`: every slot that may hold one (an upper bound). */
+export function grantsAfter(state: LedgerState, key: string, g: number, after: number): number {
+  const ring = state.rings.get(key);
+  if (!ring) return 0;
+  const { slotMs } = parseRingKey(key);
+  const head = slotIndex(g, slotMs);
+  let sum = 0;
+  ring.counts.forEach((count, j) => {
+    if (count > 0 && slotEnd(head - j, ring.subs[j] ?? SUB_SLOTS - 1, slotMs) > after) sum += count;
+  });
+  return sum;
+}

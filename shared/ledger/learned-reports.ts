@@ -1,6 +1,6 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { type ClassReport, type EvidenceContext, evidenceOf, type VendorOffset } from './learned-evidence.js';
-import { grantsWithin, oldestSentBy, ringKeysOf } from './learned-history.js';
+import { grantsAfter, grantsWithin, oldestSentBy, ringKeysOf } from './learned-history.js';
 import {
   type ClassEvidence,
   inForce,
@@ -125,12 +125,20 @@ export async function learnFromReport(
         base.validityMs,
       ),
   };
+  const ringOfWindow = (seconds: number): string | undefined =>
+    ringKeysOf(state, cls).find((key) => parseRingKey(key).windowMs === seconds * 1000);
   const trialUsed = (rise: RiseState): boolean => {
-    const key = ringKeysOf(state, cls).find((k) => parseRingKey(k).windowMs === rise.windowSeconds * 1000);
+    const key = ringOfWindow(rise.windowSeconds);
     // The trial's extra request, sent within one window, long enough ago that a 429 of it was reported (R3).
     const to = g - 2 * base.marginMs;
     const from = to - (rise.windowSeconds * 1000 - base.validityMs);
     return key !== undefined && grantsWithin(state, key, g, from, to) > rise.limit;
+  };
+  const trialMaySend = (rise: RiseState): boolean => {
+    const key = ringOfWindow(rise.windowSeconds);
+    // Its extra request may be among the class's grants of the last window and two margins (an upper bound).
+    const after = g - rise.windowSeconds * 1000 - 2 * base.marginMs;
+    return key !== undefined && grantsAfter(state, key, g, after) > rise.limit;
   };
   let evidence: ClassEvidence | undefined;
   let limitsChanged = false;
@@ -152,7 +160,7 @@ export async function learnFromReport(
     );
     evidence = taught.evidence;
     if (!evidence) return undefined;
-    const rise = observeRise(rises[cls] ?? [], taught.next ?? current, evidence, trialUsed);
+    const rise = observeRise(rises[cls] ?? [], taught.next ?? current, evidence, trialUsed, trialMaySend);
     raised = rise.raised;
     limitsChanged = taught.next !== undefined || rise.learned !== undefined;
     if (!limitsChanged && !rise.changed) return undefined;

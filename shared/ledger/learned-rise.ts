@@ -59,13 +59,15 @@ export interface RiseOutcome {
 /**
  * One report's part in the rises of its class: `learned` is the class's list, `evidence` what the report says
  * (learned-evidence.ts), `trialUsed(rise)` whether the ledger let the trial's extra request through within one
- * window, long enough ago for a 429 of it to have been reported (R3).
+ * window, long enough ago for a 429 of it to have been reported (R3), `trialMaySend(rise)` whether it may have
+ * sent it lately (a refused answer ends the trial only then, R4).
  */
 export function observeRise(
   current: readonly RiseState[],
   learned: readonly LearnedLimit[],
   evidence: ClassEvidence,
   trialUsed: (rise: RiseState) => boolean,
+  trialMaySend: (rise: RiseState) => boolean = () => true,
 ): RiseOutcome {
   const { at, by } = evidence;
   const kept = learned.filter((l) => l.until === undefined);
@@ -82,9 +84,10 @@ export function observeRise(
     }));
   let changed = rises.length !== current.length;
   if (evidence.refused) {
-    // R4: a 429 of the class ends every trial of it.
+    // R4: a 429 of the class ends every trial of it that may have sent its extra request (a 429 that cannot be the
+    // trial's, one caller's word, does not end it: the class is held by it as by any 429, H1).
     for (const r of rises)
-      if (r.trialSince !== undefined) {
+      if (r.trialSince !== undefined && trialMaySend(r)) {
         delete r.trialSince;
         r.seen = [];
         r.blockedUntil = at + RISE_BLOCK_MS;
