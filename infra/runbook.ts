@@ -17,6 +17,7 @@ export const RunbookSection = {
   EnvMismatch: 'env-mismatch',
   VendorRateLimited: 'vendor-429-reported-by-consumers',
   ClassLimitBelowConfigured: 'class-limit-below-its-configuration',
+  ClassLimitRaised: 'class-limit-raised',
   PermitDenials: 'permit-denials-sustained',
   FunctionErrors: 'function-errors',
   FunctionThrottles: 'function-throttles',

@@ -59,6 +59,11 @@ export const Metric = {
    * teaches one: the vendor allows less than the configuration says (docs/runbook.md). Per set.
    */
   ClassLimitBelowConfigured: 'ClassLimitBelowConfigured',
+  /**
+   * 1 per class limit a rise adopted (docs/class-limits.md, R3): the vendor now allows more than the broker held,
+   * checked with a bounded probe above the kept limit (docs/runbook.md, "Class limit raised"). Per set.
+   */
+  ClassLimitRaised: 'ClassLimitRaised',
   VendLatency: 'VendLatency',
   /** 1 per 5xx answer, with dimension ErrorCode (one of VEND_SERVER_ERROR_CODES) and no CredentialSet. */
   VendServerError: 'VendServerError',

@@ -52,13 +52,75 @@ describe('token-broker status: classes', () => {
     expect(classesSection(statusEntries([set('uat-execution')], NOW), NOW)).toBe('');
   });
 
+  it('prints a raised limit with the limit it replaced, and a rise under trial; --json keeps both', () => {
+    const entries = statusEntries(
+      [
+        set('uat-advisor', {
+          reports: {
+            learned: true,
+            limits: [
+              {
+                limit: 20,
+                windowSeconds: 60,
+                source: 'learned',
+                learnedAt: iso(NOW - 10_000),
+                raisedFrom: 10,
+              },
+            ],
+          },
+          rebalancing: {
+            learned: true,
+            limits: [
+              {
+                limit: 10,
+                windowSeconds: 60,
+                source: 'learned',
+                learnedAt: iso(NOW - 3600_000),
+                trial: { limit: 11, reportedLimit: 20, since: iso(NOW - 120_000) },
+              },
+            ],
+          },
+        }),
+      ],
+      NOW,
+    );
+    expect(entries[0]?.classes).toEqual({
+      reports: {
+        learned: true,
+        limits: [
+          { limit: 20, windowSeconds: 60, source: 'learned', learnedAt: iso(NOW - 10_000), raisedFrom: 10 },
+        ],
+      },
+      rebalancing: {
+        learned: true,
+        limits: [
+          {
+            limit: 10,
+            windowSeconds: 60,
+            source: 'learned',
+            learnedAt: iso(NOW - 3600_000),
+            trial: { limit: 11, reportedLimit: 20, since: iso(NOW - 120_000) },
+          },
+        ],
+      },
+    });
+    expect(classesSection(entries, NOW)).toBe(
+      'CLASSES\n' +
+        '  uat-advisor: reports 20 per 1m learned 10s ago (raised from 10); ' +
+        'rebalancing 10 per 1m learned 1h 00m ago (trying 11 per 1m above the kept 10 since 2m 00s ago: 20 reported)\n',
+    );
+  });
+
   it('keeps only well-formed class entries from the broker', () => {
     const [entry] = statusEntries(
       [
         set('uat-advisor', {
           reports: {
             learned: true,
-            limits: [{ limit: 'x' }, { limit: 3, windowSeconds: 5, source: 'learned' }],
+            limits: [
+              { limit: 'x' },
+              { limit: 3, windowSeconds: 5, source: 'learned', raisedFrom: '2', trial: { limit: 4 } },
+            ],
           },
           bad: 7,
         }),

@@ -4,6 +4,7 @@ import { PER_SET_ALARMS_MAX_SETS } from '../infra/broker-metrics.js';
 import type { StageInput } from '../infra/stage-config.js';
 import { generateStage } from '../infra/tools/generate-stage.js';
 import { ConfigurationError } from '../shared/errors.js';
+import { Metric } from '../shared/metric-names.js';
 import type { Json } from './support/infra-template.js';
 import { type AlarmProperties, type Monitoring, synthesizeMonitoring } from './support/monitoring-stack.js';
 
@@ -16,8 +17,8 @@ import { type AlarmProperties, type Monitoring, synthesizeMonitoring } from './s
  * The alarms that are not per set: 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and
  * p99, the ledger's clock skew.
  */
-/** ... and the class limits below their configuration, one alarm over every set at any size. */
-const OTHER_ALARMS = 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1 + 1;
+/** ... and the class limits below their configuration and raised, one alarm each over every set at any size. */
+const OTHER_ALARMS = 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1 + 2;
 const KINDS_PER_SET = 7;
 /** CloudFormation: resources per stack. CloudWatch: widgets per dashboard, alarms per alarm status widget. */
 const STACK_RESOURCES_MAX = 500;
@@ -249,12 +250,12 @@ describe('the threshold between per-set and grouped alarms', () => {
         expect(alarm.AlarmDescription).toContain(set.id);
       }
     }
-    // Only the one alarm over every set whatever the size: a class limit below its configuration (rare).
+    // Only the alarms over every set whatever the size: a class limit below its configuration, or raised (rare).
     expect(
       atMost.alarms
         .filter((a) => a.Metrics?.some((q) => q.Expression?.startsWith('SELECT')))
         .map((a) => a.AlarmName),
-    ).toEqual(['TokenBroker-scale-classes-limit-below-configured']);
+    ).toEqual(['TokenBroker-scale-classes-limit-below-configured', 'TokenBroker-scale-classes-limit-raised']);
 
     const above = synthesizeMonitoring(stageOfSize(PER_SET_ALARMS_MAX_SETS + 1));
     expect(above.alarms).toHaveLength(KINDS_PER_SET + OTHER_ALARMS);
@@ -321,6 +322,17 @@ describe('the dashboard', () => {
       ),
     );
     for (const alarm of perSetByKind(small).values()) expect(drawn).toContain(alarm.MetricName);
+    // ... and the metrics of the alarms over every set at any size: class limits below configuration, raised.
+    expect(drawn).toContain(Metric.ClassLimitBelowConfigured);
+    expect(drawn).toContain(Metric.ClassLimitRaised);
+    // A small stage draws them in each set's row, side by side.
+    const row = widgetsOf(small).find((w) =>
+      String(w.properties.title).endsWith(`${small.stage.credentialSets[0]?.id}: vending and permits`),
+    );
+    const labels = ((row?.properties.metrics ?? []) as [{ label?: string }][]).map(([m]) => m.label);
+    expect(labels.indexOf(Metric.ClassLimitRaised)).toBe(
+      labels.indexOf(Metric.ClassLimitBelowConfigured) + 1,
+    );
   });
 
   it('lists every alarm, at most 100 to an alarm status widget', () => {

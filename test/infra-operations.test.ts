@@ -59,8 +59,8 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
     expect(topics).toHaveLength(1);
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
     // 7 per credential set, 3 per function, the refresher heartbeat, 2 per table, vend's 3 5xx codes and p99,
-    // the ledger's clock skew, the class limits below their configuration (one for all sets).
-    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1 + 1);
+    // the ledger's clock skew, the class limits below their configuration and raised (one each for all sets).
+    expect(alarms).toHaveLength(7 * stage.credentialSets.length + 3 * 2 + 1 + 2 * 2 + 3 + 1 + 1 + 2);
     expect(stage.runbookUrl).toMatch(/^https:\/\/[^#\s]+$/);
     for (const alarm of alarms) {
       const [, url, link] = /Runbook: (https:\/\/\S+)#([a-z0-9-]+)$/.exec(alarm.AlarmDescription) ?? [];
@@ -116,6 +116,41 @@ describe.each(STAGES.map((s) => s.name))('stage %s', (name) => {
         }),
       ],
     });
+  });
+
+  it('alarms once over every set when a rise raised a class limit, as on a limit below its configuration', () => {
+    const { template } = d();
+    const alarmsOn = (metric: string): Json[] =>
+      Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+        .map((a) => a.Properties)
+        .filter((a) => a.Metrics?.some((m: Json) => String(m.Expression).includes(`SUM(${metric})`)));
+    const below = alarmsOn(Metric.ClassLimitBelowConfigured);
+    const raised = alarmsOn(Metric.ClassLimitRaised);
+    expect(below).toHaveLength(1);
+    expect(raised).toHaveLength(1);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp('-classes-limit-raised$'),
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      DatapointsToAlarm: 1,
+      TreatMissingData: 'notBreaching',
+      AlarmDescription: Match.stringLikeRegexp('rose: .*#class-limit-raised$'),
+      Metrics: [
+        Match.objectLike({
+          Expression: `SELECT SUM(${Metric.ClassLimitRaised}) FROM SCHEMA("TokenBroker", CredentialSet, service) WHERE service = 'token-broker' GROUP BY CredentialSet ORDER BY SUM() DESC`,
+          Period: 300,
+        }),
+      ],
+    });
+    // The same kind of alarm as the one below its configuration: statistic, period, threshold, actions.
+    const kindOf = (alarm: Json) => ({
+      ...alarm,
+      AlarmName: undefined,
+      AlarmDescription: undefined,
+      Metrics: (alarm.Metrics as Json[]).map((m) => ({ ...m, Expression: undefined })),
+    });
+    expect(kindOf(raised[0] ?? {})).toEqual(kindOf(below[0] ?? {}));
   });
 
   it('alarms when the refresher has not run for two schedule periods, counting no data as not running', () => {

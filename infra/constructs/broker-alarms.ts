@@ -110,8 +110,10 @@ export class BrokerAlarms extends Construct {
     } else {
       for (const kind of kinds) this.groupedSetAlarm(kind);
     }
-    // Rare, and never urgent: one alarm over every set whatever the stage's size (no 20 more resources).
+    // Rare, and never urgent: one alarm over every set whatever the stage's size (no 20 more resources). A
+    // limit that rose is the same kind of news the other way (the configuration, or nothing, to update).
     this.groupedSetAlarm(this.classLimitKind(), 'classes-limit-below-configured');
+    this.groupedSetAlarm(this.classLimitRaisedKind(), 'classes-limit-raised');
     this.functionAlarms('refresher', props.refresher.fn, props.refresher.timeout);
     const vendErrors = this.functionAlarms('vend', props.vend.fn, props.vend.timeout);
     this.rollbackAlarms.push(vendErrors, ...this.vendServerErrors(), this.vendLatency());
@@ -134,6 +136,26 @@ export class BrokerAlarms extends Construct {
       grouped:
         "The vendor's answers to a class of a credential set (reports, rebalancing) show a lower limit than its configuration: consumers will meet 429s the configuration does not foresee.",
       runbook: RunbookSection.ClassLimitBelowConfigured,
+    };
+  }
+
+  /**
+   * A class limit a rise adopted (docs/class-limits.md, R3): the vendor allows more than the broker held, checked
+   * with a bounded probe. Nothing is refused; what is configured may now allow less than the vendor does.
+   */
+  private classLimitRaisedKind(): SetAlarmKind {
+    return {
+      suffix: 'class-limit-raised',
+      metric: BrokerMetric.ClassLimitRaised,
+      statistic: 'Sum',
+      period: FIVE_MINUTES,
+      threshold: 1,
+      comparison: AT_LEAST,
+      perSet: (setId) =>
+        `A class limit of credential set ${setId} (reports, rebalancing) rose: the vendor served a bounded probe above the limit the broker held without a 429, and the broker now keeps the larger limit.`,
+      grouped:
+        'A class limit of a credential set (reports, rebalancing) rose: the vendor served a bounded probe above the limit the broker held without a 429, and the broker now keeps the larger limit.',
+      runbook: RunbookSection.ClassLimitRaised,
     };
   }
 

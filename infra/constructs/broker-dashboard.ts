@@ -135,6 +135,7 @@ function setRow(set: StageCredentialSet, stage: StageConfig): IWidget[] {
         BrokerMetric.TokenRejectionsReported,
         BrokerMetric.VendorRateLimitReported,
         BrokerMetric.ClassLimitBelowConfigured,
+        BrokerMetric.ClassLimitRaised,
       ]),
       width: WIDTH,
       height: HEIGHT,
@@ -288,6 +289,7 @@ function allSetsRows(stage: StageConfig): IWidget[] {
     highest('Vendor 429 reported', BrokerMetric.VendorRateLimitReported),
     highest('Token rejections reported', BrokerMetric.TokenRejectionsReported),
     highest('Class limits below configuration', BrokerMetric.ClassLimitBelowConfigured),
+    highest('Class limits raised', BrokerMetric.ClassLimitRaised),
     // Metrics Insights has no percentiles: the slowest request of each set (vend's p99 is with the functions).
     highest('Vend latency (ms), slowest request', BrokerMetric.VendLatency, 'Maximum'),
   ];

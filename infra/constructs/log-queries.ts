@@ -34,12 +34,23 @@ export const LOG_QUERIES: readonly LogQuerySpec[] = [
     },
   },
   {
-    // The reports that taught a class's limits: who (caller), when, on which set and class.
+    // The reports that taught a class's limits: who (caller), when, on which set and class; and the rises they
+    // adopted (from, to, over which window).
     name: 'learned-class-reports',
     sources: ['vend'],
-    runbook: [RunbookSection.ClassLimitBelowConfigured],
+    runbook: [RunbookSection.ClassLimitBelowConfigured, RunbookSection.ClassLimitRaised],
     query: {
-      fields: ['@timestamp', 'credentialSet', 'learnedClass', 'caller', 'decision', 'status'],
+      fields: [
+        '@timestamp',
+        'credentialSet',
+        'learnedClass',
+        'raisedFrom',
+        'raisedTo',
+        'raisedWindowSeconds',
+        'caller',
+        'decision',
+        'status',
+      ],
       filterStatements: ['message = "vend request"', 'ispresent(learnedClass)'],
       sort: '@timestamp desc',
       limit: 200,

@@ -7,8 +7,9 @@ import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { headAdditions } from './fast-grant.js';
 import { resetInLedgerTime } from './learned-evidence.js';
-import { inForce, type LearnedClasses, PROBE_RETRY_MS } from './learned-limits.js';
+import { inForce, type LearnedLimit, PROBE_RETRY_MS } from './learned-limits.js';
 import { learnFromReport, nextPlanIn, planIn, UNMEASURED_OFFSET } from './learned-reports.js';
+import { type RiseState, trialLimitOf } from './learned-rise.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
 import {
@@ -41,6 +42,7 @@ import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
 import type {
   GiveBackRequest,
   GiveBackResult,
+  LearnedLimitStatus,
   LedgerUsage,
   PermitDecision,
   PermitRequest,
@@ -112,6 +114,29 @@ const ASKED_WRITE_MS = 1000;
 
 /** An acquire decided on a learned view older than one the item's grants were decided under: read it again. */
 const STALE_VIEW = Symbol('stale learned view');
+
+/**
+ * A learned limit with its rise trial, if one is under way (learned-rise.ts): only a kept limit has one, and a
+ * trial's limit is what planIn holds a learned class to meanwhile (R2).
+ */
+function withTrial(
+  limit: LearnedLimit,
+  rises: readonly RiseState[] | undefined,
+  marginMs: number,
+): LearnedLimitStatus {
+  const rise = rises?.find(
+    (r) => r.limit === limit.limit && r.windowSeconds === limit.windowSeconds && r.trialSince !== undefined,
+  );
+  if (limit.until !== undefined || rise?.trialSince === undefined || rise.seen.length === 0) return limit;
+  return {
+    ...limit,
+    trial: {
+      limit: trialLimitOf(rise, marginMs),
+      reportedLimit: Math.min(...rise.seen.map((s) => s.to)),
+      since: rise.trialSince,
+    },
+  };
+}
 
 /** The plan of a request: the settings', with the learned classes' rings as the set's view says. */
 interface RequestPlan {
@@ -308,14 +333,26 @@ export class DynamoRateLedger implements RateLedger {
     return ringSnapshotOf(state, plan, g);
   }
 
-  /** What the set learned of its classes' limits, in force now (a fresh read: the operator's status). */
-  async learned(setId: string): Promise<LearnedClasses> {
+  /**
+   * What the set learned of its classes' limits, in force now (a fresh read: the operator's status). With the
+   * set's `limits` (its margin sizes a trial, R2), each kept limit under a rise trial carries it.
+   */
+  async learned(setId: string, limits?: RateLimitSettings): Promise<Record<string, LearnedLimitStatus[]>> {
     const view = await this.#learned.view(setId, true);
     const now = this.#viewTime();
+    const marginMs = limits === undefined ? undefined : planFor(limits).marginMs;
     return Object.fromEntries(
       Object.entries(view.classes)
-        .map(([cls, limits]) => [cls, inForce(limits, now)] as const)
-        .filter(([, limits]) => limits.length > 0),
+        .map(
+          ([cls, learned]) =>
+            [
+              cls,
+              inForce(learned, now).map((l) =>
+                marginMs === undefined ? l : withTrial(l, view.rises[cls], marginMs),
+              ),
+            ] as const,
+        )
+        .filter(([, learned]) => learned.length > 0),
     );
   }
 

@@ -1,5 +1,5 @@
 import type { RateLimitSettings } from '../config/credential-sets.js';
-import type { LearnedClasses, LearnedLimit } from './learned-limits.js';
+import type { LearnedLimit } from './learned-limits.js';
 import type { LimitPlan } from './limit-plan.js';
 
 /** What is left of one limit (general, or of a class) at the time of the answer. */
@@ -138,9 +138,25 @@ export interface RateLedger {
   usage?(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage>;
   /** The plan a permit of the set is decided on now (its learned classes' rings as learned). */
   planOf?(limits: RateLimitSettings, setId: string): Promise<LimitPlan>;
-  /** What the set learned of its classes' limits (in force now; the operator's status). */
-  learned?(setId: string): Promise<LearnedClasses>;
+  /**
+   * What the set learned of its classes' limits (in force now; the operator's status). With the set's `limits`,
+   * a kept limit under a rise trial also says so (`trial`); without them, as before.
+   */
+  learned?(setId: string, limits?: RateLimitSettings): Promise<Record<string, LearnedLimitStatus[]>>;
 }
+
+/** A kept limit's rise under trial (docs/class-limits.md, R2-R3), for the operator's status. */
+export interface LimitTrial {
+  /** What the class is held to meanwhile, per the kept limit's window (R2: a learned class's). */
+  limit: number;
+  /** The least larger limit the callers reported (R1): kept in place of the kept one when the trial passes (R3). */
+  reportedLimit: number;
+  /** Ledger time (epoch ms) the trial began. */
+  since: number;
+}
+
+/** A learned limit as the operator's status shows it: with its rise trial, while one is under way. */
+export type LearnedLimitStatus = LearnedLimit & { trial?: LimitTrial };
 
 /**
  * One part of a general window with reservations (ReservedWindow in limit-plan.ts): a consumer's reservation,

@@ -22,6 +22,10 @@ export interface Audit {
   decision?: string;
   /** A rate-limit report taught this class something of its limits (docs/class-limits.md). */
   learnedClass?: string;
+  /** A rise of that class's limit was adopted (docs/class-limits.md, R3): from and to, over one window. */
+  raisedFrom?: number;
+  raisedTo?: number;
+  raisedWindowSeconds?: number;
   source?: string;
   count?: number;
   /** Give-backs: permits actually taken back. */

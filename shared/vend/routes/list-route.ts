@@ -49,7 +49,10 @@ async function usageOf(
   }
 }
 
-/** One limit of a class as the status shows it: configured, or learned (when, and whether one caller's word). */
+/**
+ * One limit of a class as the status shows it: configured, or learned (when, whether one caller's word, whether a
+ * rise adopted it or is trying it).
+ */
 export interface ClassLimitView {
   limit: number;
   windowSeconds: number;
@@ -57,6 +60,13 @@ export interface ClassLimitView {
   learnedAt?: string;
   /** Taught by one caller only: it holds until then unless another caller reports as much. */
   provisionalUntil?: string;
+  /** A rise adopted it (docs/class-limits.md, R3): the kept limit it replaced, over the same window. */
+  raisedFrom?: number;
+  /**
+   * A rise of this kept limit under trial (R2): since `since` the class is held to `limit` per this window (a
+   * learned class), and `reportedLimit` is kept in its place if the vendor serves that without a 429 (R3).
+   */
+  trial?: { limit: number; reportedLimit: number; since: string };
 }
 
 /**
@@ -72,7 +82,7 @@ async function classesOf(
   if (names.length === 0) return undefined;
   let learned: Awaited<ReturnType<NonNullable<VendServices['ledger']['learned']>>> = {};
   try {
-    learned = (await services.ledger.learned?.(set.id)) ?? {};
+    learned = (await services.ledger.learned?.(set.id, set.rateLimits)) ?? {};
   } catch (error) {
     services.telemetry.warn('learned class limits unknown: the ledger did not answer', {
       credentialSet: set.id,
@@ -94,6 +104,8 @@ async function classesOf(
               source: 'learned' as const,
               learnedAt: iso(l.learnedAt),
               ...(l.until === undefined ? {} : { provisionalUntil: iso(l.until) }),
+              ...(l.raisedFrom === undefined ? {} : { raisedFrom: l.raisedFrom }),
+              ...(l.trial === undefined ? {} : { trial: { ...l.trial, since: iso(l.trial.since) } }),
             })),
           ],
         },

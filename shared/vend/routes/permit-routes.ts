@@ -270,6 +270,17 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
         [DIMENSION_CREDENTIAL_SET]: set.id,
       });
   }
+  if (learned?.raised) {
+    // R3: the vendor served a bounded probe above the kept limit without a 429; the larger limit is kept now
+    // (docs/runbook.md, "Class limit raised").
+    audit.learnedClass = learned.class;
+    audit.raisedFrom = learned.raised.from.limit;
+    audit.raisedTo = learned.raised.to.limit;
+    audit.raisedWindowSeconds = learned.raised.to.windowSeconds;
+    services.telemetry.metric(Metric.ClassLimitRaised, MetricUnit.Count, 1, {
+      [DIMENSION_CREDENTIAL_SET]: set.id,
+    });
+  }
   return noContentResult();
 }
 
