@@ -81,6 +81,9 @@ describe('a learned class limit that rises', () => {
     await h.clock.advance(1000);
     await granted(1);
     expect((await acquire()).statusCode).toBe(429);
+    // The 11th's answer, reported: the trial's ring is full (R3 counts from here).
+    await h.clock.advance(500);
+    expect(await report(20, 17, 57)).toMatchObject({ statusCode: 204 });
     expect(h.telemetry.sum(Metric.ClassLimitRaised)).toBe(0);
     const trying = await status();
     expect(trying.classes).toEqual({
@@ -99,12 +102,12 @@ describe('a learned class limit that rises', () => {
     });
     expect(trying.cli).toBe(
       'CLASSES\n' +
-        '  uat-advisor: reports 10 per 1m learned 1m 11s ago ' +
+        '  uat-advisor: reports 10 per 1m learned 1m 12s ago ' +
         '(trying 11 per 1m above the kept 10 since 1s ago: 20 reported)\n',
     );
 
-    // R3: used above the kept limit in a window three windows into the trial (11 at once), and a class answer
-    // reported two margins after them (a slow one: reports are resource-intensive), with no 429 since: adopted.
+    // R3: three windows into the trial, its ring full a window and more before, and full again (11 at once), a
+    // class answer reported with no 429 since: adopted.
     await h.clock.advance(trialSince + 175_000 - h.clock.now());
     await granted(11);
     expect((await acquire()).statusCode).toBe(429);

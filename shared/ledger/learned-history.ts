@@ -3,7 +3,7 @@ import { parseRingKey, SUB_SLOTS } from './limit-plan.js';
 import { slotEnd, slotIndex } from './ring.js';
 
 /**
- * What the ledger item's own history tells the learning rules (docs/class-limits.md, I3 b and R3), no I/O. The
+ * What the ledger item's own history tells the learning rules (docs/class-limits.md, I3 b, R3 and R4), no I/O. The
  * state is at ledger time `g` (ledger-state.ts stateAt): each ring's first slot is the slot of `g`.
  */
 
@@ -41,24 +41,6 @@ export function oldestSentBy(
     }
   }
   return best;
-}
-
-/**
- * At least how many grants the ring `key` holds in (from, to]: the slots wholly inside it (a lower bound, where
- * the rings' usual count is an upper one).
- */
-export function grantsWithin(state: LedgerState, key: string, g: number, from: number, to: number): number {
-  const ring = state.rings.get(key);
-  if (!ring) return 0;
-  const { slotMs } = parseRingKey(key);
-  const head = slotIndex(g, slotMs);
-  let sum = 0;
-  ring.counts.forEach((count, j) => {
-    const start = (head - j) * slotMs;
-    const end = slotEnd(head - j, ring.subs[j] ?? SUB_SLOTS - 1, slotMs);
-    if (count > 0 && start > from && end <= to) sum += count;
-  });
-  return sum;
 }
 
 /** At most how many grants the ring `key` holds after `after`: every slot that may hold one (an upper bound). */

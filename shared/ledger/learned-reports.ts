@@ -1,6 +1,6 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { type ClassReport, type EvidenceContext, evidenceOf, type VendorOffset } from './learned-evidence.js';
-import { grantsAfter, grantsWithin, oldestSentBy, ringKeysOf } from './learned-history.js';
+import { grantsAfter, oldestSentBy, ringKeysOf } from './learned-history.js';
 import {
   type ClassEvidence,
   inForce,
@@ -10,7 +10,7 @@ import {
   type TeachOptions,
   teach,
 } from './learned-limits.js';
-import { observeRise, type RiseState, trialsOf } from './learned-rise.js';
+import { observeRise, type RiseState, trialLimitOf, trialsOf } from './learned-rise.js';
 import type { LearnedStore, LearnedView } from './learned-store.js';
 import type { LedgerState } from './ledger-state.js';
 import { GENERAL_SCOPE, type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
@@ -127,12 +127,11 @@ export async function learnFromReport(
   };
   const ringOfWindow = (seconds: number): string | undefined =>
     ringKeysOf(state, cls).find((key) => parseRingKey(key).windowMs === seconds * 1000);
-  const trialUsed = (rise: RiseState): boolean => {
+  const trialFull = (rise: RiseState): boolean => {
     const key = ringOfWindow(rise.windowSeconds);
-    // The trial's extra request, sent within one window, long enough ago that a 429 of it was reported (R3).
-    const to = g - 2 * base.marginMs;
-    const from = to - (rise.windowSeconds * 1000 - base.validityMs);
-    return key !== undefined && grantsWithin(state, key, g, from, to) > rise.limit;
+    // The trial's ring holds its trial limit in its span (window and margin): demand keeps the probe full.
+    const after = g - rise.windowSeconds * 1000 - base.marginMs;
+    return key !== undefined && grantsAfter(state, key, g, after) >= trialLimitOf(rise, base.marginMs);
   };
   const trialMaySend = (rise: RiseState): boolean => {
     const key = ringOfWindow(rise.windowSeconds);
@@ -160,7 +159,7 @@ export async function learnFromReport(
     );
     evidence = taught.evidence;
     if (!evidence) return undefined;
-    const rise = observeRise(rises[cls] ?? [], taught.next ?? current, evidence, trialUsed, trialMaySend);
+    const rise = observeRise(rises[cls] ?? [], taught.next ?? current, evidence, trialFull, trialMaySend);
     raised = rise.raised;
     limitsChanged = taught.next !== undefined || rise.learned !== undefined;
     if (!limitsChanged && !rise.changed) return undefined;

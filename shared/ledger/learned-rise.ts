@@ -4,8 +4,11 @@ import type { ClassEvidence, LearnedLimit } from './learned-limits.js';
 /**
  * Limits that rise (docs/class-limits.md, R1-R4), no I/O. A kept limit is never loosened by what callers say:
  * two callers reporting a larger limit over its window only start a bounded probe above it (the class held a
- * little above the kept limit), and the larger limit is adopted once the vendor served that probe for a few
- * windows without a 429 of the class. The ledger item's rings tell whether the probe was used (trialUsed).
+ * little above the kept limit), and the larger limit is adopted once demand kept that probe full for a window, a
+ * few windows into it, without a 429 of the class: held at its pace, the probe lets more through than the old
+ * limit allows in some window (trialLimitOf), so the vendor would have refused if the old limit still held. The
+ * ledger item's rings tell whether the probe was full (trialFull) or may have sent its extra request lately
+ * (trialMaySend).
  */
 
 /** A rise candidate or trial of one kept limit of a class. */
@@ -17,6 +20,8 @@ export interface RiseState {
   seen: { by: string; at: number; to: number }[];
   /** R2: the trial began then (ledger time). */
   trialSince?: number;
+  /** R3: a report first found the trial's ring full then (ledger time). */
+  fullSince?: number;
   /** R4: no new trial of this limit before then. */
   blockedUntil?: number;
 }
@@ -26,7 +31,7 @@ export type Rises = Record<string, RiseState[]>;
 
 /** Callers whose reports start a trial (R1): one liar cannot. */
 export const RISE_CALLERS = 2;
-/** R3: a trial lasts at least this many windows of its limit. */
+/** R3: a trial lasts at least this many windows of its limit, and its ring was full at least one window before. */
 export const RISE_TRIAL_WINDOWS = 3;
 /** R4: after a refused trial, none of that limit for this long. */
 export const RISE_BLOCK_MS = 3_600_000;
@@ -58,15 +63,15 @@ export interface RiseOutcome {
 
 /**
  * One report's part in the rises of its class: `learned` is the class's list, `evidence` what the report says
- * (learned-evidence.ts), `trialUsed(rise)` whether the ledger let the trial's extra request through within one
- * window, long enough ago for a 429 of it to have been reported (R3), `trialMaySend(rise)` whether it may have
- * sent it lately (a refused answer ends the trial only then, R4).
+ * (learned-evidence.ts), `trialFull(rise)` whether the trial's ring holds its trial limit now (demand keeps the
+ * probe above full, R3), `trialMaySend(rise)` whether it may have sent its extra request lately (a refused answer
+ * ends the trial only then, R4).
  */
 export function observeRise(
   current: readonly RiseState[],
   learned: readonly LearnedLimit[],
   evidence: ClassEvidence,
-  trialUsed: (rise: RiseState) => boolean,
+  trialFull: (rise: RiseState) => boolean,
   trialMaySend: (rise: RiseState) => boolean = () => true,
 ): RiseOutcome {
   const { at, by } = evidence;
@@ -89,17 +94,27 @@ export function observeRise(
     for (const r of rises)
       if (r.trialSince !== undefined && trialMaySend(r)) {
         delete r.trialSince;
+        delete r.fullSince;
         r.seen = [];
         r.blockedUntil = at + RISE_BLOCK_MS;
         changed = true;
       }
     return { rises, changed };
   }
-  // R3: a trial that lasted its windows, used and not refused, is adopted.
+  // R3: a trial that lasted its windows, full for one of them and not refused, is adopted.
   for (const r of rises) {
-    if (r.trialSince === undefined || at - r.trialSince < RISE_TRIAL_WINDOWS * r.windowSeconds * 1000)
+    if (r.trialSince === undefined) continue;
+    if (r.fullSince === undefined && trialFull(r)) {
+      r.fullSince = at;
+      changed = true;
+    }
+    const windowMs = r.windowSeconds * 1000;
+    if (
+      at - r.trialSince < RISE_TRIAL_WINDOWS * windowMs ||
+      r.fullSince === undefined ||
+      at - r.fullSince < windowMs
+    )
       continue;
-    if (!trialUsed(r)) continue;
     const to = Math.min(...r.seen.map((s) => s.to));
     const next = learned
       .filter((l) => !(l.until === undefined && l.limit === r.limit && l.windowSeconds === r.windowSeconds))

@@ -53,6 +53,7 @@ function parseRises(text: string | undefined): Rises {
           Array.isArray(r.seen) &&
           r.seen.every((s) => typeof s?.by === 'string' && Number.isFinite(s.at) && Number.isFinite(s.to)) &&
           (r.trialSince === undefined || Number.isFinite(r.trialSince)) &&
+          (r.fullSince === undefined || Number.isFinite(r.fullSince)) &&
           (r.blockedUntil === undefined || Number.isFinite(r.blockedUntil)),
       );
     }
