@@ -42,12 +42,13 @@ describe('renewal: the rules (learned-limits.ts, T3)', () => {
   ];
 
   it('a report of the class renews every provisional limit its caller taught, when that moves its end by half a window or more', async () => {
-    // 40 s later: the 10 s limit has ended, and a report of 10 per 10 s teaches it again; the minute's limit is
-    // renewed to a window and three margins after the report (which moves its end by 40 s: half a window or more).
+    // 40 s later: the 10 s limit has ended, and a report of 10 per 10 s teaches it again (to last as long as the
+    // caller's minute); the minute's limit is renewed to a window and three margins after the report (which moves
+    // its end by 40 s: half a window or more).
     const at = T0 + 40_000;
     expect(learn(two, report(10, 7, 'a', at))).toEqual([
       { limit: 30, windowSeconds: 60, learnedAt: T0, by: 'a', until: ends(at, 60) },
-      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: ends(at, 10) },
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: ends(at, 60) },
     ]);
   });
 
@@ -60,13 +61,23 @@ describe('renewal: the rules (learned-limits.ts, T3)', () => {
 
   it('a renewal that would move an end by less than half its window: nothing to write', () => {
     const at = T0 + 20_000;
+    // A new limit of the caller lasts at least as long as its own longest (the minute's limit may hold the class,
+    // and its answers, that long); the minute's, renewed by 20 s only, is not written.
     expect(learn(two.slice(1), report(10, 7, 'a', at))).toEqual([
       two[1],
-      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: ends(at, 10) },
+      { limit: 10, windowSeconds: 10, learnedAt: at, by: 'a', until: ends(at, 60) },
     ]);
     // The same limit again, moving its end by less than half its window: no change either.
-    expect(learn(two, report(10, 9, 'a', T0 + 1000))).toBeUndefined();
-    expect(learn(two, report(30, 50, 'a', T0 + 20_000))).toBeUndefined();
+    expect(learn(two.slice(0, 1), report(10, 9, 'a', T0 + 1000))).toBeUndefined();
+    expect(learn(two.slice(1), report(30, 50, 'a', T0 + 20_000))).toBeUndefined();
+  });
+
+  it("a caller's limits last at least its own longest limit's window after its report (T3)", () => {
+    // Its 60 s limit may hold the class past the 10 s limit's own window and three margins: no answer comes then.
+    expect(learn(two, report(10, 9, 'a', T0 + 1000))?.map((l) => [l.limit, l.until])).toEqual([
+      [10, ends(T0 + 1000, 60)],
+      [30, ends(T0, 60)],
+    ]);
   });
 
   it("another caller's report renews none of them; it corroborates what it names over as long a window", () => {
@@ -183,7 +194,7 @@ describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
     ]);
   });
 
-  it('a caller that stops reporting: each of its limits ends within its window (and three margins), then the probe', async () => {
+  it('a caller that stops reporting: its limits end within its longest window (and three margins), then the probe', async () => {
     const a = ledger();
     await teachBy(a, ONE_PRINCIPAL, 10, 10);
     await teachBy(a, ONE_PRINCIPAL, 30, 60);
@@ -193,7 +204,10 @@ describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
     }
     const last = clock.now();
     await clock.advance(10_000 + 3 * MARGIN_MS);
-    expect(await inForce(a)).toEqual([[30, 60]]);
+    expect(await inForce(a)).toEqual([
+      [10, 10],
+      [30, 60],
+    ]);
     await clock.advance(last + 60_000 + 3 * MARGIN_MS - clock.now());
     expect(await inForce(a)).toEqual([]);
     expect(await ringsOfGrant(ledger())).toEqual([[1, 10]]);

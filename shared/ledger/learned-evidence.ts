@@ -3,9 +3,7 @@ import {
   asTight,
   type ClassEvidence,
   inForce,
-  LEARNED_WINDOWS,
   type LearnedLimit,
-  LONGEST_LEARNED_WINDOW,
   learnedWindowFor,
   MAX_LEARNED_LIMIT,
 } from './learned-limits.js';
@@ -54,16 +52,8 @@ export interface EvidenceContext {
   general: readonly RateLimit[];
   /** The class's configured limits (none for a learned class). */
   configured: readonly RateLimit[];
-  /** What the class has learned (kept limits cap a reset, I4; kept and the reporter's own lengthen, I3 c). */
+  /** What the class has learned: its kept limits and the reporter's own bound how long counted requests took (I3). */
   learned: readonly LearnedLimit[];
-  marginMs: number;
-  /**
-   * I3 (b): the latest ledger time at which the oldest of the `n` most recent requests counted by the named limit
-   * can have been sent, from the ledger's rings (the general rings only, `generalOnly`, when the limit named is a
-   * general one's value: the class's rings do not count what a general limit counts); undefined where they cannot
-   * tell.
-   */
-  oldestSentBy?: (n: number, generalOnly: boolean) => number | undefined;
 }
 
 /** Why a report teaches no limit. */
@@ -75,7 +65,7 @@ export type EvidenceOutcome = { evidence: ClassEvidence } | { ignored: IgnoredRe
  * How long the `n` requests a window counts took to make, at least, under other limits of the same requests: the
  * vendor let none through beyond any of its limits, so `n` requests under "l per w" span at least
  * (ceil(n / l) - 2) windows w (fixed windows fill ceil(n / l) windows, of which the first and the last may be cut
- * short; sliding ones span more). I3 (c).
+ * short; sliding ones span more). I3.
  */
 function spanOf(n: number, limits: readonly RateLimit[]): number {
   return Math.max(0, ...limits.map((l) => Math.max(0, Math.ceil(n / l.limit) - 2) * l.windowSeconds * 1000));
@@ -84,13 +74,11 @@ function spanOf(n: number, limits: readonly RateLimit[]): number {
 /**
  * I1-I5: the limit a report names and the window it implies, or why it teaches none.
  * - I2: a report counting nothing (`remaining` ≥ `limit`) is no vendor answer (its own request counts).
- * - I3: the window is at least each of (a) what is certainly left of it, (b) from its earliest reset back to the
- *   latest the oldest request it counts can have been sent (the ledger's history), (c) what is certainly left plus
- *   the span its counted requests took under the class's other limits that are kept or the reporter's own (one
- *   caller's word never lengthens another's limit for good). Each is a lower bound for a fixed window and for a
- *   sliding one whose reset is the moment one more fits; a longer window is the tighter limit.
- * - I4: a report naming a kept limit's `limit` lengthens its window by one common length at most through its
- *   reset (a liar's reset a day ahead), further only as far as the ledger's history says.
+ * - I3: the window is at least what is certainly left of it plus the span its counted requests took under the
+ *   class's other limits that are kept or the reporter's own (one caller's word never lengthens another's limit
+ *   for good); for a general limit's value, under the general limits alone.
+ * - I4: a reset further ahead than that is the report's own claim: one caller's word (T1, T2), never kept alone,
+ *   and a vendor cap holds at most the window it implies (vendor-feedback.ts).
  * - I1: held as tight by a general or configured limit (with the limit as reported): that limit's, nothing new.
  * - I5: above MAX_LEARNED_LIMIT, kept as that.
  */
@@ -98,39 +86,16 @@ export function evidenceOf(report: ClassReport, context: EvidenceContext): Evide
   const { limit, remaining, at, by, refused } = report;
   if (remaining !== undefined && remaining >= limit) return { ignored: 'NOT_AN_ANSWER' };
   const live = inForce(context.learned, at);
-  const clamped = Math.min(limit, MAX_LEARNED_LIMIT);
   const earliest = resetInLedgerTime(report.resetSeconds, report.offset).earliest;
   const counted = remaining === undefined || !Number.isFinite(remaining) ? 0 : limit - Math.max(0, remaining);
-  const sent =
-    counted > 0
-      ? context.oldestSentBy?.(
-          counted,
-          context.general.some((g) => g.limit === limit),
-        )
-      : undefined;
-  const own = live.filter((l) => l.until === undefined || l.by === by);
-  const bounds = [
-    earliest - at,
-    ...(sent === undefined ? [] : [earliest - sent]),
-    earliest - at + spanOf(counted, [...context.general, ...context.configured, ...own]),
-  ];
-  let windowSeconds = windowOf(Math.max(...bounds));
-  // I4: the reset lengthens a kept limit's window by one common length at most; history alone may say more (the
-  // oldest counted request was still counted when the vendor answered, at most two margins before the report).
-  const named = live.filter((l) => l.until === undefined && l.limit === clamped);
-  if (named.length > 0) {
-    const kept = Math.max(...named.map((l) => l.windowSeconds));
-    const history = sent === undefined ? 0 : windowOf(at - 2 * context.marginMs - sent);
-    windowSeconds = Math.max(Math.min(windowSeconds, nextWindow(kept)), history);
-  }
+  // A general limit's value: the requests it counts are not all the class's, so only the general limits bound
+  // how long they took (an honest 429 of the general hour on a class answer, spanned by the class's own limits,
+  // looked like 1000 per two hours).
+  const general = context.general.some((g) => g.limit === limit);
+  const own = general ? [] : live.filter((l) => l.until === undefined || l.by === by);
+  const span = spanOf(counted, [...context.general, ...(general ? [] : context.configured), ...own]);
+  const windowSeconds = learnedWindowFor(Math.max(1, Math.ceil((earliest - at + span) / 1000)));
   const binding = [...context.general, ...context.configured];
   if (binding.some((b) => asTight(b, { limit, windowSeconds }))) return { ignored: 'BINDING' };
-  return { evidence: { limit: clamped, windowSeconds, at, by, refused } };
+  return { evidence: { limit: Math.min(limit, MAX_LEARNED_LIMIT), windowSeconds, at, by, refused } };
 }
-
-/** The common window (learned-limits.ts) a lower bound in ms rounds up to. */
-const windowOf = (ms: number): number => learnedWindowFor(Math.max(1, Math.ceil(ms / 1000)));
-
-/** The common window after `seconds` (the longest stays the longest). */
-const nextWindow = (seconds: number): number =>
-  LEARNED_WINDOWS.find((w) => w > seconds) ?? LONGEST_LEARNED_WINDOW;

@@ -121,8 +121,8 @@ export function teach(
 }
 
 /**
- * T3: the report's caller renews every provisional limit of the class it taught, to its own window and three
- * margins after the report (one caller's word lasts while that caller keeps using the class: the vendor's headers
+ * T3: the report's caller renews every provisional limit of the class it taught, to its own window (at least its
+ * caller's longest in force) and three margins after the report (one caller's word lasts while that caller keeps using the class: the vendor's headers
  * name one window at a time, so a class with two limits shows each only now and then), unless the report
  * contradicts it: a larger limit over a window no longer than that limit's (it may be that window's, raised; the
  * limit then lapses, and what the answers say is learned again). Written only when it moves an end by at least
@@ -130,10 +130,13 @@ export function teach(
  */
 function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number): boolean {
   let changed = false;
-  for (const l of next) {
-    if (isKept(l) || l.by !== evidence.by || (l.until as number) <= evidence.at) continue;
+  const own = next.filter((l) => !isKept(l) && l.by === evidence.by && (l.until as number) > evidence.at);
+  // While the caller's own longest limit holds the class, none of its limits can be answered (nor renewed): each
+  // lasts at least that long after the report.
+  const longest = Math.max(0, ...own.map((l) => l.windowSeconds));
+  for (const l of own) {
     const contradicts = evidence.limit > l.limit && evidence.windowSeconds <= l.windowSeconds;
-    const until = provisionalEnd(evidence.at, l.windowSeconds, marginMs);
+    const until = provisionalEnd(evidence.at, Math.max(l.windowSeconds, longest), marginMs);
     if (contradicts || until - (l.until as number) < l.windowSeconds * 500) continue;
     l.until = until;
     changed = true;
@@ -183,11 +186,17 @@ function added(
     );
     taught = { limit: Math.min(taught.limit, limitAt), windowSeconds: longer ?? taught.windowSeconds };
   }
+  // Like a renewal (T3): at least as long as the caller's own longest limit in force, which may hold the class
+  // (and so its answers, which renew this one) that long.
+  const longest = Math.max(
+    taught.windowSeconds,
+    ...live.filter((l) => !isKept(l) && l.by === by).map((l) => l.windowSeconds),
+  );
   return {
     ...taught,
     learnedAt: heldSince(next, taught, at),
     by,
-    until: provisionalEnd(at, taught.windowSeconds, marginMs),
+    until: provisionalEnd(at, longest, marginMs),
   };
 }
 

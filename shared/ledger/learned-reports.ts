@@ -1,6 +1,6 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { type ClassReport, type EvidenceContext, evidenceOf, type VendorOffset } from './learned-evidence.js';
-import { grantsAfter, oldestSentBy, ringKeysOf } from './learned-history.js';
+import { grantsAfter, ringKeysOf } from './learned-history.js';
 import {
   type ClassEvidence,
   inForce,
@@ -13,7 +13,7 @@ import {
 import { observeRise, type RiseState, trialLimitOf, trialsOf } from './learned-rise.js';
 import type { LearnedStore, LearnedView } from './learned-store.js';
 import type { LedgerState } from './ledger-state.js';
-import { GENERAL_SCOPE, type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
+import { type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
 import type { VendorFeedbackResult } from './types.js';
 
 /**
@@ -111,26 +111,20 @@ export async function learnFromReport(
   g: number,
 ): Promise<Learning> {
   const { cls, at, by } = report;
-  const general = ringKeysOf(state, GENERAL_SCOPE);
   const context = {
     general: report.limits.general,
     configured: report.limits.classes[cls] ?? [],
     marginMs: base.marginMs,
-    oldestSentBy: (n: number, generalOnly: boolean) =>
-      oldestSentBy(
-        state,
-        generalOnly ? general : [...general, ...ringKeysOf(state, cls)],
-        g,
-        n,
-        base.validityMs,
-      ),
   };
   const ringOfWindow = (seconds: number): string | undefined =>
     ringKeysOf(state, cls).find((key) => parseRingKey(key).windowMs === seconds * 1000);
   const trialFull = (rise: RiseState): boolean => {
     const key = ringOfWindow(rise.windowSeconds);
-    // The trial's ring holds its trial limit in its span (window and margin): demand keeps the probe full.
-    const after = g - rise.windowSeconds * 1000 - base.marginMs;
+    // The trial's ring held its trial limit in its span, lately: demand keeps the probe full. Over all it keeps
+    // (its span and a slot): a report comes once per vendor window, at the first answer of one, often the first
+    // grant after the ring let the last span's grants go, which it still holds in its oldest slots.
+    const spec = key === undefined ? undefined : parseRingKey(key);
+    const after = g - rise.windowSeconds * 1000 - base.marginMs - (spec?.slotMs ?? 0);
     return key !== undefined && grantsAfter(state, key, g, after) >= trialLimitOf(rise, base.marginMs);
   };
   const trialMaySend = (rise: RiseState): boolean => {

@@ -234,6 +234,7 @@ export function acquire(
 ): AcquireOutcome {
   // Caps an older release wrote since (vendor-caps.ts): each to its limit, so the item keeps one per limit.
   normalizeCaps(state, plan, g);
+  if (cls !== undefined) restoreClassRings(state, plan, cls, g);
   // Reservations other than those the rings were kept by, while rings hold grants: see LimitPlan.reservationsKey.
   if (state.reservationsKey !== plan.reservationsKey) {
     if (state.rings.size > 0) state.reservationsChangedAt = g;
@@ -289,6 +290,36 @@ export function acquire(
     remaining: remainingAt(state, plan, g, cls),
     ...(plan.reserved.size > 0 ? { split: shares.map((share) => [share.general.key, share.a]) } : {}),
   };
+}
+
+/**
+ * A learned class's ring its plan has and the item does not (a window whose limit was not in the plan a while: held
+ * as tight by another of its limits, lapsed, or the probe's again) starts with the grants of the class's longest
+ * ring of a window at least as long, each at the end of its slot there (the latest it can have been). That ring
+ * counted every grant of the class in its span (rule 1 of "Processes that disagree"), a superset of this one's
+ * span. Without it, a ring left out of the plan while a tighter limit held the class (a liar's 1 per minute over
+ * a kept 7 per 15 s) came back empty when that limit ended, and the grants of its last window went uncounted: 8 in
+ * 15 s at the vendor. A window the class never had, which no longer ring covers, is seeded at its learning
+ * instead (seedLearnedRing).
+ */
+function restoreClassRings(state: LedgerState, plan: LimitPlan, cls: string, g: number): void {
+  if (!plan.learned.has(cls)) return;
+  for (const spec of plan.classes.get(cls) ?? []) {
+    if (state.rings.has(spec.key)) continue;
+    const longer = [...state.rings.keys()]
+      .map((key) => ({ key, ...parseRingKey(key) }))
+      .filter((r) => r.scope === cls && r.windowMs >= spec.windowMs)
+      .sort((a, b) => b.windowMs - a.windowMs)[0];
+    const from = longer && state.rings.get(longer.key);
+    if (!longer || !from) continue;
+    const ring = emptyRing();
+    const head = slotIndex(g, longer.slotMs);
+    from.counts.forEach((count, j) => {
+      const end = slotEnd(head - j, from.subs[j] ?? SUB_SLOTS - 1, longer.slotMs);
+      if (count > 0 && end > g - spec.spanMs) recordAt(ring, spec.slotMs, g, Math.min(end - 1, g), count);
+    });
+    if (!isEmptyRing(ring)) state.rings.set(spec.key, ring);
+  }
 }
 
 /**

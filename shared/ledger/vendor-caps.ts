@@ -49,8 +49,8 @@ export const shortestGeneral = (plan: LimitPlan): RingSpec =>
 /**
  * The configured limit a report names by its X-RateLimit-Limit: a general one with that limit, else a class's;
  * `known` false when there is none (or no limit was named): then the shortest general window. A class report
- * (`cls`) names its class's limit of that size first, or its ring of the window its report implies
- * (`classWindowMs`, a learned class); failing both, and unless the limit is a general one's, its class's
+ * (`cls`) names its ring of the window its report implies (`classWindowMs`, a learned class) first, else its
+ * class's limit of that size; failing both, and unless the limit is a general one's, its class's
  * shortest ring, unknown: a class answer's headers are the class's (H1, docs/class-limits.md), so what it says
  * never holds the general limits.
  */
@@ -62,9 +62,11 @@ export function limitNamed(
 ): { spec: RingSpec; known: boolean } {
   const own = cls === undefined ? [] : (plan.classes.get(cls) ?? []);
   if (limit !== undefined) {
+    // The ring of the window the report implies first: another window's ring of the same limit (a shorter one
+    // learned early, or the probe's) would end the vendor's "none left until the reset" at its own span.
     const named =
-      own.find((s) => s.limit === limit) ??
-      (classWindowMs === undefined ? undefined : own.find((s) => s.windowMs === classWindowMs));
+      (classWindowMs === undefined ? undefined : own.find((s) => s.windowMs === classWindowMs)) ??
+      own.find((s) => s.limit === limit);
     if (named) return { spec: named, known: true };
     const general = plan.general.find((spec) => spec.limit === limit);
     if (general) return { spec: general, known: true };
