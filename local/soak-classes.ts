@@ -1,27 +1,26 @@
 import { readFileSync } from 'node:fs';
 import { BrokerClient, PermitDeadlineError } from '../client/index.js';
-import type { SandboxFamily } from '../sandbox/index.js';
+import { type SandboxFamily, startSandbox } from '../sandbox/index.js';
 import { MemoryTelemetry } from '../shared/observability.js';
-import { startLocalBroker } from './broker.js';
+import { type LocalBroker, startDynalite, startLocalBroker } from './broker.js';
 import type { LoadedLocalConfig } from './config.js';
 import { ConsoleTelemetry } from './console-telemetry.js';
 import { type OperatorAccess, operatorStatus, watchLearnedClasses } from './learned-watch.js';
 import { authorizationOf, soakConfig } from './soak.js';
-import { type ClassesSoakResult, classRows, type VendorHit } from './soak-classes-report.js';
-import type { ClassesSoakSettings } from './soak-classes-settings.js';
+import { type ClassesSoakResult, classRows, type SoakEvent, type VendorHit } from './soak-classes-report.js';
+import { type ClassesSoakSettings, learnsClasses } from './soak-classes-settings.js';
+import { LIAR_CALLER, SoakLiar } from './soak-liar.js';
 import { spanExcesses } from './soak-report.js';
 
-export {
-  type ClassesSoakResult,
-  type ClassRow,
-  classesSoakFailures,
-  classesTableRow,
-} from './soak-classes-report.js';
+export type { ClassesSoakResult, ClassRow } from './soak-classes-report.js';
 export {
   CLASSES_SOAK_DEFAULTS,
+  CLASSES_VARIANTS,
   type ClassesSoakSettings,
   type ClassesVariant,
+  classesVariantSettings,
 } from './soak-classes-settings.js';
+export { classesSoakFailures, classesTableRow } from './soak-classes-verdict.js';
 
 /**
  * The set's classes as the variant configures them: each by its family's paths, with the sandbox's limits
@@ -34,22 +33,44 @@ function classesOf(settings: ClassesSoakSettings): Record<string, unknown> {
       family.name,
       {
         paths: [`${family.pathPrefix}**`],
-        ...(settings.variant === 'configured' ? { limits: family.limits } : {}),
+        ...(learnsClasses(settings.variant) ? {} : { limits: family.limits }),
       },
     ]),
   );
 }
 
-function classesConfig(settings: ClassesSoakSettings): LoadedLocalConfig {
+/**
+ * The broker's configuration on the soak's own dynalite and vendor sandbox (so its functions can stop and start
+ * again on the same data), with the liar's caller when there is one.
+ */
+function classesConfig(
+  settings: ClassesSoakSettings,
+  parts: { dynamoDbEndpoint: string; vendorBaseUrl: string },
+): LoadedLocalConfig {
   const config = soakConfig({ ...settings, setIds: [settings.setId], lifetimes: 1 });
+  const liar = settings.liar
+    ? {
+        callers: [...config.callers, LIAR_CALLER],
+        consumers: [
+          ...config.consumers,
+          {
+            name: LIAR_CALLER.name,
+            principalArn: LIAR_CALLER.principalArn,
+            credentialSets: [settings.setId],
+          },
+        ],
+      }
+    : {};
   return {
     ...config,
+    ...liar,
+    dynamoDbEndpoint: parts.dynamoDbEndpoint,
     credentialSets: config.credentialSets.map((set) => {
       // The classes' paths are given in `classes` itself: the parsed `classPaths` of the base set would repeat them.
       const { classPaths: _paths, ...limits } = set.rateLimits;
       // An input of the schema (the object form), parsed again where the local broker reads its sets.
       const rateLimits = { ...limits, classes: classesOf(settings) } as unknown as typeof set.rateLimits;
-      return { ...set, rateLimits };
+      return { ...set, vendorBaseUrl: parts.vendorBaseUrl, rateLimits };
     }),
   };
 }
@@ -61,18 +82,41 @@ export async function runClassesSoak(
   settings: ClassesSoakSettings,
   progress?: (line: string) => void,
 ): Promise<ClassesSoakResult> {
-  const config = classesConfig(settings);
+  const offsetMs = (settings.vendorClockOffsetSeconds ?? 0) * 1000;
+  const store = await startDynalite(undefined);
+  const closeStore = () => new Promise<void>((resolve) => store.server.close(() => resolve()));
+  const environment = soakConfig({ ...settings, setIds: [settings.setId], lifetimes: 1 }).credentialSets[0]
+    ?.environment;
+  if (!environment) throw new Error(`unknown set ${settings.setId}`);
+  // What startLocalBroker would start for the set, started here so that it outlives a restart of the broker.
+  const sandbox = await startSandbox({
+    environment,
+    quiet: true,
+    tokenLifetimeSeconds: settings.tokenLifetimeSeconds,
+    limits: settings.limits,
+    windowKind: settings.windowKind,
+    invalidatePreviousTokenOnLogin: false,
+    families: settings.families,
+    recordRequests: true,
+    clockOffsetSeconds: settings.vendorClockOffsetSeconds ?? 0,
+  }).catch(async (error: unknown) => {
+    await closeStore();
+    throw error;
+  });
+  const config = classesConfig(settings, { dynamoDbEndpoint: store.endpoint, vendorBaseUrl: sandbox.url });
   const logs: string[] = [];
   const telemetry = new ConsoleTelemetry({ level: 'info', write: (line) => logs.push(line) });
-  const broker = await startLocalBroker(config, {
-    telemetry,
-    sandbox: { families: settings.families, recordRequests: true },
-  });
-  const sandbox = Object.values(broker.sandboxes)[0];
-  if (!sandbox) {
-    await broker.close();
-    throw new Error('the classes soak needs a local vendor sandbox');
+  let broker: LocalBroker;
+  try {
+    broker = await startLocalBroker(config, { telemetry });
+  } catch (error) {
+    await sandbox.close();
+    await closeStore();
+    throw error;
   }
+  // A restart listens where the clients already send.
+  const restartConfig = { ...config, port: Number(new URL(broker.vendUrl).port) };
+  const events: SoakEvent[] = [];
   const hits: VendorHit[] = [];
   const recordingFetch: typeof fetch = async (input, init) => {
     const sentAt = Date.now();
@@ -94,10 +138,12 @@ export async function runClassesSoak(
   };
   // The consumers are spread over every local caller that may use the set (two services on uat-advisor): what
   // one service's processes report of a learned class, another's corroborates (docs/class-limits.md, "Trust").
-  const callers = config.callers.filter((c) =>
-    config.consumers.some(
-      (k) => k.principalArn === c.principalArn && k.credentialSets.includes(settings.setId),
-    ),
+  const callers = config.callers.filter(
+    (c) =>
+      c.principalArn !== LIAR_CALLER.principalArn &&
+      config.consumers.some(
+        (k) => k.principalArn === c.principalArn && k.credentialSets.includes(settings.setId),
+      ),
   );
   if (callers.length === 0) throw new Error(`no local caller may use ${settings.setId}`);
   const clientTelemetry = new MemoryTelemetry();
@@ -129,10 +175,10 @@ export async function runClassesSoak(
     secretAccessKey: operator.secretAccessKey,
   };
   const watch =
-    settings.variant === 'learned' && access ? watchLearnedClasses(access, settings.setId) : undefined;
+    learnsClasses(settings.variant) && access ? watchLearnedClasses(access, settings.setId) : undefined;
   let status: Promise<string> | undefined;
   const statusTimer =
-    watch && access
+    settings.variant === 'learned' && access
       ? setTimeout(
           () => {
             status = operatorStatus(access, settings.setId);
@@ -142,8 +188,76 @@ export async function runClassesSoak(
       : undefined;
 
   const clientErrors: Record<string, number> = {};
+  const liarClient =
+    settings.liar &&
+    new BrokerClient({
+      brokerUrl: broker.vendUrl,
+      region: config.region,
+      credentials: { accessKeyId: LIAR_CALLER.accessKeyId, secretAccessKey: LIAR_CALLER.secretAccessKey },
+      telemetry: clientTelemetry,
+    });
+  const liar =
+    liarClient &&
+    new SoakLiar({
+      vendUrl: broker.vendUrl,
+      region: config.region,
+      setId: settings.setId,
+      tokenId: async () => (await liarClient.getToken(settings.setId)).tokenId,
+    });
+  // The loose fake reaches the class on its probe: before any consumer sends, so before any honest answer.
+  const loose = settings.liar?.loose;
+  if (liar && loose) await liar.report(loose.class, loose.limit, loose.limit - 1, loose.resetSeconds);
+
   const started = Date.now();
   const deadline = started + settings.durationSeconds * 1000;
+  const timers: NodeJS.Timeout[] = [];
+  const pending: Promise<unknown>[] = [];
+  const at = (fraction: number, action: () => Promise<unknown> | undefined) =>
+    timers.push(
+      setTimeout(
+        () => {
+          const done = action();
+          if (done) pending.push(done);
+        },
+        fraction * settings.durationSeconds * 1000,
+      ),
+    );
+  let families = settings.families;
+  for (const change of settings.limitChanges ?? []) {
+    at(change.atFraction, () => {
+      families = families.map((f) => (f.name === change.family ? { ...f, limits: change.limits } : f));
+      sandbox.update({ families });
+      events.push({ at: Date.now(), label: 'limit change', family: change.family, limits: change.limits });
+      return undefined;
+    });
+  }
+  if (settings.restartAtFraction !== undefined) {
+    at(settings.restartAtFraction, async () => {
+      const stoppedAt = Date.now();
+      await broker.close();
+      broker = await startLocalBroker(restartConfig, { telemetry });
+      events.push({ at: stoppedAt, label: 'restart', downMs: Date.now() - stoppedAt });
+    });
+  }
+  const tight = settings.liar?.tight;
+  if (liar && tight) {
+    events.push({
+      at: started + tight.fromFraction * settings.durationSeconds * 1000,
+      label: 'liar',
+      family: tight.class,
+    });
+    events.push({
+      at: started + tight.untilFraction * settings.durationSeconds * 1000,
+      label: 'liar gone',
+      family: tight.class,
+    });
+    for (
+      let t = tight.fromFraction;
+      t <= tight.untilFraction + 1e-9;
+      t += tight.everySeconds / settings.durationSeconds
+    )
+      at(t, () => liar.report(tight.class, 1, 0, tight.resetSeconds));
+  }
   /** One greedy stream of requests of one kind; a consumer runs a general lane and one family's lane at once. */
   const lane = async (client: BrokerClient, index: number, family: SandboxFamily | undefined) => {
     const key = `classes-${index}`;
@@ -197,21 +311,41 @@ export async function runClassesSoak(
   } finally {
     clearInterval(ticker);
     clearTimeout(statusTimer);
-    await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+    for (const timer of timers) clearTimeout(timer);
+    await Promise.allSettled(pending);
+    await Promise.all(
+      [...clients, ...(liarClient ? [liarClient] : [])].map((client) =>
+        client.close().catch(() => undefined),
+      ),
+    );
   }
   const learnedFigures = (await watch?.stop()) ?? {};
   const statusText = await status?.catch((error: unknown) => `status failed: ${(error as Error).message}`);
   const elapsedSeconds = (Date.now() - started) / 1000;
-  const log = sandbox.requestLog();
+  // The vendor logs on its own clock; the clients' times are the broker's.
+  const log = sandbox.requestLog().map((entry) => ({ ...entry, at: entry.at - offsetMs }));
+  const logins = sandbox.stats().loginRequests;
   const credentials = JSON.parse(readFileSync(config.credentialsPath, 'utf8')) as Record<
     string,
     { username: string; password: string }
   >;
   await broker.close();
+  await sandbox.close();
+  await closeStore();
 
-  const rows = classRows(settings, hits, log, learnedFigures);
+  const rows = classRows(settings, hits, log, learnedFigures, {
+    startedAt: started,
+    // The consumers ask until the deadline; what follows is the report being gathered.
+    endedAt: deadline,
+    events,
+    liarReports: liar?.reports ?? [],
+  });
   const secrets = [
-    ...new Set([...hits.map((hit) => hit.token), ...Object.values(credentials).map((c) => c.password)]),
+    ...new Set([
+      ...hits.map((hit) => hit.token),
+      ...Object.values(credentials).map((c) => c.password),
+      ...config.callers.map((c) => c.secretAccessKey),
+    ]),
   ];
   const haystack = `${logs.join('\n')}\n${clientTelemetry.dump()}`;
   return {
@@ -220,8 +354,12 @@ export async function runClassesSoak(
     excesses: spanExcesses(rows.flatMap((row) => row.busiest)),
     clientErrors,
     vendor401: hits.filter((hit) => hit.status === 401).length,
+    logins,
+    tokens: new Set(hits.map((hit) => hit.token)).size,
     secretsInLogs: secrets.reduce((total, secret) => total + haystack.split(secret).length - 1, 0),
     elapsedSeconds,
+    events: events.map((event) => ({ ...event, at: (event.at - started) / 1000 })),
+    ...(liar ? { liarReports: liar.reports.map((r) => ({ ...r, at: (r.at - started) / 1000 })) } : {}),
     ...(statusText === undefined ? {} : { status: statusText }),
   };
 }
