@@ -194,27 +194,65 @@ export interface VendorHit {
 type RefusingLog = VendorLogEntry & { requestId: string; refusedBy?: { family?: string; limit?: number } };
 
 /** Served times per quota key, each sorted. */
-function timesByKey(entries: readonly VendorLogEntry[]): number[][] {
+function timesByKey(entries: readonly VendorLogEntry[]): { key: string; times: number[] }[] {
   const byKey = new Map<string, number[]>();
   for (const entry of entries) {
     const times = byKey.get(entry.quotaKey);
     if (times) times.push(entry.at);
     else byKey.set(entry.quotaKey, [entry.at]);
   }
-  return [...byKey.values()].map((times) => times.sort((a, b) => a - b));
+  return [...byKey].map(([key, times]) => ({ key, times: times.sort((a, b) => a - b) }));
 }
 
-/** Served, and the most the limits allow in each key's span of use (first to last served), summed over keys. */
+/** The first moment after sorted `times` at which the limits have room for one more (sliding reading). */
+function roomAfter(times: readonly number[], limits: readonly RateLimit[]): number {
+  let room = times.at(-1) ?? 0;
+  for (const { limit, windowSeconds } of limits) {
+    const back = times[times.length - limit];
+    if (back !== undefined) room = Math.max(room, back + windowSeconds * 1000);
+  }
+  return room;
+}
+
+/** Each quota key's tenure: from its first request of any kind to the next key's first (the last: to `end`). */
+export function tenures(log: readonly VendorLogEntry[], end: number): Map<string, [number, number]> {
+  const first = new Map<string, number>();
+  for (const entry of log)
+    first.set(entry.quotaKey, Math.min(entry.at, first.get(entry.quotaKey) ?? entry.at));
+  const sorted = [...first].sort((a, b) => a[1] - b[1]);
+  return new Map(sorted.map(([key, at], index) => [key, [at, Math.max(at, sorted[index + 1]?.[1] ?? end)]]));
+}
+
+/**
+ * Served, and the most the limits allow in each key's span of use, summed over keys. A span of use runs from the
+ * key's first served to its last (a run ends mid-window; a token's last window may be cut by the next token), but
+ * on to the end of the key's tenure (clipped to `span`) when the limits had room for HOLD_NOISE_SECONDS or more
+ * before that end and nothing was served: a class held back without cause, and a token on which it was never
+ * served at all, count as unused quota. Without `span`, first to last served (what the soak measured before).
+ */
 function useOf(
   entries: readonly VendorLogEntry[],
   limits: readonly RateLimit[],
+  span?: { from: number; to: number; tenures: ReadonlyMap<string, [number, number]> },
 ): { used: number; allowed: number } {
   const limitsMs: LimitMs[] = limits.map((l) => ({ limit: l.limit, windowMs: l.windowSeconds * 1000 }));
+  const noise = HOLD_NOISE_SECONDS * 1000;
   let used = 0;
   let allowed = 0;
-  for (const times of timesByKey(entries)) {
+  const byKey = new Map(timesByKey(entries).map((times) => [times.key, times.times]));
+  for (const [key, times] of byKey) {
     used += times.length;
-    allowed += mostAllowed(limitsMs, times[0] ?? 0, times.at(-1) ?? 0);
+    const tenure = span?.tenures.get(key);
+    const end = span && tenure ? Math.min(tenure[1], span.to) : undefined;
+    const last = times.at(-1) ?? 0;
+    const to = end !== undefined && end - roomAfter(times, limits) >= noise ? end : last;
+    allowed += mostAllowed(limitsMs, times[0] ?? 0, to);
+  }
+  for (const [key, [start, end]] of span?.tenures ?? []) {
+    if (byKey.has(key)) continue;
+    const from = Math.max(start, span?.from ?? start);
+    const to = Math.min(end, span?.to ?? end);
+    if (to - from >= noise) allowed += mostAllowed(limitsMs, from, to);
   }
   return { used, allowed };
 }
@@ -254,6 +292,9 @@ export function classRows(
   ];
   const figures = busiestSpans(log, quotas);
   const startedAt = timeline?.startedAt ?? 0;
+  // Without a timeline (no run's end known), spans of use end at the last served, as before.
+  const runEnd = timeline?.endedAt ?? Number.NEGATIVE_INFINITY;
+  const keyTenures = tenures(log, runEnd);
   const seconds = (ms: number) => Number(((ms - startedAt) / 1000).toFixed(1));
   return quotas.map(({ family, limits }) => {
     const ofClass = hits.filter((hit) => family === undefined || hit.family === family);
@@ -298,6 +339,7 @@ export function classRows(
       const partUse = useOf(
         afterLearning.filter((entry) => inPart(entry.at)),
         phaseLimits,
+        { from: Math.max(from, firstAnswer), to: Math.min(to, runEnd), tenures: keyTenures },
       );
       partUses.push(partUse);
       phases.push({
@@ -319,7 +361,7 @@ export function classRows(
     // part's edge would let it start afresh while the vendor's window still holds the part before).
     const use =
       changes.length === 0
-        ? useOf(afterLearning, limits)
+        ? useOf(afterLearning, limits, { from: firstAnswer, to: runEnd, tenures: keyTenures })
         : partUses.reduce((a, b) => ({ used: a.used + b.used, allowed: a.allowed + b.allowed }));
 
     const shown = family === undefined ? undefined : learnedFigures[family];

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { BrokerClient, PermitDeadlineError } from '../client/index.js';
 import { type SandboxFamily, startSandbox } from '../sandbox/index.js';
 import { MemoryTelemetry } from '../shared/observability.js';
@@ -78,9 +79,15 @@ function classesConfig(
 const familyOfPath = (families: readonly SandboxFamily[], path: string): string | undefined =>
   families.find((family) => path.startsWith(family.pathPrefix))?.name;
 
+/**
+ * `rawDir`: where to write the run's record (classes-<variant>-<start>.json: the settings, the clients' vendor
+ * answers with each token replaced by its index, the vendor's log, the operator's view history and the events),
+ * from which classRows gives the figures again.
+ */
 export async function runClassesSoak(
   settings: ClassesSoakSettings,
   progress?: (line: string) => void,
+  rawDir?: string,
 ): Promise<ClassesSoakResult> {
   const offsetMs = (settings.vendorClockOffsetSeconds ?? 0) * 1000;
   const store = await startDynalite(undefined);
@@ -333,13 +340,27 @@ export async function runClassesSoak(
   await sandbox.close();
   await closeStore();
 
-  const rows = classRows(settings, hits, log, learnedFigures, {
+  const timeline = {
     startedAt: started,
     // The consumers ask until the deadline; what follows is the report being gathered.
     endedAt: deadline,
     events,
     liarReports: liar?.reports ?? [],
-  });
+  };
+  if (rawDir !== undefined) {
+    const tokenIndex = new Map(
+      [...new Set(hits.map((hit) => hit.token))].map((token, index) => [token, index]),
+    );
+    const record = {
+      settings,
+      hits: hits.map((hit) => ({ ...hit, token: String(tokenIndex.get(hit.token)) })),
+      log,
+      learnedFigures,
+      timeline,
+    };
+    writeFileSync(path.join(rawDir, `classes-${settings.variant}-${started}.json`), JSON.stringify(record));
+  }
+  const rows = classRows(settings, hits, log, learnedFigures, timeline);
   const secrets = [
     ...new Set([
       ...hits.map((hit) => hit.token),

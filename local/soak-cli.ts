@@ -6,7 +6,8 @@
  * reserved` only the second.
  * `npm run soak -- classes [VARIANT...] [--variant VARIANT[,VARIANT]]... [--parallel N]`: the classes soak (issues
  * 24 and 32), `learned` and `configured` side by side unless variants are named (`all`: every one), at most N at a
- * time (default 2: the machine has two cores); not part of the default run.
+ * time (default 2: the machine has two cores); not part of the default run. SOAK_CLASSES_SECONDS: seconds per
+ * variant (default 300); SOAK_CLASSES_RAW_DIR: a folder for each run's record.
  */
 
 import { formatTable } from './format-table.js';
@@ -283,6 +284,8 @@ async function classesSoak(args: readonly string[]): Promise<string[]> {
       `SOAK_CLASSES_SECONDS must be a number of seconds, at least 10 (got "${process.env.SOAK_CLASSES_SECONDS}")`,
     );
   const base = { ...CLASSES_SOAK_DEFAULTS, durationSeconds: seconds };
+  // Each run's record, for its figures again without running it again (runClassesSoak).
+  const rawDir = process.env.SOAK_CLASSES_RAW_DIR || undefined;
   const rounds = Math.ceil(variants.length / parallel);
   process.stderr.write(
     `soak (classes): ${base.consumers} consumers on ${base.setId}, each a general lane and a class lane, ` +
@@ -299,7 +302,7 @@ async function classesSoak(args: readonly string[]): Promise<string[]> {
   const settled = await inPool(
     variants.map((variant) => () => {
       if (started++ % parallel === 0) progress.startPart();
-      return runClassesSoak(classesVariantSettings(variant, base), progress.line).then((result) => {
+      return runClassesSoak(classesVariantSettings(variant, base), progress.line, rawDir).then((result) => {
         printClassesResult(result);
         return result;
       });
