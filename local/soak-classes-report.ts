@@ -41,6 +41,12 @@ export interface ClassRow {
   vendor429PerUnnamedLimit: number;
   /** Served after learning over the most the limits allow in each quota key's span of use after learning. */
   quotaUsedPct: number;
+  /**
+   * The same over the run after learning: a class held back (the limits had room for 2 s or more and none of it
+   * was served) counts as unused until it is served again or its token's use ends, and a token without any of
+   * it counts whole (useOf). quotaUsedPct cannot see a class the broker stops serving.
+   */
+  quotaUsedRunPct: number;
   /** Busiest span per limit, from the vendor's log: e.g. "10/10s". */
   busiest: SpanFigure[];
   /**
@@ -76,7 +82,7 @@ export interface PhaseFigure {
   toSeconds: number;
   /** The vendor's limits of the quota in this part. */
   limits: RateLimit[];
-  /** Served after learning in this part, and over the most the limits allow in each quota key's use of it. */
+  /** Served after learning in this part, and over the most the limits allow in it (quotaUsedRunPct's reading). */
   served: number;
   quotaUsedPct: number;
   /** Vendor 429s this quota's limits caused on requests sent in this part after learning, and of those by a limit not yet named. */
@@ -225,10 +231,10 @@ export function tenures(log: readonly VendorLogEntry[], end: number): Map<string
 
 /**
  * Served, and the most the limits allow in each key's span of use, summed over keys. A span of use runs from the
- * key's first served to its last (a run ends mid-window; a token's last window may be cut by the next token), but
- * on to the end of the key's tenure (clipped to `span`) when the limits had room for HOLD_NOISE_SECONDS or more
- * before that end and nothing was served: a class held back without cause, and a token on which it was never
- * served at all, count as unused quota. Without `span`, first to last served (what the soak measured before).
+ * key's first served to its last (a run ends mid-window; a token's last window may be cut by the next token).
+ * With `span` (quotaUsedRunPct), on to the end of the key's tenure (clipped to `span`) when the limits had room for
+ * HOLD_NOISE_SECONDS or more before that end and nothing was served: a class held back, and a token on which it
+ * was never served at all, count as unused quota.
  */
 function useOf(
   entries: readonly VendorLogEntry[],
@@ -329,6 +335,7 @@ export function classRows(
     const changes = events.filter((event) => event.limits !== undefined);
     const phases: PhaseFigure[] = [];
     const partUses: { used: number; allowed: number }[] = [];
+    const partRunUses: { used: number; allowed: number }[] = [];
     let phaseLimits: RateLimit[] = limits;
     [{ at: Number.NEGATIVE_INFINITY, label: 'start' } as const, ...events].forEach((event, index) => {
       if ('limits' in event && event.limits) phaseLimits = event.limits;
@@ -336,12 +343,14 @@ export function classRows(
       const to = events[index]?.at ?? Number.POSITIVE_INFINITY;
       const inPart = (at: number) => at >= from && at < to;
       const after = (at: number) => inPart(at) && at >= firstAnswer;
-      const partUse = useOf(
-        afterLearning.filter((entry) => inPart(entry.at)),
-        phaseLimits,
-        { from: Math.max(from, firstAnswer), to: Math.min(to, runEnd), tenures: keyTenures },
-      );
-      partUses.push(partUse);
+      const inThisPart = afterLearning.filter((entry) => inPart(entry.at));
+      const partUse = useOf(inThisPart, phaseLimits, {
+        from: Math.max(from, firstAnswer),
+        to: Math.min(to, runEnd),
+        tenures: keyTenures,
+      });
+      partUses.push(useOf(inThisPart, phaseLimits));
+      partRunUses.push(partUse);
       phases.push({
         label: event.label,
         fromSeconds: seconds(Math.max(from, Number.isFinite(firstAnswer) ? firstAnswer : startedAt)),
@@ -359,10 +368,13 @@ export function classRows(
     });
     // With the limits changed, each part counts against its own; otherwise the whole run is one span of use (a
     // part's edge would let it start afresh while the vendor's window still holds the part before).
-    const use =
+    const sum = (uses: { used: number; allowed: number }[]) =>
+      uses.reduce((a, b) => ({ used: a.used + b.used, allowed: a.allowed + b.allowed }));
+    const use = changes.length === 0 ? useOf(afterLearning, limits) : sum(partUses);
+    const runUse =
       changes.length === 0
         ? useOf(afterLearning, limits, { from: firstAnswer, to: runEnd, tenures: keyTenures })
-        : partUses.reduce((a, b) => ({ used: a.used + b.used, allowed: a.allowed + b.allowed }));
+        : sum(partRunUses);
 
     const shown = family === undefined ? undefined : learnedFigures[family];
     const lastPollAt = shown?.lastPollAt ?? timeline?.endedAt ?? 0;
@@ -425,6 +437,7 @@ export function classRows(
       vendor429AfterUnnamed: unnamed.length,
       vendor429PerUnnamedLimit: Math.max(0, ...perUnnamed.values()),
       quotaUsedPct: pct(use),
+      quotaUsedRunPct: pct(runUse),
       busiest:
         changes.length === 0
           ? figures.filter((figure) => figure.family === family)

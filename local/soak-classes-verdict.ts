@@ -78,6 +78,10 @@ export function classesTableRow(row: ClassRow): Record<string, string | number> 
     '429 learning': row.told ? '-' : row.vendor429Learning,
     '429 after (limit not yet named)': `${row.vendor429After} (${row.vendor429AfterUnnamed})`,
     'quota used after learning': `${row.quotaUsedPct} %`,
+    // Issue 32: where a variant may stop serving a class, the span-of-use figure above cannot see it.
+    ...(row.variant === 'learned' || row.variant === 'configured'
+      ? {}
+      : { 'used of the run (held back counts)': `${row.quotaUsedRunPct} %` }),
     // With changed limits, each part's busiest spans against its own limits.
     busiest:
       changed.length === 0 || !row.phases

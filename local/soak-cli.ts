@@ -272,8 +272,28 @@ function printClassesResult(result: ClassesSoakResult): void {
     return `${row.quota} ${met ? 'met' : 'not met'} (${row.vendor429Learning}/${row.vendor429After} 429s${unnamed}, ${use})`;
   });
   process.stdout.write(
-    `issue 24's goal (0 429 after learning, at most 1 before, >= ${GOAL_CLASSES_QUOTA_USED_PCT} % used), reported: ${goals.join('; ')}\n\n`,
+    `issue 24's goal (0 429 after learning, at most 1 before, >= ${GOAL_CLASSES_QUOTA_USED_PCT} % used), reported: ${goals.join('; ')}\n`,
   );
+  if (variant !== 'learned' && variant !== 'configured') {
+    // Issue 32's promises per class: what classesSoakFailures gates, and the use of the run (reported, not gated).
+    const promises = result.rows
+      .filter((row) => row.quota !== 'general')
+      .map((row) => {
+        const named = row.vendor429After - row.vendor429AfterUnnamed;
+        const parts = [
+          `learned ${row.learnMs === undefined ? 'never' : `in ${(row.learnMs / 1000).toFixed(2)} s`}`,
+          `429 after learning by a named limit ${named}, most by one limit not yet named ${row.vendor429PerUnnamedLimit}`,
+          `used of the run ${row.quotaUsedRunPct} % (>= ${GOAL_CLASSES_QUOTA_USED_PCT} %: ${row.quotaUsedRunPct >= GOAL_CLASSES_QUOTA_USED_PCT ? 'met' : 'not met'})`,
+          ...(row.adoptions ?? [])
+            .filter((a) => a.raised)
+            .map((a) => `raised limit listed ${a.seconds === undefined ? 'never' : `after ${a.seconds} s`}`),
+          ...(row.liar ? [`held by the liar ${row.liar.longestHoldSeconds.toFixed(0)} s at most`] : []),
+        ];
+        return `${row.quota}: ${parts.join(', ')}`;
+      });
+    process.stdout.write(`issue 32's promises, reported: ${promises.join('; ')}\n`);
+  }
+  process.stdout.write('\n');
 }
 
 async function classesSoak(args: readonly string[]): Promise<string[]> {
