@@ -277,6 +277,8 @@ export async function runClassesSoak(
     let nextAt = started + (pace === undefined ? 0 : (pace * index) / settings.consumers);
     for (let n = 0; Date.now() < deadline; n++) {
       if (pace !== undefined) {
+        // Its next request would come after the end: stop now rather than sleep past the end for nothing.
+        if (nextAt >= deadline) break;
         const wait = nextAt - Date.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         nextAt += pace;
@@ -293,10 +295,11 @@ export async function runClassesSoak(
         created = true;
       } catch (error) {
         if (error instanceof PermitDeadlineError) break;
-        const { code } = error as { code?: string };
+        const { code, details } = error as { code?: string; details?: { field?: string } };
         if (code === 'DUPLICATE_KEY') created = true;
         else {
-          const name = code ?? (error instanceof Error ? error.name : 'UNKNOWN');
+          // The field too, as the windows soak names them: INVALID_VALUE alone says little.
+          const name = `${code ?? (error instanceof Error ? error.name : 'UNKNOWN')}${details?.field ? ` (${details.field})` : ''}`;
           clientErrors[name] = (clientErrors[name] ?? 0) + 1;
           // No hot loop on a failing broker.
           await new Promise((resolve) => setTimeout(resolve, 50));
