@@ -42,9 +42,9 @@ export interface ClassRow {
   /** Served after learning over the most the limits allow in each quota key's span of use after learning. */
   quotaUsedPct: number;
   /**
-   * The same over the run after learning: a class held back (the limits had room for 2 s or more and none of it
-   * was served) counts as unused until it is served again or its token's use ends, and a token without any of
-   * it counts whole (useOf). quotaUsedPct cannot see a class the broker stops serving.
+   * The same over the run, learning included: a class held back (the limits had room for 2 s or more and none of
+   * it was served) at the start or the end of a token's use counts as unused, and a token without any of it counts
+   * whole (useOf). quotaUsedPct cannot see a class the broker stops serving (or serves only late on a token).
    */
   quotaUsedRunPct: number;
   /** Busiest span per limit, from the vendor's log: e.g. "10/10s". */
@@ -82,7 +82,7 @@ export interface PhaseFigure {
   toSeconds: number;
   /** The vendor's limits of the quota in this part. */
   limits: RateLimit[];
-  /** Served after learning in this part, and over the most the limits allow in it (quotaUsedRunPct's reading). */
+  /** Served in this part, learning included, and over the most the limits allow in it (quotaUsedRunPct's reading). */
   served: number;
   quotaUsedPct: number;
   /** Vendor 429s this quota's limits caused on requests sent in this part after learning, and of those by a limit not yet named. */
@@ -229,35 +229,59 @@ export function tenures(log: readonly VendorLogEntry[], end: number): Map<string
   return new Map(sorted.map(([key, at], index) => [key, [at, Math.max(at, sorted[index + 1]?.[1] ?? end)]]));
 }
 
+/** A quota's run for useOf: every request of it the vendor served, and each key's tenure. */
+interface RunSpan {
+  from: number;
+  to: number;
+  tenures: ReadonlyMap<string, [number, number]>;
+  /** Every served request of the quota, sorted per key (the room at `from` depends on those before it). */
+  all: ReadonlyMap<string, readonly number[]>;
+}
+
 /**
  * Served, and the most the limits allow in each key's span of use, summed over keys. A span of use runs from the
  * key's first served to its last (a run ends mid-window; a token's last window may be cut by the next token).
- * With `span` (quotaUsedRunPct), on to the end of the key's tenure (clipped to `span`) when the limits had room for
- * HOLD_NOISE_SECONDS or more before that end and nothing was served: a class held back, and a token on which it
- * was never served at all, count as unused quota.
+ * With `span` (quotaUsedRunPct), a class held back counts as unused: a span starts where the limits had room (after
+ * the key's earlier requests; a new token at once) when nothing was served for HOLD_NOISE_SECONDS or more from there,
+ * and runs on to the end of the key's tenure when the limits had room that long before it and nothing was served;
+ * a token on which the class was never served counts from its room to its end.
  */
 function useOf(
   entries: readonly VendorLogEntry[],
   limits: readonly RateLimit[],
-  span?: { from: number; to: number; tenures: ReadonlyMap<string, [number, number]> },
+  span?: RunSpan,
 ): { used: number; allowed: number } {
   const limitsMs: LimitMs[] = limits.map((l) => ({ limit: l.limit, windowMs: l.windowSeconds * 1000 }));
   const noise = HOLD_NOISE_SECONDS * 1000;
   let used = 0;
   let allowed = 0;
   const byKey = new Map(timesByKey(entries).map((times) => [times.key, times.times]));
+  /** Where the key's limits have room from, at the span's start. */
+  const roomFrom = (key: string, start: number): number => {
+    const before = (span?.all.get(key) ?? []).filter((at) => at < start);
+    return before.length === 0 ? start : Math.max(start, roomAfter(before, limits));
+  };
   for (const [key, times] of byKey) {
     used += times.length;
-    const tenure = span?.tenures.get(key);
-    const end = span && tenure ? Math.min(tenure[1], span.to) : undefined;
+    const first = times[0] ?? 0;
     const last = times.at(-1) ?? 0;
-    const to = end !== undefined && end - roomAfter(times, limits) >= noise ? end : last;
-    allowed += mostAllowed(limitsMs, times[0] ?? 0, to);
+    const tenure = span?.tenures.get(key);
+    if (!span || !tenure) {
+      allowed += mostAllowed(limitsMs, first, last);
+      continue;
+    }
+    const room = roomFrom(key, Math.max(tenure[0], span.from));
+    const end = Math.min(tenure[1], span.to);
+    allowed += mostAllowed(
+      limitsMs,
+      first - room >= noise ? room : first,
+      end - roomAfter(times, limits) >= noise ? end : last,
+    );
   }
   for (const [key, [start, end]] of span?.tenures ?? []) {
-    if (byKey.has(key)) continue;
-    const from = Math.max(start, span?.from ?? start);
-    const to = Math.min(end, span?.to ?? end);
+    if (byKey.has(key) || !span) continue;
+    const from = roomFrom(key, Math.max(start, span.from));
+    const to = Math.min(end, span.to);
     if (to - from >= noise) allowed += mostAllowed(limitsMs, from, to);
   }
   return { used, allowed };
@@ -327,6 +351,7 @@ export function classRows(
     const ofQuota = log.filter((entry) => family === undefined || entry.family === family);
     const served = ofQuota.filter((entry) => entry.served);
     const afterLearning = served.filter((entry) => entry.at >= firstAnswer);
+    const servedByKey = new Map(timesByKey(served).map(({ key, times }) => [key, times]));
 
     // The run's events that split this row: its class's own, and those of every quota (the restart).
     const events = (timeline?.events ?? [])
@@ -343,13 +368,18 @@ export function classRows(
       const to = events[index]?.at ?? Number.POSITIVE_INFINITY;
       const inPart = (at: number) => at >= from && at < to;
       const after = (at: number) => inPart(at) && at >= firstAnswer;
-      const inThisPart = afterLearning.filter((entry) => inPart(entry.at));
-      const partUse = useOf(inThisPart, phaseLimits, {
-        from: Math.max(from, firstAnswer),
-        to: Math.min(to, runEnd),
-        tenures: keyTenures,
-      });
-      partUses.push(useOf(inThisPart, phaseLimits));
+      partUses.push(
+        useOf(
+          afterLearning.filter((entry) => inPart(entry.at)),
+          phaseLimits,
+        ),
+      );
+      // Of the run: learning included (the probe's request fills the vendor's first window too).
+      const partUse = useOf(
+        served.filter((entry) => inPart(entry.at)),
+        phaseLimits,
+        { from, to: Math.min(to, runEnd), tenures: keyTenures, all: servedByKey },
+      );
       partRunUses.push(partUse);
       phases.push({
         label: event.label,
@@ -373,7 +403,12 @@ export function classRows(
     const use = changes.length === 0 ? useOf(afterLearning, limits) : sum(partUses);
     const runUse =
       changes.length === 0
-        ? useOf(afterLearning, limits, { from: firstAnswer, to: runEnd, tenures: keyTenures })
+        ? useOf(served, limits, {
+            from: Number.NEGATIVE_INFINITY,
+            to: runEnd,
+            tenures: keyTenures,
+            all: servedByKey,
+          })
         : sum(partRunUses);
 
     const shown = family === undefined ? undefined : learnedFigures[family];
