@@ -46,7 +46,10 @@ export interface LocalBrokerOptions {
   schedule?: boolean;
 }
 
-async function startDynalite(dataDir: string | undefined): Promise<{ server: Server; endpoint: string }> {
+/** dynalite on a free loopback port, in memory or in `dataDir`. */
+export async function startDynalite(
+  dataDir: string | undefined,
+): Promise<{ server: Server; endpoint: string }> {
   const server = dynalite({
     createTableMs: 0,
     deleteTableMs: 0,

@@ -19,18 +19,61 @@ export interface OperatorAccess {
 
 interface ClassView {
   learned: boolean;
-  limits: { limit: number; windowSeconds: number; source: string; learnedAt?: string }[];
+  limits: {
+    limit: number;
+    windowSeconds: number;
+    source: string;
+    learnedAt?: string;
+    provisionalUntil?: string;
+  }[];
 }
 
-/** Per class: when the broker first showed a learned limit (its learnedAt), and how often it fell back after. */
+/** One learned limit as a poll listed it. */
+export interface ShownLimit {
+  limit: number;
+  windowSeconds: number;
+  /** Epoch ms, when the view gave it. */
+  learnedAt?: number;
+  provisionalUntil?: number;
+}
+
+/** What a poll listed as learned for a class, recorded when it differs from the poll before. */
+export interface ShownView {
+  /** Epoch ms of the poll. */
+  at: number;
+  /** Empty: the class is at the probe. */
+  limits: ShownLimit[];
+}
+
+/** Per class: when the broker first showed a learned limit (its learnedAt), and how often its view changed after. */
 export interface LearnedClassFigures {
   /** Epoch ms of the learned limit's learnedAt, the first time a poll showed one; undefined: never learned. */
   learnedAt: number | undefined;
   /** Polls after the first learned one that showed no learned limit (the class back at the probe). */
   probeFallbacks: number;
+  /**
+   * After the first learned poll: polls whose listed limits (limit and window; not their provisional ends)
+   * differ from the poll before's, a return to the probe included.
+   */
+  changes: number;
+  /** Of those, the returns to the probe (a listed limit before, none now). */
+  probeReturns: number;
   /** The learned limits at the last poll, e.g. "10/10s + 30/60s". */
   last: string;
+  /** Every poll that listed something other than the poll before, from the first poll on (oldest first). */
+  history: ShownView[];
+  /** Epoch ms of the last poll that answered. */
+  lastPollAt: number | undefined;
 }
+
+/** `10/10s + 30/60s`, or `probe` for none. */
+export const shownText = (limits: readonly { limit: number; windowSeconds: number }[]): string =>
+  limits.map((l) => `${l.limit}/${l.windowSeconds}s`).join(' + ') || 'probe';
+
+const epochMs = (iso: string | undefined): number | undefined => {
+  const ms = iso === undefined ? Number.NaN : Date.parse(iso);
+  return Number.isNaN(ms) ? undefined : ms;
+};
 
 async function classesOf(access: OperatorAccess, setId: string): Promise<Record<string, ClassView>> {
   const signer = new FunctionUrlSigner({
@@ -56,15 +99,44 @@ export function watchLearnedClasses(
   let polling: Promise<void> = Promise.resolve();
   const poll = async () => {
     const classes = await classesOf(access, setId).catch(() => undefined);
+    const at = Date.now();
     for (const [name, view] of Object.entries(classes ?? {})) {
       if (!view.learned) continue;
-      const learned = view.limits.filter((l) => l.source === 'learned');
-      const entry = figures[name] ?? { learnedAt: undefined, probeFallbacks: 0, last: '' };
+      const learned: ShownLimit[] = view.limits
+        .filter((l) => l.source === 'learned')
+        .map((l) => {
+          const learnedAt = epochMs(l.learnedAt);
+          const until = epochMs(l.provisionalUntil);
+          return {
+            limit: l.limit,
+            windowSeconds: l.windowSeconds,
+            ...(learnedAt === undefined ? {} : { learnedAt }),
+            ...(until === undefined ? {} : { provisionalUntil: until }),
+          };
+        });
+      const entry: LearnedClassFigures = figures[name] ?? {
+        learnedAt: undefined,
+        probeFallbacks: 0,
+        changes: 0,
+        probeReturns: 0,
+        last: '',
+        history: [],
+        lastPollAt: undefined,
+      };
       figures[name] = entry;
+      const text = shownText(learned);
+      const before = entry.history.at(-1);
+      if (entry.learnedAt !== undefined && text !== entry.last) {
+        entry.changes++;
+        if (learned.length === 0) entry.probeReturns++;
+      }
+      if (before === undefined || text !== shownText(before.limits))
+        entry.history.push({ at, limits: learned });
       if (learned.length > 0 && entry.learnedAt === undefined)
-        entry.learnedAt = Math.min(...learned.map((l) => Date.parse(l.learnedAt ?? '') || Date.now()));
+        entry.learnedAt = Math.min(...learned.map((l) => l.learnedAt ?? at));
       else if (learned.length === 0 && entry.learnedAt !== undefined) entry.probeFallbacks++;
-      entry.last = learned.map((l) => `${l.limit}/${l.windowSeconds}s`).join(' + ') || 'probe';
+      entry.last = text;
+      entry.lastPollAt = at;
     }
   };
   const timer = setInterval(() => {

@@ -1,161 +1,27 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { BrokerClient, PermitDeadlineError } from '../client/index.js';
-import type { SandboxFamily } from '../sandbox/index.js';
-import type { RateLimit } from '../shared/config/credential-sets.js';
+import { type SandboxFamily, startSandbox } from '../sandbox/index.js';
 import { MemoryTelemetry } from '../shared/observability.js';
-import { startLocalBroker } from './broker.js';
+import { type LocalBroker, startDynalite, startLocalBroker } from './broker.js';
 import type { LoadedLocalConfig } from './config.js';
 import { ConsoleTelemetry } from './console-telemetry.js';
-import {
-  type LearnedClassFigures,
-  type OperatorAccess,
-  operatorStatus,
-  watchLearnedClasses,
-} from './learned-watch.js';
-import { authorizationOf, SOAK_DEFAULTS, type SoakSettings, soakConfig } from './soak.js';
-import {
-  busiestSpans,
-  type LimitMs,
-  mostAllowed,
-  type SpanFigure,
-  spanExcesses,
-  type VendorLogEntry,
-} from './soak-report.js';
+import { type OperatorAccess, operatorStatus, watchLearnedClasses } from './learned-watch.js';
+import { authorizationOf, soakConfig } from './soak.js';
+import { type ClassesSoakResult, classRows, type SoakEvent, type VendorHit } from './soak-classes-report.js';
+import { type ClassesSoakSettings, learnsClasses } from './soak-classes-settings.js';
+import { LIAR_CALLER, SoakLiar } from './soak-liar.js';
+import { spanExcesses } from './soak-report.js';
 
-/**
- * The classes soak (issue 24, "Show"): the local broker, a vendor sandbox with endpoint families whose limits are
- * lower than the general ones, and consumers sending general, report and rebalancing requests through the
- * client's vendor request API, in REAL time over HTTP + SigV4 through the local Function URL.
- *
- * - `learned`: the set's classes are configured with paths only (`{ "paths": ["/reports/**"] }`, contract point
- *   1): the broker was not told the limits and learns them from the vendor's answers; requests name no class (the
- *   client classifies them by path).
- * - `configured`: the same paths with the sandbox's limits (`{ "paths": [...], "limits": [...] }`): no learning.
- *
- * The vendor sandbox is the judge: its log of rate-limited outcomes (served and refused, with the limit that
- * refused) gives the 429s per class and the busiest span of every window.
- */
-export type ClassesVariant = 'learned' | 'configured';
-
-export interface ClassesSoakSettings extends Omit<SoakSettings, 'setIds' | 'reserved' | 'lifetimes'> {
-  variant: ClassesVariant;
-  setId: string;
-  /** The vendor's endpoint families: their limits are the sandbox's (hidden from the broker when learned). */
-  families: SandboxFamily[];
-  /** Real seconds of demand. */
-  durationSeconds: number;
-  /**
-   * The general lanes' requests per second in all, paced; undefined: greedy. Paced below the general limits, the
-   * class limits are the binding ones (greedy general lanes keep the general limit full, and a class request
-   * needs general room too, so a class could not be measured against its own limits).
-   */
-  generalPerSecond?: number;
-}
-
-/** One row of the table: the general limits, or one class. */
-export interface ClassRow {
-  variant: ClassesVariant;
-  /** `general` or the class (family) name. */
-  quota: string;
-  /** The vendor's limits of this quota (the sandbox's settings). */
-  limits: RateLimit[];
-  /** Whether the broker was told these limits (general: always). */
-  told: boolean;
-  /** Vendor requests of the class (general: every request, the general limits count them all). */
-  requests: number;
-  /** Served by the vendor (its log). */
-  served: number;
-  /** Vendor 429s this quota's limits caused, on requests sent before the class's first answer arrived. */
-  vendor429Learning: number;
-  /** The same, sent after it (general: every one). */
-  vendor429After: number;
-  /**
-   * Of those, the ones a limit refused that no answer of the class had named (X-RateLimit-Limit) before the
-   * request was sent: the vendor names only the tightest window, so a class's second limit shows itself when it
-   * is nearly full, and a request already in flight may meet it (docs/class-limits.md, "A limit not yet named").
-   */
-  vendor429AfterUnnamed: number;
-  /** The most 429s after learning by one such limit not yet named (the promise: at most one each). */
-  vendor429PerUnnamedLimit: number;
-  /** Served after learning over the most the limits allow in each quota key's span of use after learning. */
-  quotaUsedPct: number;
-  /** Busiest span per limit, from the vendor's log: e.g. "10/10s". */
-  busiest: SpanFigure[];
-  /**
-   * From the class's first request to the moment the broker learned its first limit (the learnedAt the
-   * operator's view showed first), in ms (learned classes); the first answer's time where the view showed none.
-   */
-  learnMs: number | undefined;
-  /** Learned classes: polls (every second) that found the class back at the probe after it had learned. */
-  probeFallbacks?: number;
-  /** Learned classes: what the broker showed as learned at the end, e.g. "10/10s + 30/60s". */
-  learnedAtEnd?: string;
-}
-
-export interface ClassesSoakResult {
-  settings: ClassesSoakSettings;
-  rows: ClassRow[];
-  /** spanExcesses of the vendor's log: every span above a limit. */
-  excesses: string[];
-  clientErrors: Record<string, number>;
-  vendor401: number;
-  secretsInLogs: number;
-  elapsedSeconds: number;
-  /** Learned variant: `token-broker status <set>` as the operator ran it two thirds into the run. */
-  status?: string;
-}
-
-interface VendorHit {
-  sentAt: number;
-  at: number;
-  status: number;
-  token: string;
-  requestId: string | undefined;
-  /** The family whose prefix the path has (the soak's own knowledge), undefined for a general request. */
-  family: string | undefined;
-  /** The answer's X-RateLimit-Limit: the limit it named. */
-  named: number | undefined;
-}
-
-/**
- * `npm run soak -- classes`: 20 consumers on uat-advisor for 300 s each case, tokens living 90 s (so the second
- * token must keep what the first one learned), sliding vendor windows (the strictest reading). General limits as
- * the windows soak (50/10 s + 300/60 s, "minute" and "hour" compressed); the families 5-12 times lower, each
- * window binding in turn: reports 10/10 s + 30/60 s, rebalancing 4/10 s + 12/60 s.
- */
-export const CLASSES_SOAK_DEFAULTS: Omit<ClassesSoakSettings, 'variant'> = {
-  ...SOAK_DEFAULTS,
-  windowKind: 'sliding',
-  setId: 'uat-advisor',
-  // 300 s: a run ends mid-window and a token change restarts the vendor's count; over 150 s those edges moved
-  // the quota used by +-8 points from run to run, over 300 s they weigh half as much.
-  durationSeconds: 300,
-  // Compressed 10 s windows with real HTTP round trips (p99 0.3-0.5 s on 2 busy cores): a 0.15 s permit lapsed
-  // before it was sent for about one grant in ten (docs/classes-soak-quota.md); 0.4 s inside a 0.5 s margin.
-  marginSeconds: 0.5,
-  permitValiditySeconds: 0.4,
-  // 3 a second in all: 60 % of the general limits, so the classes' own limits bind (the general limits bind in
-  // `npm run soak -- windows`).
-  generalPerSecond: 3,
-  families: [
-    {
-      name: 'reports',
-      pathPrefix: '/reports/',
-      limits: [
-        { limit: 10, windowSeconds: 10 },
-        { limit: 30, windowSeconds: 60 },
-      ],
-    },
-    {
-      name: 'rebalancing',
-      pathPrefix: '/rebalancing/',
-      limits: [
-        { limit: 4, windowSeconds: 10 },
-        { limit: 12, windowSeconds: 60 },
-      ],
-    },
-  ],
-};
+export type { ClassesSoakResult, ClassRow } from './soak-classes-report.js';
+export {
+  CLASSES_SOAK_DEFAULTS,
+  CLASSES_VARIANTS,
+  type ClassesSoakSettings,
+  type ClassesVariant,
+  classesVariantSettings,
+} from './soak-classes-settings.js';
+export { classesSoakFailures, classesTableRow } from './soak-classes-verdict.js';
 
 /**
  * The set's classes as the variant configures them: each by its family's paths, with the sandbox's limits
@@ -168,22 +34,44 @@ function classesOf(settings: ClassesSoakSettings): Record<string, unknown> {
       family.name,
       {
         paths: [`${family.pathPrefix}**`],
-        ...(settings.variant === 'configured' ? { limits: family.limits } : {}),
+        ...(learnsClasses(settings.variant) ? {} : { limits: family.limits }),
       },
     ]),
   );
 }
 
-function classesConfig(settings: ClassesSoakSettings): LoadedLocalConfig {
+/**
+ * The broker's configuration on the soak's own dynalite and vendor sandbox (so its functions can stop and start
+ * again on the same data), with the liar's caller when there is one.
+ */
+function classesConfig(
+  settings: ClassesSoakSettings,
+  parts: { dynamoDbEndpoint: string; vendorBaseUrl: string },
+): LoadedLocalConfig {
   const config = soakConfig({ ...settings, setIds: [settings.setId], lifetimes: 1 });
+  const liar = settings.liar
+    ? {
+        callers: [...config.callers, LIAR_CALLER],
+        consumers: [
+          ...config.consumers,
+          {
+            name: LIAR_CALLER.name,
+            principalArn: LIAR_CALLER.principalArn,
+            credentialSets: [settings.setId],
+          },
+        ],
+      }
+    : {};
   return {
     ...config,
+    ...liar,
+    dynamoDbEndpoint: parts.dynamoDbEndpoint,
     credentialSets: config.credentialSets.map((set) => {
       // The classes' paths are given in `classes` itself: the parsed `classPaths` of the base set would repeat them.
       const { classPaths: _paths, ...limits } = set.rateLimits;
       // An input of the schema (the object form), parsed again where the local broker reads its sets.
       const rateLimits = { ...limits, classes: classesOf(settings) } as unknown as typeof set.rateLimits;
-      return { ...set, rateLimits };
+      return { ...set, vendorBaseUrl: parts.vendorBaseUrl, rateLimits };
     }),
   };
 }
@@ -191,22 +79,51 @@ function classesConfig(settings: ClassesSoakSettings): LoadedLocalConfig {
 const familyOfPath = (families: readonly SandboxFamily[], path: string): string | undefined =>
   families.find((family) => path.startsWith(family.pathPrefix))?.name;
 
+/**
+ * `rawDir`: where to write the run's record (classes-<variant>-<start>.json: the settings, the clients' vendor
+ * answers with each token replaced by its index, the vendor's log, the operator's view history and the events),
+ * from which classRows gives the figures again.
+ */
 export async function runClassesSoak(
   settings: ClassesSoakSettings,
   progress?: (line: string) => void,
+  rawDir?: string,
 ): Promise<ClassesSoakResult> {
-  const config = classesConfig(settings);
+  const offsetMs = (settings.vendorClockOffsetSeconds ?? 0) * 1000;
+  const store = await startDynalite(undefined);
+  const closeStore = () => new Promise<void>((resolve) => store.server.close(() => resolve()));
+  const environment = soakConfig({ ...settings, setIds: [settings.setId], lifetimes: 1 }).credentialSets[0]
+    ?.environment;
+  if (!environment) throw new Error(`unknown set ${settings.setId}`);
+  // What startLocalBroker would start for the set, started here so that it outlives a restart of the broker.
+  const sandbox = await startSandbox({
+    environment,
+    quiet: true,
+    tokenLifetimeSeconds: settings.tokenLifetimeSeconds,
+    limits: settings.limits,
+    windowKind: settings.windowKind,
+    invalidatePreviousTokenOnLogin: false,
+    families: settings.families,
+    recordRequests: true,
+    clockOffsetSeconds: settings.vendorClockOffsetSeconds ?? 0,
+  }).catch(async (error: unknown) => {
+    await closeStore();
+    throw error;
+  });
+  const config = classesConfig(settings, { dynamoDbEndpoint: store.endpoint, vendorBaseUrl: sandbox.url });
   const logs: string[] = [];
   const telemetry = new ConsoleTelemetry({ level: 'info', write: (line) => logs.push(line) });
-  const broker = await startLocalBroker(config, {
-    telemetry,
-    sandbox: { families: settings.families, recordRequests: true },
-  });
-  const sandbox = Object.values(broker.sandboxes)[0];
-  if (!sandbox) {
-    await broker.close();
-    throw new Error('the classes soak needs a local vendor sandbox');
+  let broker: LocalBroker;
+  try {
+    broker = await startLocalBroker(config, { telemetry });
+  } catch (error) {
+    await sandbox.close();
+    await closeStore();
+    throw error;
   }
+  // A restart listens where the clients already send.
+  const restartConfig = { ...config, port: Number(new URL(broker.vendUrl).port) };
+  const events: SoakEvent[] = [];
   const hits: VendorHit[] = [];
   const recordingFetch: typeof fetch = async (input, init) => {
     const sentAt = Date.now();
@@ -228,10 +145,12 @@ export async function runClassesSoak(
   };
   // The consumers are spread over every local caller that may use the set (two services on uat-advisor): what
   // one service's processes report of a learned class, another's corroborates (docs/class-limits.md, "Trust").
-  const callers = config.callers.filter((c) =>
-    config.consumers.some(
-      (k) => k.principalArn === c.principalArn && k.credentialSets.includes(settings.setId),
-    ),
+  const callers = config.callers.filter(
+    (c) =>
+      c.principalArn !== LIAR_CALLER.principalArn &&
+      config.consumers.some(
+        (k) => k.principalArn === c.principalArn && k.credentialSets.includes(settings.setId),
+      ),
   );
   if (callers.length === 0) throw new Error(`no local caller may use ${settings.setId}`);
   const clientTelemetry = new MemoryTelemetry();
@@ -263,10 +182,10 @@ export async function runClassesSoak(
     secretAccessKey: operator.secretAccessKey,
   };
   const watch =
-    settings.variant === 'learned' && access ? watchLearnedClasses(access, settings.setId) : undefined;
+    learnsClasses(settings.variant) && access ? watchLearnedClasses(access, settings.setId) : undefined;
   let status: Promise<string> | undefined;
   const statusTimer =
-    watch && access
+    settings.variant === 'learned' && access
       ? setTimeout(
           () => {
             status = operatorStatus(access, settings.setId);
@@ -276,8 +195,76 @@ export async function runClassesSoak(
       : undefined;
 
   const clientErrors: Record<string, number> = {};
+  const liarClient =
+    settings.liar &&
+    new BrokerClient({
+      brokerUrl: broker.vendUrl,
+      region: config.region,
+      credentials: { accessKeyId: LIAR_CALLER.accessKeyId, secretAccessKey: LIAR_CALLER.secretAccessKey },
+      telemetry: clientTelemetry,
+    });
+  const liar =
+    liarClient &&
+    new SoakLiar({
+      vendUrl: broker.vendUrl,
+      region: config.region,
+      setId: settings.setId,
+      tokenId: async () => (await liarClient.getToken(settings.setId)).tokenId,
+    });
+  // The loose fake reaches the class on its probe: before any consumer sends, so before any honest answer.
+  const loose = settings.liar?.loose;
+  if (liar && loose) await liar.report(loose.class, loose.limit, loose.limit - 1, loose.resetSeconds);
+
   const started = Date.now();
   const deadline = started + settings.durationSeconds * 1000;
+  const timers: NodeJS.Timeout[] = [];
+  const pending: Promise<unknown>[] = [];
+  const at = (fraction: number, action: () => Promise<unknown> | undefined) =>
+    timers.push(
+      setTimeout(
+        () => {
+          const done = action();
+          if (done) pending.push(done);
+        },
+        fraction * settings.durationSeconds * 1000,
+      ),
+    );
+  let families = settings.families;
+  for (const change of settings.limitChanges ?? []) {
+    at(change.atFraction, () => {
+      families = families.map((f) => (f.name === change.family ? { ...f, limits: change.limits } : f));
+      sandbox.update({ families });
+      events.push({ at: Date.now(), label: 'limit change', family: change.family, limits: change.limits });
+      return undefined;
+    });
+  }
+  if (settings.restartAtFraction !== undefined) {
+    at(settings.restartAtFraction, async () => {
+      const stoppedAt = Date.now();
+      await broker.close();
+      broker = await startLocalBroker(restartConfig, { telemetry });
+      events.push({ at: stoppedAt, label: 'restart', downMs: Date.now() - stoppedAt });
+    });
+  }
+  const tight = settings.liar?.tight;
+  if (liar && tight) {
+    events.push({
+      at: started + tight.fromFraction * settings.durationSeconds * 1000,
+      label: 'liar',
+      family: tight.class,
+    });
+    events.push({
+      at: started + tight.untilFraction * settings.durationSeconds * 1000,
+      label: 'liar gone',
+      family: tight.class,
+    });
+    for (
+      let t = tight.fromFraction;
+      t <= tight.untilFraction + 1e-9;
+      t += tight.everySeconds / settings.durationSeconds
+    )
+      at(t, () => liar.report(tight.class, 1, 0, tight.resetSeconds));
+  }
   /** One greedy stream of requests of one kind; a consumer runs a general lane and one family's lane at once. */
   const lane = async (client: BrokerClient, index: number, family: SandboxFamily | undefined) => {
     const key = `classes-${index}`;
@@ -290,6 +277,8 @@ export async function runClassesSoak(
     let nextAt = started + (pace === undefined ? 0 : (pace * index) / settings.consumers);
     for (let n = 0; Date.now() < deadline; n++) {
       if (pace !== undefined) {
+        // Its next request would come after the end: stop now rather than sleep past the end for nothing.
+        if (nextAt >= deadline) break;
         const wait = nextAt - Date.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         nextAt += pace;
@@ -306,10 +295,11 @@ export async function runClassesSoak(
         created = true;
       } catch (error) {
         if (error instanceof PermitDeadlineError) break;
-        const { code } = error as { code?: string };
+        const { code, details } = error as { code?: string; details?: { field?: string } };
         if (code === 'DUPLICATE_KEY') created = true;
         else {
-          const name = code ?? (error instanceof Error ? error.name : 'UNKNOWN');
+          // The field too, as the windows soak names them: INVALID_VALUE alone says little.
+          const name = `${code ?? (error instanceof Error ? error.name : 'UNKNOWN')}${details?.field ? ` (${details.field})` : ''}`;
           clientErrors[name] = (clientErrors[name] ?? 0) + 1;
           // No hot loop on a failing broker.
           await new Promise((resolve) => setTimeout(resolve, 50));
@@ -331,21 +321,55 @@ export async function runClassesSoak(
   } finally {
     clearInterval(ticker);
     clearTimeout(statusTimer);
-    await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+    for (const timer of timers) clearTimeout(timer);
+    await Promise.allSettled(pending);
+    await Promise.all(
+      [...clients, ...(liarClient ? [liarClient] : [])].map((client) =>
+        client.close().catch(() => undefined),
+      ),
+    );
   }
   const learnedFigures = (await watch?.stop()) ?? {};
   const statusText = await status?.catch((error: unknown) => `status failed: ${(error as Error).message}`);
   const elapsedSeconds = (Date.now() - started) / 1000;
-  const log = sandbox.requestLog();
+  // The vendor logs on its own clock; the clients' times are the broker's.
+  const log = sandbox.requestLog().map((entry) => ({ ...entry, at: entry.at - offsetMs }));
+  const logins = sandbox.stats().loginRequests;
   const credentials = JSON.parse(readFileSync(config.credentialsPath, 'utf8')) as Record<
     string,
     { username: string; password: string }
   >;
   await broker.close();
+  await sandbox.close();
+  await closeStore();
 
-  const rows = classRows(settings, hits, log, learnedFigures);
+  const timeline = {
+    startedAt: started,
+    // The consumers ask until the deadline; what follows is the report being gathered.
+    endedAt: deadline,
+    events,
+    liarReports: liar?.reports ?? [],
+  };
+  if (rawDir !== undefined) {
+    const tokenIndex = new Map(
+      [...new Set(hits.map((hit) => hit.token))].map((token, index) => [token, index]),
+    );
+    const record = {
+      settings,
+      hits: hits.map((hit) => ({ ...hit, token: String(tokenIndex.get(hit.token)) })),
+      log,
+      learnedFigures,
+      timeline,
+    };
+    writeFileSync(path.join(rawDir, `classes-${settings.variant}-${started}.json`), JSON.stringify(record));
+  }
+  const rows = classRows(settings, hits, log, learnedFigures, timeline);
   const secrets = [
-    ...new Set([...hits.map((hit) => hit.token), ...Object.values(credentials).map((c) => c.password)]),
+    ...new Set([
+      ...hits.map((hit) => hit.token),
+      ...Object.values(credentials).map((c) => c.password),
+      ...config.callers.map((c) => c.secretAccessKey),
+    ]),
   ];
   const haystack = `${logs.join('\n')}\n${clientTelemetry.dump()}`;
   return {
@@ -354,127 +378,12 @@ export async function runClassesSoak(
     excesses: spanExcesses(rows.flatMap((row) => row.busiest)),
     clientErrors,
     vendor401: hits.filter((hit) => hit.status === 401).length,
+    logins,
+    tokens: new Set(hits.map((hit) => hit.token)).size,
     secretsInLogs: secrets.reduce((total, secret) => total + haystack.split(secret).length - 1, 0),
     elapsedSeconds,
+    events: events.map((event) => ({ ...event, at: (event.at - started) / 1000 })),
+    ...(liar ? { liarReports: liar.reports.map((r) => ({ ...r, at: (r.at - started) / 1000 })) } : {}),
     ...(statusText === undefined ? {} : { status: statusText }),
-  };
-}
-
-type RefusingLog = VendorLogEntry & { requestId: string; refusedBy?: { family?: string; limit?: number } };
-
-/** The table's figures, from what the clients saw (send times, classes) and what the vendor logged. */
-export function classRows(
-  settings: ClassesSoakSettings,
-  hits: readonly VendorHit[],
-  log: readonly RefusingLog[],
-  learnedFigures: Record<string, LearnedClassFigures> = {},
-): ClassRow[] {
-  const byRequestId = new Map(log.map((entry) => [entry.requestId, entry]));
-  const quotas = [
-    { family: undefined, limits: settings.limits },
-    ...settings.families.map((f) => ({ family: f.name as string | undefined, limits: f.limits })),
-  ];
-  const figures = busiestSpans(log, quotas);
-  return quotas.map(({ family, limits }) => {
-    const ofClass = hits.filter((hit) => family === undefined || hit.family === family);
-    const learned = family !== undefined && settings.variant === 'learned';
-    const firstSent = Math.min(...ofClass.map((hit) => hit.sentAt));
-    // The first answer of the class (2xx or 429: both carry the X-RateLimit-* that teach the broker).
-    const firstAnswer = learned ? Math.min(...ofClass.map((hit) => hit.at)) : Number.NEGATIVE_INFINITY;
-    // 429s this quota's own limits caused: a family's refusal names it, a general one names no family.
-    const refusedHere = hits.filter((hit) => {
-      const entry = hit.requestId === undefined ? undefined : byRequestId.get(hit.requestId);
-      return hit.status === 429 && entry?.served === false && entry.refusedBy?.family === family;
-    });
-    const learning = refusedHere.filter((hit) => hit.sentAt < firstAnswer).length;
-    // After learning, refused by a limit that no answer of the class had named before the request left.
-    const refusingLimit = (hit: VendorHit) => byRequestId.get(hit.requestId ?? '')?.refusedBy?.limit;
-    const unnamedLimits = refusedHere
-      .filter((hit) => hit.sentAt >= firstAnswer)
-      .filter(
-        (hit) => !ofClass.some((answer) => answer.named === refusingLimit(hit) && answer.at < hit.sentAt),
-      )
-      .map(refusingLimit);
-    const perUnnamed = new Map<number | undefined, number>();
-    for (const limit of unnamedLimits) perUnnamed.set(limit, (perUnnamed.get(limit) ?? 0) + 1);
-    const served = log.filter((entry) => entry.served && (family === undefined || entry.family === family));
-    const limitsMs: LimitMs[] = limits.map((l) => ({ limit: l.limit, windowMs: l.windowSeconds * 1000 }));
-    const byKey = new Map<string, number[]>();
-    for (const entry of served) {
-      if (entry.at < firstAnswer) continue;
-      const times = byKey.get(entry.quotaKey);
-      if (times) times.push(entry.at);
-      else byKey.set(entry.quotaKey, [entry.at]);
-    }
-    let used = 0;
-    let allowed = 0;
-    for (const times of byKey.values()) {
-      times.sort((a, b) => a - b);
-      used += times.length;
-      allowed += mostAllowed(limitsMs, Math.max(firstAnswer, times[0] ?? 0), times.at(-1) ?? 0);
-    }
-    return {
-      variant: settings.variant,
-      quota: family ?? 'general',
-      limits,
-      told: !learned,
-      requests: ofClass.length,
-      served: served.length,
-      vendor429Learning: learning,
-      vendor429After: refusedHere.length - learning,
-      vendor429AfterUnnamed: unnamedLimits.length,
-      vendor429PerUnnamedLimit: Math.max(0, ...perUnnamed.values()),
-      quotaUsedPct: allowed === 0 ? 0 : Number(((100 * used) / allowed).toFixed(1)),
-      busiest: figures.filter((figure) => figure.family === family),
-      learnMs:
-        learned && ofClass.length > 0
-          ? (learnedFigures[family]?.learnedAt ?? firstAnswer) - firstSent
-          : undefined,
-      ...(learned && family !== undefined
-        ? {
-            probeFallbacks: learnedFigures[family]?.probeFallbacks ?? 0,
-            learnedAtEnd: learnedFigures[family]?.last ?? 'never shown',
-          }
-        : {}),
-    };
-  });
-}
-
-/** What a classes soak must never show: a 429 after learning, more than one per class before, a span too full. */
-export function classesSoakFailures(result: ClassesSoakResult): string[] {
-  const failures: string[] = [];
-  for (const row of result.rows) {
-    const where = `classes (${row.variant}) ${row.quota}`;
-    const named = row.vendor429After - row.vendor429AfterUnnamed;
-    if (named > 0) failures.push(`${where}: ${named} vendor 429s after learning, by limits already named`);
-    if (row.vendor429PerUnnamedLimit > 1)
-      failures.push(`${where}: ${row.vendor429PerUnnamedLimit} vendor 429s by one limit before it was named`);
-    if (row.vendor429Learning > 1)
-      failures.push(`${where}: ${row.vendor429Learning} vendor 429s while learning`);
-    if (row.requests === 0) failures.push(`${where}: no request reached the vendor`);
-  }
-  for (const excess of result.excesses) failures.push(`classes (${result.settings.variant}): ${excess}`);
-  if (result.secretsInLogs > 0) failures.push(`${result.secretsInLogs} secrets in the logs`);
-  return failures;
-}
-
-const limitText = (limits: readonly RateLimit[]) =>
-  limits.map((l) => `${l.limit}/${l.windowSeconds}s`).join(' + ');
-
-/** A printed row of the classes table. */
-export function classesTableRow(row: ClassRow): Record<string, string | number> {
-  return {
-    quota: row.quota,
-    'vendor limits': limitText(row.limits),
-    'broker told': row.told ? 'yes' : 'no (learned)',
-    requests: row.requests,
-    served: row.served,
-    '429 learning': row.told ? '-' : row.vendor429Learning,
-    '429 after (limit not yet named)': `${row.vendor429After} (${row.vendor429AfterUnnamed})`,
-    'quota used after learning': `${row.quotaUsedPct} %`,
-    busiest: row.busiest.map((f) => `${f.busiest}/${f.windowSeconds}s`).join(' '),
-    'learn s (to the broker)': row.learnMs === undefined ? '-' : (row.learnMs / 1000).toFixed(3),
-    'learned at the end (probe again)':
-      row.learnedAtEnd === undefined ? '-' : `${row.learnedAtEnd} (${row.probeFallbacks ?? 0} polls)`,
   };
 }
