@@ -59,6 +59,30 @@ const scenarioArb = fc.record({
 });
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
+/** Served requests over a limit in one of the vendor's own fixed windows (aligned to its clock's epoch). */
+function fixedWindowExcesses(
+  log: ReturnType<Sandbox['requestLog']>,
+  quotas: readonly {
+    family: string | undefined;
+    limits: readonly { limit: number; windowSeconds: number }[];
+  }[],
+): string[] {
+  const out: string[] = [];
+  for (const { family, limits } of quotas)
+    for (const { limit, windowSeconds } of limits) {
+      const counts = new Map<string, number>();
+      for (const entry of log) {
+        if (!entry.served || (family !== undefined && entry.family !== family)) continue;
+        const key = `${entry.quotaKey}|${Math.floor(entry.at / (windowSeconds * 1000))}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      const most = Math.max(0, ...counts.values());
+      if (most > limit)
+        out.push(`${family ?? 'general'} ${limit}/${windowSeconds}s: ${most} served in one window`);
+    }
+  return out;
+}
+
 const pathOf = (kind: string, n: number) =>
   kind === 'general' ? `/users/1/uat-advisor-tenant/serviceKey/k-${n}` : `/${kind}/r-${n}`;
 
@@ -68,6 +92,7 @@ describe.each(ENGINES)('hidden class limits under random demand and DynamoDB fau
   let table: string;
   let sandbox: Sandbox;
   const clock = new ManualClock();
+  let runs = 0;
   beforeAll(async () => {
     dynamo = await startEngine(engine);
     table = await dynamo.createTable('classes-property');
@@ -98,6 +123,8 @@ describe.each(ENGINES)('hidden class limits under random demand and DynamoDB fau
       marginSeconds: 0.5,
       permitValiditySeconds: 0.25,
     });
+    // Each run its own set: what a set learned (learned#<set>) must not carry into the next run's hidden limits.
+    const setId = `set-${++runs}`;
     const ledger = new DynamoRateLedger({
       client: faulty.client,
       tableName: table,
@@ -118,7 +145,14 @@ describe.each(ENGINES)('hidden class limits under random demand and DynamoDB fau
         const count = Math.min(step.count, ...known.map((l) => l.limit));
         let decision: Awaited<ReturnType<DynamoRateLedger['acquire']>>;
         const ask = (n: number) =>
-          ledger.acquire({ tokenId, count: n, limits, ...(cls ? { class: cls } : {}) });
+          ledger.acquire({
+            tokenId,
+            count: n,
+            limits,
+            setId,
+            caller: 'consumer',
+            ...(cls ? { class: cls } : {}),
+          });
         try {
           // A learned class's largest grant is what was learned so far (the probe's 1 at first): an ask above it
           // is refused as a bad count, and asked again as 1, as the client shrinks its ask to the maxCount.
@@ -142,6 +176,8 @@ describe.each(ENGINES)('hidden class limits under random demand and DynamoDB fau
             const report = {
               tokenId,
               limits,
+              setId,
+              caller: 'consumer',
               class: cls,
               limit: Number(reply.headers.get('x-ratelimit-limit')),
               remaining: Number(reply.headers.get('x-ratelimit-remaining')),
@@ -165,7 +201,13 @@ describe.each(ENGINES)('hidden class limits under random demand and DynamoDB fau
     ];
     return {
       sent,
-      excesses: spanExcesses(busiestSpans(sandbox.requestLog(), quotas)),
+      // Configured limits: every span (the ledger's rings hold the strict sliding reading). Learned ones against
+      // fixed windows: the vendor's own windows, since a first answer seen late in one implies only a short
+      // window (docs/class-limits.md, I3): what the vendor served in each of its windows, and no 429 after learning.
+      excesses:
+        variant === 'learned' && scenario.windowKind === 'fixed'
+          ? fixedWindowExcesses(sandbox.requestLog(), quotas)
+          : spanExcesses(busiestSpans(sandbox.requestLog(), quotas)),
       /** 429s of a class before its first answer (learning), and every other 429. */
       learning429: rateLimited.filter(
         (r) => r.kind !== 'general' && r.at <= (firstAnswerAt.get(r.kind) ?? 0),

@@ -272,6 +272,8 @@ describe.each(ENGINES)('learned class limits through DynamoRateLedger on %s', (e
 
   it('tighten only: a looser report changes nothing; one caller tightening holds at most its window, two keep it', async () => {
     const a = ledger();
+    // Each report answers a request of the class a permit let through (I2).
+    granted(await ask(a));
     await teachBy(a, 'consumer-a', 6, 5, 50);
     await teachBy(a, 'consumer-b', 6, 5, 50);
     expect((await teachBy(a, 'consumer-b', 12, 11, 50))?.learned?.changed).toBe(false);

@@ -94,6 +94,8 @@ describe('POST /v1/credential-sets/{id}/rate-limit-reports with a class', () => 
 
   it('a configured class: a learned limit below its configuration raises the metric and shows beside it', async () => {
     await start({ reports: [{ limit: 10, windowSeconds: 60 }] });
+    // The answer reported is to a request of the class a permit let through (docs/class-limits.md, I2).
+    expect((await acquire({ tokenId, count: 1, class: 'reports' })).statusCode).toBe(200);
     expect(
       (await report({ tokenId, class: 'reports', limit: 4, remaining: 3, reset: resetIn(50) })).statusCode,
     ).toBe(204);

@@ -524,7 +524,11 @@ export class DynamoRateLedger implements RateLedger {
     const reporter = callerTag(report.caller ?? '');
     const offset = report.vendorOffsetMs ?? UNMEASURED_OFFSET;
     // C1: the reset on the vendor's clock, in ledger time at the latest the vendor can mean.
-    if (feedback.reset !== undefined) feedback.resetMs = resetInLedgerTime(feedback.reset, offset).latest;
+    if (feedback.reset !== undefined) {
+      const reset = resetInLedgerTime(feedback.reset, offset);
+      feedback.resetMs = reset.latest;
+      feedback.resetWidthMs = reset.latest - reset.earliest;
+    }
     const learned = await this.#learn(tokenId, report, base, feedback, reporter);
     if (learned?.evidence) feedback.classWindowMs = learned.evidence.windowSeconds * 1000;
     const { plan, version } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));

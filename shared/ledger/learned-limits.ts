@@ -61,12 +61,23 @@ export interface ClassEvidence {
   limit: number;
   /** The window it implies (I3, I4). */
   windowSeconds: number;
+  /**
+   * The part of `windowSeconds` its reset and the counted requests' span imply (I3 a, c), without the ledger's own
+   * history (b): what may corroborate another caller's word for good (T4). History is the ledger's: requests sent
+   * without a permit make it longer than the vendor's, so what it adds stays one caller's word. Absent: all of it.
+   */
+  keptWindowSeconds?: number;
   /** When the report arrived (ledger time, epoch ms). */
   at: number;
   /** callerTag of the reporting caller. */
   by: string;
   /** The answer was a 429. */
   refused: boolean;
+  /**
+   * The latest ledger time its reset can mean (C1): one caller's word lasts at least until then and three margins,
+   * however short the window its lower bound rounds to (a vendor cap of the same report holds the class until then).
+   */
+  resetMs?: number;
 }
 
 export interface TeachOptions {
@@ -90,8 +101,8 @@ export const inForce = (limits: readonly LearnedLimit[] | undefined, now: number
   (limits ?? []).filter((l) => l.until === undefined || l.until > now);
 
 /** The end of one caller's word reported at `at` about a limit of `windowSeconds` (T2). */
-export const provisionalEnd = (at: number, windowSeconds: number, marginMs: number): number =>
-  at + windowSeconds * 1000 + PROVISIONAL_MARGINS * marginMs;
+export const provisionalEnd = (at: number, windowSeconds: number, marginMs: number, resetMs = 0): number =>
+  Math.max(at + windowSeconds * 1000, resetMs) + PROVISIONAL_MARGINS * marginMs;
 
 /**
  * What a report teaches a class, given what it has learned (`current`): the class's new list, or undefined when
@@ -110,7 +121,7 @@ export function teach(
   const { at } = evidence;
   const next = current.map((l) => ({ ...l }));
   let changed = renew(next, evidence, options.marginMs);
-  changed = corroborate(next, evidence) || changed;
+  changed = corroborate(next, evidence, options.marginMs) || changed;
   const live = inForce(next, at);
   const candidate = live.some((l) => asTight(l, evidence)) ? undefined : added(next, live, evidence, options);
   if (candidate && !live.some((l) => asTight(l, candidate))) {
@@ -136,7 +147,7 @@ function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number):
   const longest = Math.max(0, ...own.map((l) => l.windowSeconds));
   for (const l of own) {
     const contradicts = evidence.limit > l.limit && evidence.windowSeconds <= l.windowSeconds;
-    const until = provisionalEnd(evidence.at, Math.max(l.windowSeconds, longest), marginMs);
+    const until = provisionalEnd(evidence.at, Math.max(l.windowSeconds, longest), marginMs, evidence.resetMs);
     if (contradicts || until - (l.until as number) < l.windowSeconds * 500) continue;
     l.until = until;
     changed = true;
@@ -147,15 +158,24 @@ function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number):
 /**
  * T4: another caller naming the same limit over a window at least as long corroborates a provisional limit: both
  * say the class allows no more than `limit` in a window that long. Only the same limit: a different one (tighter or
- * looser) corroborates nothing (before, an honest 10/60 s made a liar's 49/60 s kept).
+ * looser) corroborates nothing (before, an honest 10/60 s made a liar's 49/60 s kept). Only what the reset and the
+ * counted requests' span say corroborates (keptWindowSeconds); what the ledger's own history adds to the window
+ * renews the limit instead, as its own caller's report would (T3): in force while the class is used, never kept.
  */
-function corroborate(next: LearnedLimit[], evidence: ClassEvidence): boolean {
+function corroborate(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number): boolean {
   let changed = false;
+  const kept = evidence.keptWindowSeconds ?? evidence.windowSeconds;
   for (const l of inForce(next, evidence.at)) {
     if (isKept(l) || l.by === evidence.by || l.limit !== evidence.limit) continue;
-    if (evidence.windowSeconds < l.windowSeconds) continue;
-    delete l.until;
-    changed = true;
+    if (kept >= l.windowSeconds) {
+      delete l.until;
+      changed = true;
+    } else if (evidence.windowSeconds >= l.windowSeconds) {
+      const until = provisionalEnd(evidence.at, l.windowSeconds, marginMs, evidence.resetMs);
+      if (until - (l.until as number) < l.windowSeconds * 500) continue;
+      l.until = until;
+      changed = true;
+    }
   }
   return changed;
 }
@@ -196,7 +216,7 @@ function added(
     ...taught,
     learnedAt: heldSince(next, taught, at),
     by,
-    until: provisionalEnd(at, longest, marginMs),
+    until: provisionalEnd(at, longest, marginMs, evidence.resetMs),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { type ClassReport, type EvidenceContext, evidenceOf, type VendorOffset } from './learned-evidence.js';
-import { grantsAfter, ringKeysOf } from './learned-history.js';
+import { grantsAfter, oldestSentBy, ringKeysOf } from './learned-history.js';
 import {
   type ClassEvidence,
   inForce,
@@ -13,7 +13,7 @@ import {
 import { observeRise, type RiseState, trialLimitOf, trialsOf } from './learned-rise.js';
 import type { LearnedStore, LearnedView } from './learned-store.js';
 import type { LedgerState } from './ledger-state.js';
-import { type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
+import { GENERAL_SCOPE, type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
 import type { VendorFeedbackResult } from './types.js';
 
 /**
@@ -111,10 +111,23 @@ export async function learnFromReport(
   g: number,
 ): Promise<Learning> {
   const { cls, at, by } = report;
+  // I2: an answer is to a request a permit let through, granted at most the validity and two margins (the request's
+  // trip, its answer's and the report's) before the report.
+  const lately = g - base.validityMs - 2 * base.marginMs;
+  const general = ringKeysOf(state, GENERAL_SCOPE);
   const context = {
     general: report.limits.general,
     configured: report.limits.classes[cls] ?? [],
     marginMs: base.marginMs,
+    answersAGrant: ringKeysOf(state, cls).some((key) => grantsAfter(state, key, g, lately) > 0),
+    oldestSentBy: (n: number, generalOnly: boolean) =>
+      oldestSentBy(
+        state,
+        generalOnly ? general : [...general, ...ringKeysOf(state, cls)],
+        g,
+        n,
+        base.validityMs,
+      ),
   };
   const ringOfWindow = (seconds: number): string | undefined =>
     ringKeysOf(state, cls).find((key) => parseRingKey(key).windowMs === seconds * 1000);

@@ -16,7 +16,10 @@ export interface RiseState {
   /** The kept limit it is about. */
   limit: number;
   windowSeconds: number;
-  /** Distinct callers' latest reports of a larger limit over a window no longer than this one's (R1). */
+  /**
+   * Distinct callers' latest reports of a larger limit over a window no longer than this one's (R1), each kept for
+   * two windows (callers taking turns at the limit answer a window and a margin apart).
+   */
   seen: { by: string; at: number; to: number }[];
   /** R2: the trial began then (ledger time). */
   trialSince?: number;
@@ -85,7 +88,7 @@ export function observeRise(
     )
     .map((r) => ({
       ...r,
-      seen: r.seen.filter((s) => r.trialSince !== undefined || at - s.at <= r.windowSeconds * 1000),
+      seen: r.seen.filter((s) => r.trialSince !== undefined || at - s.at <= 2 * r.windowSeconds * 1000),
     }));
   let changed = rises.length !== current.length;
   if (evidence.refused) {

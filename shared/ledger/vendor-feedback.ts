@@ -15,6 +15,12 @@ export interface VendorFeedback {
    * C1): what caps and holds use. Absent: `reset` taken as ledger time.
    */
   resetMs?: number;
+  /**
+   * How much later than its earliest reading the reset can mean (its whole second and the offset's width): a
+   * learned class's ring has the window the earliest reading implies (learned-evidence.ts), so its cap may reach
+   * this much past that ring's span.
+   */
+  resetWidthMs?: number;
   /** The class of the answer the headers came on: the limit they name is looked for among its limits first. */
   class?: string;
   /** The window (ms) the class report implies for the limit it names (learned-evidence.ts): its ring, if any. */
@@ -148,8 +154,11 @@ function addCap(
   const remaining = feedback.remaining ?? 0;
   const { spec, known } = limitNamed(plan, feedback.limit, feedback.class, feedback.classWindowMs);
   const reported = resetMsOf(feedback) ?? at + spec.windowMs;
-  // A limit resets at most its window (and the margin) after the report: a later reset is not credible.
-  const until = Math.min(reported, at + spec.spanMs);
+  // A limit resets at most its window (and the margin) after the report: a later reset is not credible. A learned
+  // class's window is a lower bound read from this very reset: as late as the reset may mean.
+  const learnedWidth =
+    spec.scope !== GENERAL_SCOPE && plan.learned.has(spec.scope) ? (feedback.resetWidthMs ?? 0) : 0;
+  const until = Math.min(reported, at + spec.spanMs + learnedWidth);
   if (until <= g) return false;
   // What the ledger already allows in [g, until] in the window the vendor reported on (for a limit the settings
   // do not know, in every general one): if the cap allows as much, it adds nothing.

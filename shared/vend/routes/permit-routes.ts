@@ -242,8 +242,8 @@ export async function reportRateLimit(context: SetRouteContext): Promise<VendRes
   const token = await requireLiveToken(context, tokenId);
   // Counted only once it would act: a malformed report is refused for free and writes nothing.
   await admitReport(context, 'rateLimitReports');
-  const report = capFeedback(context, reported);
   const vendorOffsetMs = vendorOffsetFor(context, token);
+  const report = capFeedback(context, reported, vendorOffsetMs?.hi ?? 0);
   const key = ledgerKeyFor(set, tokenId);
   services.quota.invalidate(key);
   const result = await services.ledger.reportVendorFeedback({

@@ -25,7 +25,8 @@ export interface VendorFeedbackFields {
 }
 
 /**
- * Retry-After and reset no later than the set's longest window plus its margin from now: the outer bound. The
+ * Retry-After and reset no later than the set's longest window plus its margin from now (on the vendor's clock, as
+ * far ahead of ours as the token's measured offset allows: a reset is a time on its clock): the outer bound. The
  * ledger then holds the set only as long as the report warrants (vendor-feedback.ts): the limit its headers
  * name, a minute for a bare Retry-After, longer only once a second caller reports as much. Clamped rather than
  * refused: the report is the vendor's own header, copied; a real Retry-After of 3700 s still pauses everyone
@@ -34,14 +35,19 @@ export interface VendorFeedbackFields {
  * drop the true part of the report (there is no room now) and let the next calls hit the vendor's 429 again.
  * The values as reported go to the audit line when capped.
  */
-export function capFeedback(context: SetRouteContext, report: VendorFeedbackFields): VendorFeedbackFields {
+export function capFeedback(
+  context: SetRouteContext,
+  report: VendorFeedbackFields,
+  /** The vendor's clock ahead of ours at most by this (ms): its reset is a time on its clock. */
+  vendorAheadMs = 0,
+): VendorFeedbackFields {
   const hold = maxHoldSeconds(context.set.rateLimits);
   const capped: VendorFeedbackFields = { ...report };
   if (report.retryAfterSeconds !== undefined && report.retryAfterSeconds > hold) {
     capped.retryAfterSeconds = hold;
     context.audit.reportedRetryAfterSeconds = report.retryAfterSeconds;
   }
-  const latestReset = Math.ceil(context.services.clock.now() / 1000 + hold);
+  const latestReset = Math.ceil((context.services.clock.now() + Math.max(0, vendorAheadMs)) / 1000 + hold);
   if (report.reset !== undefined && report.reset > latestReset) {
     capped.reset = latestReset;
     context.audit.reportedReset = report.reset;
