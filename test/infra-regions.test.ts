@@ -519,6 +519,12 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
         resources: [ownLedger()],
         condition: undefined,
       },
+      // What a set learned of its classes (`learned#<set>`), written whole on its version.
+      {
+        actions: ['dynamodb:PutItem'],
+        resources: [ownLedger()],
+        condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['learned#*'] } },
+      },
       { actions: ['lambda:InvokeFunction'], resources: [idOf('Refresher')], condition: undefined },
     ]);
     expect(JSON.stringify(statementsOf(idOf('VendRole')))).not.toContain(idOf('Tables', 'Tokens'));

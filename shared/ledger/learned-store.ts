@@ -30,7 +30,10 @@ export interface LearnedView {
 const MAX_CONFLICTS = 10;
 const LIMIT_FIELDS = ['limit', 'windowSeconds', 'learnedAt'] as const;
 
-export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `learned#${setId}` } });
+/** The leading key of every learned item (infra grants by it: `dynamodb:LeadingKeys`). */
+export const LEARNED_KEY_PREFIX = 'learned#';
+
+export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `${LEARNED_KEY_PREFIX}${setId}` } });
 
 /** What a change of the learned item works on. */
 export interface Learned {
