@@ -11,8 +11,9 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { attachDateReference } from '../shared/aws/dynamodb-date-reference.js';
 import { systemClock } from '../shared/clock.js';
 import { brokerConfigContent, readBrokerConfig } from '../shared/config/broker-config.js';
-import { requiredEnv } from '../shared/config/env.js';
+import { optionalTableName, requiredEnv } from '../shared/config/env.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
 import { createPowertoolsTelemetry } from '../shared/observability.js';
 import { LeaseStore } from '../shared/regions/lease-store.js';
 import { LeaseRenewer, renewUntil } from '../shared/regions/renewer.js';
@@ -41,6 +42,8 @@ const renewer = new LeaseRenewer({
     telemetry,
     reference: dynamoClock,
     regional: true,
+    // The learned limits the vend functions of both Regions keep on the MRSC table: the rings to lease.
+    learnedTableName: optionalTableName(env, LEARNED_TABLE_ENV),
   }),
   leases: new LeaseStore({ client: dynamo, tableName: requiredEnv(env, 'LEASE_TABLE_NAME') }),
   clock: systemClock,

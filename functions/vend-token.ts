@@ -43,6 +43,8 @@ export const handler = createVendHandler({
     reference: dynamoClock,
     // A two-Region stage's: held to the share its Region's lease renewer adopted, the floor without one.
     regional: config.ledgerRegional,
+    // A two-Region stage's: the learned limits on the MRSC table, one view for both Regions (unset: the ledger's).
+    learnedTableName: config.learnedTableName,
   }),
   // The vend function may not read credentials: re-logins are the refresher's, by synchronous invoke.
   reports: { client: dynamo, tableName: config.ledgerTableName, settings: config.reportLimits },

@@ -8,6 +8,7 @@ import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { verifyBrokerConfig } from '../shared/config/broker-config.js';
+import { LEARNED_KEY_PREFIX, LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
 import { SET_KEY_PREFIX } from '../shared/tokens/dynamo-token-item.js';
 import { LEDGER_REGIONAL_ENV } from '../shared/vend/vend-config.js';
 import { AlarmTopic } from './constructs/alarm-topic.js';
@@ -155,6 +156,15 @@ export class BrokerStack extends Stack {
     vend.bindTable(tokens.table, 'TOKENS_TABLE_NAME', ['GetItem'], tokens.leadingKeys);
     // DeleteItem: a report-driven re-login claim is given back when no login came of it.
     vend.bindTable(tables.ledger, 'LEDGER_TABLE_NAME', ['GetItem', 'UpdateItem', 'DeleteItem']);
+    // What a set learned of its classes' limits (docs/class-limits.md): a report that teaches writes the set's
+    // `learned#` item whole, on the condition of its version; read with the GetItem above. Kept in a two-Region
+    // stage too, where the learned items are on the MRSC table: the deploy that adds `regions` shifts the vend
+    // function's `live` alias gradually, and the version before it, on this same role, still learns here.
+    vend.grantItems(tables.ledger, ['PutItem'], [`${LEARNED_KEY_PREFIX}*`]);
+    // A two-Region stage: the learned items on the MRSC table, one view that both Regions learn into and lease
+    // (docs/multi-region.md, "Learned limits"), and there only those (the token and lease items are not its).
+    if (globalTable)
+      vend.bindTable(globalTable, LEARNED_TABLE_ENV, ['GetItem', 'PutItem'], [`${LEARNED_KEY_PREFIX}*`]);
     // On-demand re-logins go through the refresher; the vend function itself never sees credentials.
     vend.addToRolePolicy(
       new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [refresher.functionArn] }),

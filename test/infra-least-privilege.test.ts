@@ -210,6 +210,25 @@ async function driveVend(dynamo: LocalDynamo): Promise<void> {
     await h.close();
   }
 
+  // A learned class (docs/class-limits.md): the probe grants one; its answer, reported, teaches the limit (the
+  // set's `learned#` item written whole on its version); the status reads it back.
+  h = await start({ setOverrides: { rateLimits: { classes: { reports: [] } } } as never });
+  try {
+    const { tokenId } = parseBody<TokenBody>(await getToken(h));
+    outcomes.classProbe = (
+      await post(h, 'acquire-permits', { tokenId, count: 1, class: 'reports' })
+    ).statusCode;
+    const reset = Math.floor(h.clock.now() / 1000) + 45;
+    const taught = { tokenId, class: 'reports', limit: 5, remaining: 4, reset };
+    outcomes.classReportTaught = (await post(h, 'report-rate-limit', taught)).statusCode;
+    outcomes.classPermitLearned = (
+      await post(h, 'acquire-permits', { tokenId, count: 4, class: 'reports' })
+    ).statusCode;
+    outcomes.listLearned = (await h.invoke(fixture('list-credential-sets'))).statusCode;
+  } finally {
+    await h.close();
+  }
+
   // Two vend containers on a cold cache: their refreshers contend for the set's lease.
   h = await start();
   try {
@@ -278,6 +297,10 @@ describe('the DynamoDB calls of the functions', () => {
       rejectionClaimReleased: 503,
       tokenLoginRejected: 503,
       listAfterRejection: 200,
+      classProbe: 200,
+      classReportTaught: 204,
+      classPermitLearned: 200,
+      listLearned: 200,
       tokenContention: [200, 200],
     });
     expect(sent.filter((call) => call.table === undefined || !tableRoles.has(call.table))).toEqual([]);

@@ -19,7 +19,9 @@ import {
 import { pipeline } from '../infra/stages/pipeline.js';
 import { prodRegions } from '../infra/stages/prod-regions.js';
 import { uat } from '../infra/stages/uat.js';
+import { optionalTableName } from '../shared/config/env.js';
 import { ConfigurationError } from '../shared/errors.js';
+import { LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
 import { LEDGER_REGIONAL_ENV, loadVendConfig } from '../shared/vend/vend-config.js';
 import { writeConfigDocument } from './support/config-document.js';
 import {
@@ -166,6 +168,32 @@ describe('the regions option', () => {
       expect(() => loadVendConfig({ ...env, [LEDGER_REGIONAL_ENV]: 'yes' })).toThrow(
         'invalid configuration: environment variable LEDGER_REGIONAL must be "true" or "false", not "yes"',
       );
+    } finally {
+      remove();
+    }
+  });
+
+  it("reads LEARNED_TABLE_NAME at the vend function's and the renewer's cold start: unset is the ledger table, a wrong value fails", () => {
+    const { file, remove } = writeConfigDocument(functionConfigDocuments(parseStageConfig(uat)).vend);
+    const env = {
+      TOKENS_TABLE_NAME: 'tokens',
+      LEDGER_TABLE_NAME: 'ledger',
+      REFRESHER_FUNCTION_NAME: 'refresher',
+      BROKER_CONFIG_FILE: file,
+    };
+    const global = globalTableName(parseStageConfig(prodRegions));
+    const message = `invalid configuration: environment variable LEARNED_TABLE_NAME must be a DynamoDB table name (3 to 255 of A-Z, a-z, 0-9, _ - .), not "arn:aws:dynamodb:eu-west-1:555555555555:table/${global}"`;
+    const wrong = { [LEARNED_TABLE_ENV]: `arn:aws:dynamodb:eu-west-1:555555555555:table/${global}` };
+    try {
+      expect(loadVendConfig(env).learnedTableName).toBeUndefined();
+      expect(loadVendConfig({ ...env, [LEARNED_TABLE_ENV]: ' ' }).learnedTableName).toBeUndefined();
+      expect(loadVendConfig({ ...env, [LEARNED_TABLE_ENV]: global }).learnedTableName).toBe(global);
+      expect(() => loadVendConfig({ ...env, ...wrong })).toThrow(ConfigurationError);
+      expect(() => loadVendConfig({ ...env, ...wrong })).toThrow(message);
+      // The renewer's cold start (functions/lease-renewer.ts) reads it the same way.
+      expect(optionalTableName({}, LEARNED_TABLE_ENV)).toBeUndefined();
+      expect(optionalTableName({ [LEARNED_TABLE_ENV]: global }, LEARNED_TABLE_ENV)).toBe(global);
+      expect(() => optionalTableName(wrong, LEARNED_TABLE_ENV)).toThrow(message);
     } finally {
       remove();
     }
@@ -353,6 +381,8 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     const vendEnv = aloneJson.Resources[idOf('Vend')].Properties.Environment.Variables;
     expect(vendEnv.TOKENS_TABLE_NAME).toEqual({ Ref: idOf('Tables', 'Tokens') });
     expect(vendEnv[LEDGER_REGIONAL_ENV]).toBeUndefined();
+    // And its learned limits in its ledger table: no LEARNED_TABLE_NAME.
+    expect(vendEnv[LEARNED_TABLE_ENV]).toBeUndefined();
   });
 
   it('is the broker of one Region: its own ledger and (kept, unused) tokens tables and key, the vend URL with AWS_IAM', () => {
@@ -375,6 +405,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
       LEDGER_TABLE_NAME: { Ref: ownLedger() },
       LEASE_TABLE_NAME: globalTableName(stage),
       TOKENS_TABLE_NAME: globalTableName(stage),
+      [LEARNED_TABLE_ENV]: globalTableName(stage),
       OWN_REGION: own,
       OTHER_REGION: other,
     });
@@ -386,7 +417,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     expect(renewerRules[0]?.State).toBe('ENABLED');
   });
 
-  it("gives the renewer exactly its ledger's read and share write, the token items' read and the lease items of the MRSC table", () => {
+  it("gives the renewer exactly its ledger's read and share write, the token and learned items' read and the lease items of the MRSC table", () => {
     const statements = statementsOf(idOf('LeaseRenewer', 'FunctionRole'));
     const summary = statements.map((s) => ({
       actions: actionsOf(s).sort(),
@@ -411,6 +442,12 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
           resources: [`arn:aws:dynamodb:${own}:555555555555:table/${globalTableName(stage)}`],
           condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['set#*'] } },
         },
+        // Which rings to lease: the learned items both Regions' vend functions keep there, read only.
+        {
+          actions: ['dynamodb:GetItem'],
+          resources: [`arn:aws:dynamodb:${own}:555555555555:table/${globalTableName(stage)}`],
+          condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['learned#*'] } },
+        },
         {
           actions: ['kms:Decrypt'],
           resources: [ownKey(), globalKeyOutput()],
@@ -419,7 +456,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
       ]),
     );
     // And nothing else but writing its own logs.
-    expect(summary).toHaveLength(5);
+    expect(summary).toHaveLength(6);
     expect(summary.find((s) => s.actions.every((a) => a.startsWith('logs:')))?.resources).toEqual([
       idOf('LeaseRenewer', 'FunctionLogs'),
     ]);
@@ -508,8 +545,9 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     for (const id of [idOf('Tables', 'Tokens'), ownLedger(), ownKey()]) expect(text).not.toContain(id);
   });
 
-  it("gives the vend function the MRSC table's set items to read, and its own Region's ledger", () => {
+  it("gives the vend function the MRSC table's set items to read and its learned items, and its own Region's ledger", () => {
     const grants = grantsOf(idOf('VendRole'));
+    const learnedItemsOnly = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['learned#*'] } };
     expect(grants).toEqual([
       { actions: ['dynamodb:GetItem'], resources: [globalTableArn()], condition: setItemsOnly },
       // Both keys through DynamoDB in this Region (one statement: CDK merges alike statements).
@@ -519,12 +557,20 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
         resources: [ownLedger()],
         condition: undefined,
       },
+      // The learned items of the Region's ledger, kept for the version before `regions` during its deploy.
+      { actions: ['dynamodb:PutItem'], resources: [ownLedger()], condition: learnedItemsOnly },
+      // The learned items both Regions learn into and lease: read, and written whole on their version.
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        resources: [globalTableArn()],
+        condition: learnedItemsOnly,
+      },
       { actions: ['lambda:InvokeFunction'], resources: [idOf('Refresher')], condition: undefined },
     ]);
     expect(JSON.stringify(statementsOf(idOf('VendRole')))).not.toContain(idOf('Tables', 'Tokens'));
   });
 
-  it("names the MRSC table as both functions' token table, and makes the vend function's ledger regional", () => {
+  it("names the MRSC table as both functions' token table and the vend function's learned table, and makes its ledger regional", () => {
     const env = (id: string) =>
       templateOf(stack()).toJSON().Resources[id].Properties.Environment.Variables as Json;
     const refresher = env(idOf('Refresher'));
@@ -536,6 +582,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
       TOKENS_TABLE_NAME: globalTableName(stage),
       LEDGER_TABLE_NAME: { Ref: ownLedger() },
       [LEDGER_REGIONAL_ENV]: 'true',
+      [LEARNED_TABLE_ENV]: globalTableName(stage),
     });
     // As the vend function reads it at cold start.
     const { file, remove } = writeConfigDocument(functionConfigDocuments(stage).vend);
@@ -546,7 +593,11 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
         REFRESHER_FUNCTION_NAME: 'refresher',
         BROKER_CONFIG_FILE: file,
       });
-      expect(config).toMatchObject({ tokensTableName: globalTableName(stage), ledgerRegional: true });
+      expect(config).toMatchObject({
+        tokensTableName: globalTableName(stage),
+        ledgerRegional: true,
+        learnedTableName: globalTableName(stage),
+      });
     } finally {
       remove();
     }

@@ -184,6 +184,11 @@ export class BrokerFunction extends NodejsFunction {
     leadingKeys?: readonly string[],
   ): void {
     this.addEnvironment(envName, table.tableName);
+    this.grantItems(table, actions, leadingKeys);
+  }
+
+  /** As bindTable, without naming the table in the environment (a table some variable names already). */
+  grantItems(table: ITable, actions: readonly ItemAction[], leadingKeys?: readonly string[]): void {
     this.addToRolePolicy(
       new PolicyStatement({
         actions: actions.map((action) => `dynamodb:${action}`),

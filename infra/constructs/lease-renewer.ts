@@ -9,6 +9,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { BrokerConfigDocument } from '../../shared/config/broker-config.js';
+import { LEARNED_KEY_PREFIX, LEARNED_TABLE_ENV } from '../../shared/ledger/learned-store.js';
 import { SET_KEY_PREFIX } from '../../shared/tokens/dynamo-token-item.js';
 import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from '../function-sizing.js';
 import { dynamoDbKeyAccess } from '../least-privilege.js';
@@ -24,6 +25,7 @@ export const RENEWER_ENV = {
   ledgerTable: 'LEDGER_TABLE_NAME',
   tokensTable: 'TOKENS_TABLE_NAME',
   leaseTable: 'LEASE_TABLE_NAME',
+  learnedTable: LEARNED_TABLE_ENV,
   ownRegion: 'OWN_REGION',
   otherRegion: 'OTHER_REGION',
 } as const;
@@ -50,9 +52,9 @@ export interface LeaseRenewerProps {
  * A two-Region stage's lease renewer in one Region (docs/deploying.md, Two Regions): every minute EventBridge
  * starts a run that renews this Region's lease records every RENEW_MS and adopts its shares in the regional
  * ledger. Least privilege to the action: the ledger item's read and its share write (GetItem, UpdateItem), and
- * on the MRSC table only items whose key starts with `lease#` (GetItem, PutItem, UpdateItem); the tables' key
- * only through DynamoDB. Alarms when it fails or is throttled, and on the MRSC table's throttles and errors in
- * this Region.
+ * on the MRSC table only items whose key starts with `lease#` (GetItem, PutItem, UpdateItem), and the token items'
+ * and the learned items' read (GetItem on `set#`, `learned#`); the tables' key only through DynamoDB. Alarms when
+ * it fails or is throttled, and on the MRSC table's throttles and errors in this Region.
  */
 export class LeaseRenewer extends Construct {
   readonly fn: BrokerFunction;
@@ -82,6 +84,9 @@ export class LeaseRenewer extends Construct {
     this.fn.bindTable(props.ledger, RENEWER_ENV.ledgerTable, ['GetItem', 'UpdateItem']);
     // Which tokens' ledger keys to lease: the token items (`set#…`) in the same table, read only.
     this.fn.bindTable(props.globalTable, RENEWER_ENV.tokensTable, ['GetItem'], [`${SET_KEY_PREFIX}*`]);
+    // Which rings to lease: the sets' learned limits, which both Regions' vend functions keep there. Read only:
+    // learning is the vend functions' (a report), planning a renewal only reads what was learned.
+    this.fn.bindTable(props.globalTable, RENEWER_ENV.learnedTable, ['GetItem'], [`${LEARNED_KEY_PREFIX}*`]);
     this.fn.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],

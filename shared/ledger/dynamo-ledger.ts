@@ -86,6 +86,12 @@ export interface DynamoRateLedgerOptions {
   /** How long (clock ms) a set's learned limits are used before reading them again (learned-store.ts). Default 5000. */
   learnedCacheMs?: number;
   /**
+   * The table of the sets' learned limits (`learned#<setId>` items, learned-store.ts): in a two-Region stage the
+   * MRSC table, so that both Regions learn into, hold and lease one learned view (docs/multi-region.md, "Learned
+   * limits"). Default: `tableName`, as in a one-Region stage.
+   */
+  learnedTableName?: string;
+  /**
    * This ledger is one Region's of two (issue 27, docs/multi-region.md): grants are held to the share its lease
    * renewer adopted (adoptShare), and an item without one (before the first lease, or after its TTL) grants only
    * the floor, 0. Unset: an item without a share is as it always was.
@@ -226,7 +232,7 @@ export class DynamoRateLedger implements RateLedger {
     this.#regional = options.regional ?? false;
     this.#learned = new LearnedStore({
       client: options.client,
-      tableName: options.tableName,
+      tableName: options.learnedTableName ?? options.tableName,
       clock: this.#clock,
       cacheMs: options.learnedCacheMs,
     });

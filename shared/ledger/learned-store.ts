@@ -3,6 +3,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  ReplicatedWriteConflictException,
 } from '@aws-sdk/client-dynamodb';
 import { PARTITION_KEY } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
@@ -11,12 +12,19 @@ import type { LearnedClasses, LearnedLimit } from './learned-limits.js';
 import type { RiseState, Rises } from './learned-rise.js';
 
 /**
- * Learned class limits per credential set, kept across restarts and token changes: one item per set in the ledger
- * table, `learned#<setId>` (no token's `token#...` nor a report counter's `report#...`), with a version every write
- * increments (conditional on the version read: two processes learning at once never lose one another's) and the
- * classes' limits as JSON (`c`): each with when it was learned and the tag of the caller who taught it, and the
- * rises under way (`rs`, learned-rise.ts). No TTL. Release N-1 reads `c` (a limit's fields it does not know are
- * ignored) and not `rs`, which a write of it drops: a rise's evidence then starts again.
+ * Learned class limits per credential set, kept across restarts and token changes: one item per set,
+ * `learned#<setId>` (no token's `token#...`, report counter's `report#...`, token item's `set#...` nor lease's
+ * `lease#...`), with a version every write increments (conditional on the version read: two processes learning at
+ * once never lose one another's) and the classes' limits as JSON (`c`): each with when it was learned and the tag
+ * of the caller who taught it, and the rises under way (`rs`, learned-rise.ts). No TTL. Release N-1 reads `c` (a
+ * limit's fields it does not know are ignored) and not `rs`, which a write of it drops: a rise's evidence then
+ * starts again.
+ *
+ * Where: the ledger table in a one-Region stage; in a two-Region stage the MRSC table (LEARNED_TABLE_NAME), so that
+ * both Regions hold and lease one learned view (docs/multi-region.md, "Learned limits"). There a write that meets
+ * the other Region's write to the item in flight is refused unapplied with ReplicatedWriteConflictException: the
+ * other Region wrote first, as a failed condition says, and it is answered as one (read again, decide again), never
+ * as an outage.
  */
 export interface LearnedView {
   /** 0: nothing learned yet. */
@@ -30,7 +38,30 @@ export interface LearnedView {
 const MAX_CONFLICTS = 10;
 const LIMIT_FIELDS = ['limit', 'windowSeconds', 'learnedAt'] as const;
 
-export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `learned#${setId}` } });
+/** The leading key of every learned item (infra grants by it: `dynamodb:LeadingKeys`). */
+export const LEARNED_KEY_PREFIX = 'learned#';
+
+/**
+ * The environment variable naming the table of the learned items, set in a two-Region stage only (the MRSC table);
+ * unset, a ledger keeps them in its own table.
+ */
+export const LEARNED_TABLE_ENV = 'LEARNED_TABLE_NAME';
+
+export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `${LEARNED_KEY_PREFIX}${setId}` } });
+
+/**
+ * Another writer got there first: the condition failed, or (MRSC) the other Region's write to the item was in flight
+ * and this one was refused unapplied. Either way a fresh read decides.
+ */
+function lostToAnotherWriter(error: unknown): boolean {
+  const name = (error as Error | undefined)?.name;
+  return (
+    error instanceof ConditionalCheckFailedException ||
+    error instanceof ReplicatedWriteConflictException ||
+    name === 'ConditionalCheckFailedException' ||
+    name === 'ReplicatedWriteConflictException'
+  );
+}
 
 /** What a change of the learned item works on. */
 export interface Learned {
@@ -141,10 +172,9 @@ export class LearnedStore {
           ),
         );
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) {
-          // Our own re-sent write may have applied (a lost answer): the next read tells, by the content.
-          continue;
-        }
+        // Someone wrote first (or MRSC refused ours while the other Region's was in flight: not applied). Our own
+        // re-sent write may have applied too (a lost answer): the next read tells, by the content.
+        if (lostToAnotherWriter(error)) continue;
         throw error;
       }
       const view: LearnedView = { version, ...next, at: this.#clock.now() };
@@ -175,8 +205,7 @@ export class LearnedStore {
     try {
       return await call();
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException || error instanceof LedgerUnavailableError)
-        throw error;
+      if (lostToAnotherWriter(error) || error instanceof LedgerUnavailableError) throw error;
       throw new LedgerUnavailableError('learned limits did not answer', { cause: error });
     }
   }

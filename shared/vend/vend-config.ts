@@ -1,9 +1,10 @@
 import { brokerConfigContent, readBrokerConfig } from '../config/broker-config.js';
 import type { ConsumerConfig } from '../config/consumers.js';
 import { type CredentialSetConfig, parseConfig } from '../config/credential-sets.js';
-import { requiredEnv } from '../config/env.js';
+import { optionalTableName, requiredEnv } from '../config/env.js';
 import type { OperatorConfig } from '../config/operators.js';
 import { ConfigurationError } from '../errors.js';
+import { LEARNED_TABLE_ENV } from '../ledger/learned-store.js';
 import {
   DEFAULT_REPORT_LIMITS,
   type ReportLimitSettings,
@@ -28,6 +29,11 @@ export interface VendConfig {
    * `regional`). Unset: as in a one-Region stage.
    */
   ledgerRegional: boolean;
+  /**
+   * LEARNED_TABLE_NAME (optional): the table of the learned class limits, set in a two-Region stage only (the MRSC
+   * table: both Regions learn into and serve one view, docs/multi-region.md). Unset: the ledger table, as before.
+   */
+  learnedTableName?: string;
 }
 
 /** The vend function's environment variable that makes its ledger a Region's (infra/broker-stack.ts sets it). */
@@ -59,5 +65,6 @@ export function loadVendConfig(env: Record<string, string | undefined>): VendCon
       ? parseConfig(reportLimitSettingsSchema, env.REPORT_LIMITS.trim(), 'REPORT_LIMITS')
       : DEFAULT_REPORT_LIMITS,
     ledgerRegional: ledgerRegional(env),
+    learnedTableName: optionalTableName(env, LEARNED_TABLE_ENV),
   };
 }
