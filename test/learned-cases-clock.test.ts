@@ -29,7 +29,7 @@ describe.each(ENGINES)('issue 32 cases: time and windows, on %s', (engine) => {
     Math.floor((at + offsetSeconds * 1000) / (windowSeconds * 1000)) * windowSeconds * 1000 -
     offsetSeconds * 1000;
 
-  it('C1, I3: a vendor clock 1 s behind, another service on the token without permits: the vendor\'s "0 left" holds the class until the vendor frees room (no 429 in the second its clock is behind), a 429 only as the first request after the other\'s burst, at most one a vendor minute; the class keeps 10 per 60 s (one caller's word of 10 per 120 s beside it at most) and the room the other leaves, 28 or more in 5 minutes (was 5 429s, one a vendor minute)', async () => {
+  it("C1, I3: a vendor clock 1 s behind, another service on the token without permits: the vendor's \"0 left\" holds the class until the vendor frees room (no 429 in the second its clock is behind), a 429 only as the first request after the other's burst, at most one a vendor minute; the class keeps 10 per 60 s (one caller's word of 10 per 120 s beside it at most) and the room the other leaves, 28 or more in 5 minutes (was 5 429s, one a vendor minute)", async () => {
     // Class 10 per 60 s (fixed windows), learned and kept; then another service on the token, without permits,
     // sends 6 of the class 2 s into each vendor minute: the vendor's count, not the ledger's rings, holds the rest
     // of each window, until a reset that on our clock is a second later than its header reads.
