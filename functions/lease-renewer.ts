@@ -17,7 +17,7 @@ import { LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
 import { createPowertoolsTelemetry } from '../shared/observability.js';
 import { LeaseStore } from '../shared/regions/lease-store.js';
 import { LeaseRenewer, renewUntil } from '../shared/regions/renewer.js';
-import { DynamoTokenStore } from '../shared/tokens/dynamo-token-store.js';
+import { DynamoTokenReader } from '../shared/tokens/dynamo-token-reader.js';
 
 const env = process.env;
 const loaded = readBrokerConfig(env);
@@ -35,7 +35,7 @@ telemetry.info('configuration loaded', {
 const renewer = new LeaseRenewer({
   region,
   sets,
-  tokens: new DynamoTokenStore({ client: dynamo, tableName: requiredEnv(env, 'TOKENS_TABLE_NAME') }),
+  tokens: new DynamoTokenReader({ client: dynamo, tableName: requiredEnv(env, 'TOKENS_TABLE_NAME') }),
   ledger: new DynamoRateLedger({
     client: dynamo,
     tableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),

@@ -11,7 +11,7 @@ import { SignedLambdaInvoker } from '../shared/aws/lambda-invoke.js';
 import { systemClock } from '../shared/clock.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
 import { createPowertoolsTelemetry } from '../shared/observability.js';
-import { DynamoTokenStore } from '../shared/tokens/dynamo-token-store.js';
+import { DynamoTokenReader } from '../shared/tokens/dynamo-token-reader.js';
 import { LambdaRefreshInvoker } from '../shared/vend/lambda-refresh-invoker.js';
 import { loadVendConfig } from '../shared/vend/vend-config.js';
 import { createVendHandler } from '../shared/vend/vend-handler.js';
@@ -35,7 +35,7 @@ export const handler = createVendHandler({
   sets: config.sets,
   consumers: config.consumers,
   operators: config.operators,
-  store: new DynamoTokenStore({ client: dynamo, tableName: config.tokensTableName }),
+  store: new DynamoTokenReader({ client: dynamo, tableName: config.tokensTableName }),
   ledger: new DynamoRateLedger({
     client: dynamo,
     tableName: config.ledgerTableName,

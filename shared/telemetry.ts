@@ -55,3 +55,12 @@ export interface Telemetry {
     alsoBy?: Record<string, string>,
   ): void;
 }
+
+/** Says nothing: for code that was given no telemetry (a tool, a test that does not look). */
+export const SILENT_TELEMETRY: Telemetry = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  metric() {},
+};

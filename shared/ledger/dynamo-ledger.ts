@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Clock, systemClock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
-import { MemoryTelemetry, type Telemetry } from '../observability.js';
+import { SILENT_TELEMETRY, type Telemetry } from '../telemetry.js';
 import { availableTo } from './available.js';
 import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
@@ -216,7 +216,7 @@ export class DynamoRateLedger implements RateLedger {
 
   constructor(options: DynamoRateLedgerOptions) {
     this.#clock = options.clock ?? systemClock;
-    this.#telemetry = options.telemetry ?? new MemoryTelemetry();
+    this.#telemetry = options.telemetry ?? SILENT_TELEMETRY;
     this.#time = new LedgerClock({
       local: this.#clock,
       reference: options.reference,

@@ -1,18 +1,15 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
-  type DynamoDBClient,
-  GetItemCommand,
-  type GetItemCommandInput,
   ReplicatedWriteConflictException,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { PARTITION_KEY } from '../aws/tables.js';
-import { itemToState, leaseIdsOf, purgeAtFor, setKey } from './dynamo-token-item.js';
+import { leaseIdsOf, purgeAtFor, setKey } from './dynamo-token-item.js';
+import { DynamoTokenReader } from './dynamo-token-reader.js';
 import { TokenStoreUnavailableError } from './errors.js';
-import type { CredentialSetState } from './token-state.js';
 import type {
   PromoteRequest,
   RecordFailureRequest,
@@ -76,51 +73,7 @@ function placeholders(expressions: string[], input: Record<string, unknown>) {
  * other Region wrote first, which is what a failed condition says too, so it is answered as one (a fresh read
  * decides), never as an outage.
  */
-export class DynamoTokenStore implements TokenStore {
-  readonly #client: DynamoDBClient;
-  readonly #tableName: string;
-
-  constructor(options: { client: DynamoDBClient; tableName: string }) {
-    this.#client = options.client;
-    this.#tableName = options.tableName;
-  }
-
-  async read(credentialSetId: string, now: number): Promise<CredentialSetState | undefined> {
-    const item = await this.#get('read', credentialSetId);
-    return item ? this.#state(item, now, credentialSetId) : undefined;
-  }
-
-  async readVersion(credentialSetId: string): Promise<number | undefined> {
-    const item = await this.#get('readVersion', credentialSetId, {
-      ProjectionExpression: '#version',
-      ExpressionAttributeNames: { '#version': 'version' },
-    });
-    if (!item) return undefined;
-    const version = Number(item.version?.N ?? '0');
-    return Number.isFinite(version) ? version : 0;
-  }
-
-  /** A consistent read of the set's item (all of it, or a projection); DynamoDB failing is the store's outage. */
-  async #get(
-    operation: string,
-    credentialSetId: string,
-    projection: Pick<GetItemCommandInput, 'ProjectionExpression' | 'ExpressionAttributeNames'> = {},
-  ): Promise<Record<string, AttributeValue> | undefined> {
-    try {
-      const output = await this.#client.send(
-        new GetItemCommand({
-          TableName: this.#tableName,
-          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
-          ConsistentRead: true,
-          ...projection,
-        }),
-      );
-      return output.Item;
-    } catch (error) {
-      throw this.#unavailable(operation, credentialSetId, error);
-    }
-  }
-
+export class DynamoTokenStore extends DynamoTokenReader implements TokenStore {
   async takeLease(request: TakeLeaseRequest): Promise<TakeLeaseResult> {
     const conditions = [
       '(attribute_not_exists(#lease) OR #lease.#expiresAt <= :now)',
@@ -158,7 +111,7 @@ export class DynamoTokenStore implements TokenStore {
       appliedIn: (item) => leaseIdsOf(item).held === request.leaseId,
     });
     if (!output) return { taken: false };
-    const state = this.#state(output, request.now, request.credentialSetId);
+    const state = this.state(output, request.now, request.credentialSetId);
     if (!state)
       throw new TokenStoreUnavailableError(`set ${request.credentialSetId}: lease taken on a purged item`);
     return { taken: true, state };
@@ -223,9 +176,9 @@ export class DynamoTokenStore implements TokenStore {
   ): Promise<Record<string, AttributeValue> | undefined> {
     const { appliedIn, ...update } = input;
     try {
-      const output = await this.#client.send(
+      const output = await this.client.send(
         new UpdateItemCommand({
-          TableName: this.#tableName,
+          TableName: this.tableName,
           Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
           ...update,
           // DynamoDB (and DynamoDB Local) return the item with a failed condition, which saves the read below.
@@ -241,35 +194,15 @@ export class DynamoTokenStore implements TokenStore {
         item =
           // A conflict carries no item (it was refused before any condition was evaluated): read it.
           (conditionFailed && (error as ConditionalCheckFailedException).Item) ||
-          (await this.#get(operation, credentialSetId));
+          (await this.get(operation, credentialSetId));
       } catch (readError) {
         // Neither the write nor the read answered: whether it applied is unknown, and the store is failing.
-        throw conditionFailed ? readError : this.#unavailable(operation, credentialSetId, error);
+        throw conditionFailed ? readError : this.unavailable(operation, credentialSetId, error);
       }
       if (item && appliedIn(item)) return item;
       if (conditionFailed) return undefined;
-      throw this.#unavailable(operation, credentialSetId, error);
+      throw this.unavailable(operation, credentialSetId, error);
     }
-  }
-
-  #state(item: Record<string, AttributeValue>, now: number, credentialSetId: string) {
-    const result = itemToState(item, now);
-    if (!result.ok) {
-      throw new TokenStoreUnavailableError(
-        `set ${credentialSetId}: stored item is malformed (${result.fields})`,
-      );
-    }
-    return result.state;
-  }
-
-  #unavailable(operation: string, credentialSetId: string, error: unknown): TokenStoreUnavailableError {
-    const reason = error instanceof Error ? error.name : 'unknown error';
-    return new TokenStoreUnavailableError(
-      `tokens table ${operation} for set ${credentialSetId} failed: ${reason}`,
-      {
-        cause: error,
-      },
-    );
   }
 }
 
