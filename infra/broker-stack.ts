@@ -28,6 +28,7 @@ import {
 } from './function-sizing.js';
 import { refresherSecretAccess } from './least-privilege.js';
 import { refresherRoleName } from './role-names.js';
+import { brokerStackName } from './stack-names.js';
 import { callerAccounts, functionConfigDocuments, type StageConfig } from './stage-config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -69,7 +70,7 @@ export const DEFAULT_ENTRIES = {
   renewer: path.join(ROOT, 'functions/lease-renewer.ts'),
 };
 
-export const stackName = (stage: StageConfig): string => `TokenBroker-${stage.name}`;
+export const stackName = (stage: StageConfig): string => brokerStackName(stage.name);
 
 /**
  * Everything one stage of the broker runs on: the tables and their key, the refresher on a schedule, the vend

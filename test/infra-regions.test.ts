@@ -10,6 +10,7 @@ import { MRSC_REGION_SETS } from '../infra/mrsc-regions.js';
 import { parsePipelineConfig } from '../infra/pipeline-config.js';
 import type { RegionStacks } from '../infra/regions-app.js';
 import { secretResourcePolicy } from '../infra/secret-policy.js';
+import { servingStacks } from '../infra/stack-names.js';
 import {
   functionConfigDocuments,
   parseStageConfig,
@@ -219,6 +220,18 @@ describe('the stacks of a two-Region stage', () => {
     expect(dependsOn(global)).toEqual([key.stackName, keyReplica.stackName].sort());
     expect(dependsOn(h)).toEqual([key.stackName, global.stackName].sort());
     expect(dependsOn(p)).toEqual([keyReplica.stackName, global.stackName].sort());
+  });
+
+  it("names its serving stacks and Regions as the CLI does, each with its Region's VendUrl output", () => {
+    const synthesized = [built.home, built.peer].map((s) => ({
+      stackName: s.stackName,
+      region: s.region,
+      vendUrl: Object.keys((templateOf(s).toJSON().Outputs ?? {}) as Json).includes('VendUrl'),
+    }));
+    expect(synthesized).toEqual(
+      servingStacks(stage).map(({ stackName, region }) => ({ stackName, region, vendUrl: true })),
+    );
+    expect(servingStacks(stage).map((s) => s.role)).toEqual(['home', 'peer']);
   });
 
   it('has a rotating multi-Region key in home, kept in production, and its replica in the peer', () => {
