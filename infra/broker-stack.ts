@@ -29,6 +29,7 @@ import {
 } from './function-sizing.js';
 import { refresherSecretAccess } from './least-privilege.js';
 import { refresherRoleName } from './role-names.js';
+import { brokerStackName } from './stack-names.js';
 import { callerAccounts, functionConfigDocuments, type StageConfig } from './stage-config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -70,7 +71,7 @@ export const DEFAULT_ENTRIES = {
   renewer: path.join(ROOT, 'functions/lease-renewer.ts'),
 };
 
-export const stackName = (stage: StageConfig): string => `TokenBroker-${stage.name}`;
+export const stackName = (stage: StageConfig): string => brokerStackName(stage.name);
 
 /**
  * Everything one stage of the broker runs on: the tables and their key, the refresher on a schedule, the vend
@@ -111,7 +112,7 @@ export class BrokerStack extends Stack {
       : undefined;
     // The token items: in a two-Region stage on the MRSC table, so that one login per set serves both Regions
     // (docs/multi-region.md), and there only the set items (`set#…`), not the leases beside them. The stack's
-    // own tokens table stays (empty), so that the stage can go back to one Region without replacing it.
+    // own tokens table stays (empty, unwatched), so that the stage can go back to one Region without replacing it.
     const tokens = globalTable
       ? { table: globalTable, leadingKeys: [`${SET_KEY_PREFIX}*`] }
       : { table: tables.tokens, leadingKeys: undefined };
@@ -195,7 +196,15 @@ export class BrokerStack extends Stack {
       alarms: stage.alarms,
       alarmNamePrefix: name,
     }).topic;
-    const tableMap = { tokens: tables.tokens, ledger: tables.ledger };
+    // The tables that hold the items, watched where they are: in a two-Region stage the tokens' alarms and widget
+    // are the MRSC table's in this Region (which also holds the leases: the renewer has no alarms of its own on
+    // it), never the stack's own tokens table, which stays empty.
+    const tableMap = { tokens: tokens.table, ledger: tables.ledger };
+    const tableNotes = regional
+      ? {
+          tokens: `the two-Region table ${regional.globalTableName} in ${regional.ownRegion}, which also holds the leases`,
+        }
+      : undefined;
     const alarms = new BrokerAlarms(this, 'AlarmSet', {
       stage,
       namePrefix: name,
@@ -203,6 +212,7 @@ export class BrokerStack extends Stack {
       refresher: { fn: refresher, timeout: REFRESHER_TIMEOUT },
       vend: { fn: vend, alias: rollout.alias, timeout: VEND_TIMEOUT },
       tables: tableMap,
+      ...(tableNotes ? { tableNotes } : {}),
     });
     rollout.rollBackOn(alarms.rollbackAlarms);
     new BrokerDashboard(this, 'Dashboard', {
@@ -210,6 +220,7 @@ export class BrokerStack extends Stack {
       dashboardName: name,
       functions: { refresher, vend },
       tables: tableMap,
+      ...(tableNotes ? { tableNotes } : {}),
       alarms: alarms.alarms,
     });
     if (regional && globalTable) {

@@ -9,6 +9,7 @@ import {
 } from './global-stacks.js';
 import type { RegionsSettings } from './mrsc-regions.js';
 import { refresherRoleName } from './role-names.js';
+import { peerBrokerStackName } from './stack-names.js';
 import type { StageConfig } from './stage-config.js';
 
 /** Every stack of a two-Region stage (docs/deploying.md, Two Regions), in deployment order. */
@@ -22,7 +23,7 @@ export interface RegionStacks {
 
 /** The peer's serving stack: its own name, as dashboards are global to the account and stack names show it. */
 export const peerStackName = (stage: StageConfig, regions: RegionsSettings): string =>
-  `${stackName(stage)}-${regions.peer}`;
+  peerBrokerStackName(stage.name, regions.peer);
 
 /**
  * A two-Region stage: the key, its replica, the MRSC table with the secrets, then a serving stack in each Region

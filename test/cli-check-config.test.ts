@@ -55,6 +55,29 @@ describe('token-broker check-config', () => {
     }
   });
 
+  it('accepts the example two-Region stage by name: its Regions, both serving stacks and both refreshers', async () => {
+    const run = await runIn(['check-config', 'prod-regions']);
+    expect(run.exit, run.stderr).toBe(0);
+    expect(run.stdout).toContain('stage prod-regions: valid');
+    expect(run.stdout).toContain('  two Regions: home eu-west-1, peer eu-central-1, witness eu-west-2');
+    expect(run.stdout).toContain(
+      "  serving stacks (each one's VendUrl output is its Region's broker URL): TokenBroker-prod-regions in eu-west-1, TokenBroker-prod-regions-eu-central-1 in eu-central-1",
+    );
+    expect(run.stdout).toContain(
+      "arn:aws:iam::555555555555:role/token-broker-prod-regions-eu-central-1-refresher (the peer's refresher)",
+    );
+    const json = JSON.parse((await runIn(['check-config', 'prod-regions', '--json'])).stdout);
+    expect(json.summary.servingStacks).toEqual([
+      { stackName: 'TokenBroker-prod-regions', region: 'eu-west-1', role: 'home' },
+      { stackName: 'TokenBroker-prod-regions-eu-central-1', region: 'eu-central-1', role: 'peer' },
+    ]);
+    // A one-Region stage: its one stack.
+    const one = JSON.parse((await runIn(['check-config', 'uat', '--json'])).stdout);
+    expect(one.summary.servingStacks).toEqual([
+      { stackName: 'TokenBroker-uat', region: 'eu-west-1', role: 'only' },
+    ]);
+  });
+
   it('--strict turns the warnings into a failure (exit 2); a realistic stage passes it', async () => {
     const strict = await runIn(['check-config', 'uat', '--strict']);
     expect(strict.exit).toBe(2);
@@ -159,6 +182,7 @@ describe('token-broker check-config', () => {
           refresher: 'arn:aws:iam::123456789012:role/token-broker-prod-refresher',
           breakGlass: ['arn:aws:iam::123456789012:role/token-broker-break-glass'],
         },
+        servingStacks: [{ stackName: 'TokenBroker-prod', region: 'eu-west-1', role: 'only' }],
         configurationDocument: {
           bytes: expect.any(Number),
           maxBytes: 1048576,
@@ -173,7 +197,7 @@ describe('token-broker check-config', () => {
     const unknown = await runIn(['check-config', 'staging']);
     expect(unknown.exit).toBe(2);
     expect(unknown.stderr).toContain(
-      'unknown stage "staging"; known: uat, prod (or give a path to a JSON stage file)',
+      'unknown stage "staging"; known: uat, prod, prod-regions (or give a path to a JSON stage file)',
     );
     const missing = await runIn(['check-config', join(dir, 'nope.json')]);
     expect(missing.exit).toBe(2);

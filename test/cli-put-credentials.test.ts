@@ -113,6 +113,36 @@ describe('token-broker put-credentials', () => {
     expectQuiet(created);
   });
 
+  it("writes a two-Region stage's secret by the stage's name, in home only, never creating it", async () => {
+    secrets.on(PutResourcePolicyCommand).resolves({});
+    const run = await put(['prod-advisor', '--stage', 'prod-regions'], `u\n${PASSWORD}\n`);
+    expect(run.exit, run.stderr).toBe(0);
+    expect(regions).toEqual(['eu-west-1']);
+    expect(written().map((w) => w.SecretId)).toEqual(['token-broker/prod-regions/advisor']);
+    // The policy the global stack puts: both Regions' refreshers (the peer's reads the replica) and break-glass.
+    const policy = JSON.stringify(secrets.commandCalls(PutResourcePolicyCommand)[0]?.args[0].input);
+    expect(policy).toContain('role/token-broker-prod-regions-refresher');
+    expect(policy).toContain('role/token-broker-prod-regions-eu-central-1-refresher');
+    expectQuiet(run);
+
+    // The replica takes no write, and the global stack creates the secrets: both refused before any call.
+    secrets.reset();
+    regions.length = 0;
+    const peer = await put(
+      ['prod-advisor', '--stage', 'prod-regions', '--region', 'eu-central-1'],
+      `u\n${PASSWORD}\n`,
+    );
+    expect(peer.exit).toBe(2);
+    expect(peer.stderr).toContain(
+      'stage "prod-regions" has two Regions: its secrets are written in home (eu-west-1), whose primary Secrets Manager replicates to eu-central-1',
+    );
+    const create = await put(['prod-advisor', '--stage', 'prod-regions', '--create'], `u\n${PASSWORD}\n`);
+    expect(create.exit).toBe(2);
+    expect(create.stderr).toContain('its secrets are created by the stack TokenBroker-prod-regions-global');
+    expect(regions).toEqual([]);
+    expect(secrets.calls()).toHaveLength(0);
+  });
+
   it('exits 3 when AWS refuses who we are or cannot be reached, 1 for other refusals', async () => {
     const denied = new SecretsManagerServiceException({
       name: 'AccessDeniedException',

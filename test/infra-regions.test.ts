@@ -10,6 +10,7 @@ import { MRSC_REGION_SETS } from '../infra/mrsc-regions.js';
 import { parsePipelineConfig } from '../infra/pipeline-config.js';
 import type { RegionStacks } from '../infra/regions-app.js';
 import { secretResourcePolicy } from '../infra/secret-policy.js';
+import { servingStacks } from '../infra/stack-names.js';
 import {
   functionConfigDocuments,
   parseStageConfig,
@@ -249,6 +250,18 @@ describe('the stacks of a two-Region stage', () => {
     expect(dependsOn(p)).toEqual([keyReplica.stackName, global.stackName].sort());
   });
 
+  it("names its serving stacks and Regions as the CLI does, each with its Region's VendUrl output", () => {
+    const synthesized = [built.home, built.peer].map((s) => ({
+      stackName: s.stackName,
+      region: s.region,
+      vendUrl: Object.keys((templateOf(s).toJSON().Outputs ?? {}) as Json).includes('VendUrl'),
+    }));
+    expect(synthesized).toEqual(
+      servingStacks(stage).map(({ stackName, region }) => ({ stackName, region, vendUrl: true })),
+    );
+    expect(servingStacks(stage).map((s) => s.role)).toEqual(['home', 'peer']);
+  });
+
   it('has a rotating multi-Region key in home, kept in production, and its replica in the peer', () => {
     const [key] = resources(built.key, 'AWS::KMS::Key');
     expect(key).toMatchObject({ MultiRegion: true, EnableKeyRotation: true, PendingWindowInDays: 30 });
@@ -383,6 +396,15 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     expect(vendEnv[LEDGER_REGIONAL_ENV]).toBeUndefined();
     // And its learned limits in its ledger table: no LEARNED_TABLE_NAME.
     expect(vendEnv[LEARNED_TABLE_ENV]).toBeUndefined();
+    // And watches them there: its tokens-table alarms name its own table (as every one-Region stage's do).
+    const aloneAlarm = Object.values(aloneJson.Resources as Record<string, Json>).find(
+      (r) =>
+        r.Type === 'AWS::CloudWatch::Alarm' &&
+        String((r.Properties as Json).AlarmName).endsWith('-tokens-table-throttles'),
+    );
+    expect(JSON.stringify(aloneAlarm)).toContain(
+      `{"Name":"TableName","Value":{"Ref":"${idOf('Tables', 'Tokens')}"}}`,
+    );
   });
 
   it('is the broker of one Region: its own ledger and (kept, unused) tokens tables and key, the vend URL with AWS_IAM', () => {
@@ -622,8 +644,8 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     for (const suffix of [
       'lease-renewer-errors',
       'lease-renewer-throttles',
-      'global-table-throttles',
-      'global-table-system-errors',
+      'tokens-table-throttles',
+      'tokens-table-system-errors',
     ]) {
       expect(names).toContain(`${stack().stackName}-${suffix}`);
     }
@@ -635,13 +657,64 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
       expect(alarm.AlarmActions).toEqual([{ Ref: topics[0] }]);
       expect(alarm.OKActions).toEqual([{ Ref: topics[0] }]);
     }
-    // The global table's alarms watch it in this Region (its replica here has the same name).
-    const tableAlarm = alarms.find((a) => a.AlarmName.endsWith('-global-table-throttles'));
-    expect(JSON.stringify(tableAlarm?.Metrics)).toContain(
-      `"Name":"TableName","Value":"${globalTableName(stage)}"`,
-    );
     const dashboards = resources(stack(), 'AWS::CloudWatch::Dashboard').map((d) => d.DashboardName);
     expect(dashboards).toEqual([stack().stackName]);
+  });
+
+  /** Each alarm's name and the tables its metrics name (TableName dimensions: a name, or a table's logical id). */
+  const alarmTables = () =>
+    (resources(stack(), 'AWS::CloudWatch::Alarm') as (Json & { AlarmName: string; Metrics?: Json[] })[]).map(
+      (alarm) => ({
+        name: alarm.AlarmName.slice(stack().stackName.length + 1),
+        metrics: (alarm.Metrics ?? []).flatMap((m) => {
+          const metric = (m.MetricStat as { Metric?: Json } | undefined)?.Metric;
+          return metric ? [metric] : [];
+        }),
+        description: String(alarm.AlarmDescription),
+      }),
+    );
+  const tablesOf = (metrics: Json[]) => [
+    ...new Set(
+      metrics.flatMap((m) =>
+        ((m.Dimensions ?? []) as { Name: string; Value: unknown }[])
+          .filter((d) => d.Name === 'TableName')
+          .map((d) => refOf(d.Value) ?? String(d.Value)),
+      ),
+    ),
+  ];
+
+  it("watches the tokens where they are: the tokens table's alarms on the MRSC table in this Region, once", () => {
+    const watched = alarmTables().filter((a) => a.name.includes('-table-'));
+    expect(
+      watched.map((a) => [a.name, tablesOf(a.metrics), a.metrics.map((m) => m.MetricName).sort()]),
+    ).toEqual([
+      ['tokens-table-throttles', [globalTableName(stage)], ['ReadThrottleEvents', 'WriteThrottleEvents']],
+      ['tokens-table-system-errors', [globalTableName(stage)], Array(5).fill('SystemErrors')],
+      ['ledger-table-throttles', [ownLedger()], ['ReadThrottleEvents', 'WriteThrottleEvents']],
+      ['ledger-table-system-errors', [ownLedger()], Array(5).fill('SystemErrors')],
+    ]);
+    // Every operation sent to the MRSC table (the tokens' GetItem and UpdateItem, the leases' PutItem too).
+    const systemErrors = watched.find((a) => a.name === 'tokens-table-system-errors');
+    const operations = (systemErrors?.metrics ?? []).map(
+      (m) => (m.Dimensions as { Name: string; Value: string }[]).find((d) => d.Name === 'Operation')?.Value,
+    );
+    expect(operations.sort()).toEqual(['DeleteItem', 'GetItem', 'PutItem', 'Query', 'UpdateItem']);
+    expect(systemErrors?.description).toContain(`the two-Region table ${globalTableName(stage)} in ${own}`);
+    // Nothing watches the stack's own tokens table (kept, empty), and no two alarms watch the same table.
+    const all = alarmTables().flatMap((a) => tablesOf(a.metrics).map((table) => [a.name, table]));
+    expect(all.filter(([, table]) => table === idOf('Tables', 'Tokens'))).toEqual([]);
+    expect(all.filter(([, table]) => table === globalTableName(stage)).map(([name]) => name)).toEqual([
+      'tokens-table-throttles',
+      'tokens-table-system-errors',
+    ]);
+  });
+
+  it("draws the MRSC table's capacity and throttles on the dashboard, not the empty tokens table's", () => {
+    const [dashboard] = resources(stack(), 'AWS::CloudWatch::Dashboard');
+    const body = JSON.stringify(dashboard?.DashboardBody);
+    expect(body).toContain(`tokens table (the two-Region table ${globalTableName(stage)} in ${own}`);
+    expect(body).toContain(`\\"TableName\\",\\"${globalTableName(stage)}\\"`);
+    expect(body).not.toContain(idOf('Tables', 'Tokens'));
   });
 
   it("keeps every function's logs for the stage's retention, and past the stack in production", () => {

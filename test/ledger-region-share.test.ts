@@ -98,7 +98,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
   });
 
   it('from fenceAt on grants only the floor (0 by default), denied QUOTA with the share retry', async () => {
-    const l = ledger();
+    const l = ledger({ regional: true });
     await l.adoptShare(TOKEN, limits, undefined, share(20));
     granted(await l.acquire({ tokenId: TOKEN, count: 3, limits }));
     await clock.advance(30_000);
@@ -114,6 +114,29 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
     expect(denied(await l.acquire({ tokenId: TOKEN, count: 1, limits })).reason).toBe('QUOTA');
     await clock.advance(64_000);
     expect((await fill(l)).total).toBe(5);
+  });
+
+  it('one Region again: a ledger without `regional` holds a share until its fence, then grants the configured limits and removes it', async () => {
+    // A version beside a regional one (a canary, a stage gaining a peer): the live share holds it too.
+    const alone = ledger();
+    await alone.adoptShare(TOKEN, limits, undefined, share(20));
+    expect((await fill(alone)).total).toBe(20);
+    // The renewer is gone (the stage went back to one Region) and the lease lapsed: the whole budget again, and
+    // the item's next write (a full one) takes the share out, for release N-1, which would hold it to its floor.
+    await clock.advance(30_000);
+    expect((await item())?.rs).toBeDefined();
+    // The minute's configured 50, less the 20 granted under the share, still in its span.
+    expect((await fill(alone)).total).toBe(30);
+    expect((await item())?.rs).toBeUndefined();
+    // What it granted stays counted: the minute is full for a ledger of either kind, and a regional one reading
+    // the item (no share now) grants only its floor, as before its first lease.
+    expect(denied(await ledger().acquire({ tokenId: TOKEN, count: 1, limits })).reason).toBe('QUOTA');
+    expect(
+      denied(await ledger({ regional: true }).acquire({ tokenId: TOKEN, count: 1, limits })),
+    ).toMatchObject({
+      reason: 'QUOTA',
+      retryAfterMs: SHARE_RETRY_MS,
+    });
   });
 
   it('holds a ring the share does not name to its floor', async () => {

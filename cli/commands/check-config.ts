@@ -4,7 +4,13 @@ import {
   SecretsManagerServiceException,
 } from '@aws-sdk/client-secrets-manager';
 import type * as z from 'zod';
-import { refresherRoleArn, sameSecretPolicy, secretResourcePolicy } from '../../infra/secret-policy.js';
+import {
+  peerRefresherRoleArn,
+  refresherRoleArn,
+  sameSecretPolicy,
+  secretResourcePolicy,
+} from '../../infra/secret-policy.js';
+import { servingStacks } from '../../infra/stack-names.js';
 import {
   callerAccounts,
   functionConfigDocuments,
@@ -33,7 +39,8 @@ is granted to, the size of the functions' configuration document) and the stack'
 Every error names its field, e.g.
 "uat.credentialSets[0].vendorBaseUrl: must be https:// in a deployed stage".
 
-<stage> is a stage of infra/stages/ (uat, prod) or a path to a JSON file of the same shape.
+<stage> is a stage of infra/stages/ (uat, prod, and the example two-Region stage prod-regions) or a path to a
+JSON file of the same shape.
 
 Options:
   --strict   warnings fail too (placeholder account ids, example.com addresses, the example runbook URL,
@@ -145,7 +152,9 @@ export async function secretFindings(client: SecretsManagerClient, stage: StageC
         field,
         message:
           code === 'ResourceNotFoundException'
-            ? `secret "${set.secretName}" does not exist in ${stage.region}; "token-broker put-credentials ${set.id} --stage ${stage.name} --create" creates it with its resource policy`
+            ? stage.regions
+              ? `secret "${set.secretName}" does not exist in ${stage.region}; the stack TokenBroker-${stage.name}-global creates it (docs/deploying.md, Two Regions)`
+              : `secret "${set.secretName}" does not exist in ${stage.region}; "token-broker put-credentials ${set.id} --stage ${stage.name} --create" creates it with its resource policy`
             : `the resource policy of secret "${set.secretName}" could not be read (${code})`,
       });
       continue;
@@ -200,8 +209,15 @@ function summaryOf(stage: StageConfig) {
       name: o.name,
       credentialSets: o.credentialSets ?? stage.credentialSets.map((set) => set.id),
     })),
-    /** Who may read the secrets' values: the refresher's role, then the break-glass principals. */
-    secretReaders: { refresher: refresherRoleArn(stage), breakGlass: stage.breakGlassPrincipals },
+    /** Who may read the secrets' values: the refresher's role (each Region's), then the break-glass principals. */
+    secretReaders: {
+      refresher: refresherRoleArn(stage),
+      ...(stage.regions ? { peerRefresher: peerRefresherRoleArn(stage, stage.regions.peer) } : {}),
+      breakGlass: stage.breakGlassPrincipals,
+    },
+    /** Each serving stack and its Region: its `VendUrl` output is that Region's broker URL. */
+    servingStacks: servingStacks(stage),
+    ...(stage.regions ? { regions: stage.regions } : {}),
     /** The vend function's configuration document (broker-config.json in its code asset). */
     configurationDocument: {
       bytes: Buffer.byteLength(JSON.stringify(document)),
@@ -265,7 +281,13 @@ export async function checkConfigCommand(args: string[], io: CliIo): Promise<num
       ...summary.consumers.map((c) => `    ${c.name} → ${c.credentialSets.join(', ')}`),
       `  operators, status only (${summary.operators.length}):`,
       ...summary.operators.map((o) => `    ${o.name} → ${o.credentialSets.join(', ')}`),
-      `  secret readers: ${summary.secretReaders.refresher} (refresher), ${summary.secretReaders.breakGlass.map((arn) => `${arn} (break-glass)`).join(', ') || 'no break-glass principal'}`,
+      `  secret readers: ${summary.secretReaders.refresher} (refresher), ${summary.secretReaders.peerRefresher ? `${summary.secretReaders.peerRefresher} (the peer's refresher), ` : ''}${summary.secretReaders.breakGlass.map((arn) => `${arn} (break-glass)`).join(', ') || 'no break-glass principal'}`,
+      ...(summary.regions
+        ? [
+            `  two Regions: home ${summary.regions.home}, peer ${summary.regions.peer}, witness ${summary.regions.witness} (the MRSC table's quorum only)`,
+          ]
+        : []),
+      `  serving stacks (each one's VendUrl output is its Region's broker URL): ${summary.servingStacks.map((s) => `${s.stackName} in ${s.region}`).join(', ')}`,
       `  configuration document of the vend function: ${summary.configurationDocument.bytes} bytes (at most ${summary.configurationDocument.maxBytes}), revision ${summary.configurationDocument.revision}`,
       'organizationId' in summary.urlAccess
         ? `  Function URL granted to the organization ${summary.urlAccess.organizationId}`

@@ -25,10 +25,12 @@ The username and password are never taken from arguments (they would stay in the
 Nothing of the password is printed.
 
 Options:
-  --stage STAGE     take the secret name and Region from the stage (infra/stages/, or a JSON file)
+  --stage STAGE     take the secret name and Region from the stage (infra/stages/, or a JSON file); a
+                    two-Region stage's secrets are written in its home Region and replicated to its peer
   --secret-id ID    the secret's name or ARN instead (no resource policy is put: it needs the stage)
   --region REGION   the secret's Region (default: the stage's, else AWS_REGION / AWS_DEFAULT_REGION)
-  --create          create the secret when it does not exist yet (otherwise that is an error)
+  --create          create the secret when it does not exist yet (otherwise that is an error; not for a
+                    two-Region stage, whose global stack creates its secrets)
   --json            print {"credentialSet", "secretId", "region", "versionId", "created"} on stdout
 
 Credentials: the default AWS chain; the caller needs secretsmanager:PutResourcePolicy (with --stage),
@@ -48,7 +50,12 @@ const COMMAND = 'put-credentials';
 /** The secret and its Region, from the stage or from the options. */
 function secretOf(
   setId: string,
-  values: { stage?: string | undefined; 'secret-id'?: string | undefined; region?: string | undefined },
+  values: {
+    stage?: string | undefined;
+    'secret-id'?: string | undefined;
+    region?: string | undefined;
+    create?: boolean | undefined;
+  },
   io: CliIo,
 ): { secretId: string; region: string; policy?: PolicyDocument; readers?: string[] } {
   if ((values.stage === undefined) === (values['secret-id'] === undefined)) {
@@ -63,6 +70,7 @@ function secretOf(
         COMMAND,
       );
     }
+    if (stage.regions) twoRegionChecks(stage.name, stage.regions, values);
     return {
       secretId: set.secretName,
       region: values.region ?? stage.region,
@@ -73,6 +81,30 @@ function secretOf(
   const region = values.region ?? io.env.AWS_REGION ?? io.env.AWS_DEFAULT_REGION;
   if (!region) throw new UsageError('no Region: give --region or set AWS_REGION', COMMAND);
   return { secretId: values['secret-id'] ?? '', region };
+}
+
+/**
+ * A two-Region stage's secrets are its global stack's (infra/global-stacks.ts): written in home, where the primary
+ * is, and replicated by Secrets Manager to the peer, whose replica takes no write; created by that stack, never
+ * here (a secret created by hand would stop the stack creating it).
+ */
+function twoRegionChecks(
+  stageName: string,
+  regions: { home: string; peer: string },
+  values: { region?: string | undefined; create?: boolean | undefined },
+): void {
+  if (values.region !== undefined && values.region !== regions.home) {
+    throw new UsageError(
+      `stage "${stageName}" has two Regions: its secrets are written in home (${regions.home}), whose primary Secrets Manager replicates to ${regions.peer}; a replica takes no write (leave out --region)`,
+      COMMAND,
+    );
+  }
+  if (values.create === true) {
+    throw new UsageError(
+      `stage "${stageName}" has two Regions: its secrets are created by the stack TokenBroker-${stageName}-global (deploy it first, docs/deploying.md, Two Regions), not by --create`,
+      COMMAND,
+    );
+  }
 }
 
 export async function putCredentialsCommand(args: string[], io: CliIo): Promise<number> {

@@ -7,7 +7,7 @@ import {
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { Operation, type Table } from 'aws-cdk-lib/aws-dynamodb';
+import { type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
 import type { IAlias, IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
@@ -38,7 +38,13 @@ export interface BrokerAlarmsProps {
   refresher: { fn: IFunction; timeout: Duration };
   /** `alias`: the one the Function URL serves (consumers' traffic). */
   vend: { fn: IFunction; alias: IAlias; timeout: Duration };
-  tables: Record<string, Table>;
+  /**
+   * By role (tokens, ledger): the table that holds that role's items, watched by its name in this stack's Region.
+   * In a two-Region stage the tokens are the MRSC table's (infra/broker-stack.ts), not the stack's own table.
+   */
+  tables: Record<string, ITable>;
+  /** What a table is, said after its role in the alarm's meaning, where it is not the stack's own table. */
+  tableNotes?: Partial<Record<string, string>>;
 }
 
 interface AlarmSpec {
@@ -409,7 +415,14 @@ export class BrokerAlarms extends Construct {
     });
   }
 
-  private tableAlarms(name: string, table: Table): void {
+  /**
+   * Throttles and system errors of one table. In a two-Region stage the tokens' table is the MRSC table, which
+   * also holds the leases: these two alarms are its only ones (the renewer has none of its own on it), over
+   * every operation anyone sends it (GetItem, PutItem, UpdateItem among them).
+   */
+  private tableAlarms(name: string, table: ITable): void {
+    const note = this.props.tableNotes?.[name];
+    const which = `the ${name} table${note ? ` (${note})` : ''}`;
     const sumOf = (label: string, metrics: Record<string, IMetric>) =>
       filledSum(label, metrics, FIVE_MINUTES);
     const metric = (metricName: string, operation?: Operation) =>
@@ -426,7 +439,7 @@ export class BrokerAlarms extends Construct {
       }),
       threshold: 1,
       comparison: AT_LEAST,
-      meaning: `DynamoDB throttled requests on the ${name} table.`,
+      meaning: `DynamoDB throttled requests on ${which}.`,
       runbook: RunbookSection.DynamoDbErrors,
     });
     const operations = [
@@ -443,7 +456,7 @@ export class BrokerAlarms extends Construct {
       ),
       threshold: 1,
       comparison: AT_LEAST,
-      meaning: `DynamoDB answered requests on the ${name} table with internal server errors (HTTP 500).`,
+      meaning: `DynamoDB answered requests on ${which} with internal server errors (HTTP 500).`,
       runbook: RunbookSection.DynamoDbErrors,
     });
   }

@@ -8,7 +8,7 @@ import {
   MathExpression,
   TextWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
-import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { Metric as BrokerMetric, DIMENSION_ERROR_CODE, type MetricName } from '../../shared/metric-names.js';
@@ -28,7 +28,10 @@ export interface BrokerDashboardProps {
   stage: StageConfig;
   dashboardName: string;
   functions: Record<string, IFunction>;
-  tables: Record<string, Table>;
+  /** As BrokerAlarms takes them: by role, the table that holds that role's items, in this stack's Region. */
+  tables: Record<string, ITable>;
+  /** What a table is, said in its widget's title, where it is not the stack's own table. */
+  tableNotes?: Partial<Record<string, string>>;
   alarms: IAlarm[];
 }
 
@@ -76,7 +79,7 @@ export class BrokerDashboard extends Construct {
     this.dashboard.addWidgets(
       new TextWidget({ markdown: '## Functions and tables', width: 24, height: 1 }),
       ...functionWidgets(props.functions),
-      ...tableWidgets(props.tables),
+      ...tableWidgets(props.tables, props.tableNotes ?? {}),
     );
   }
 }
@@ -316,11 +319,11 @@ function functionWidgets(functions: Record<string, IFunction>): IWidget[] {
   ]);
 }
 
-function tableWidgets(tables: Record<string, Table>): IWidget[] {
+function tableWidgets(tables: Record<string, ITable>, notes: Partial<Record<string, string>>): IWidget[] {
   return Object.entries(tables).map(
     ([name, table]) =>
       new GraphWidget({
-        title: `${name} table: capacity used and throttles`,
+        title: `${name} table${notes[name] ? ` (${notes[name]})` : ''}: capacity used and throttles`,
         left: [
           table.metricConsumedReadCapacityUnits({ period: PERIOD, statistic: 'Sum' }),
           table.metricConsumedWriteCapacityUnits({ period: PERIOD, statistic: 'Sum' }),

@@ -1,7 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, type IMetric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { type ITable, Operation } from 'aws-cdk-lib/aws-dynamodb';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -15,7 +15,6 @@ import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
 import { BrokerFunction } from './broker-function.js';
-import { filledSum } from './filled-sum.js';
 
 /** The leading key of every lease item (shared/regions/lease-store.ts: `lease#<setId>#<quotaKey>`). */
 export const LEASE_KEY_PREFIX = 'lease#';
@@ -52,9 +51,15 @@ export interface LeaseRenewerProps {
  * A two-Region stage's lease renewer in one Region (docs/deploying.md, Two Regions): every minute EventBridge
  * starts a run that renews this Region's lease records every RENEW_MS and adopts its shares in the regional
  * ledger. Least privilege to the action: the ledger item's read and its share write (GetItem, UpdateItem), and
+<<<<<<< HEAD
  * on the MRSC table only items whose key starts with `lease#` (GetItem, PutItem, UpdateItem), and the token items'
  * and the learned items' read (GetItem on `set#`, `learned#`); the tables' key only through DynamoDB. Alarms when
  * it fails or is throttled, and on the MRSC table's throttles and errors in this Region.
+=======
+ * on the MRSC table only items whose key starts with `lease#` (GetItem, PutItem, UpdateItem); the tables' key
+ * only through DynamoDB. Alarms when it fails or is throttled (the MRSC table's throttles and errors in this
+ * Region are the serving stack's tokens-table alarms: infra/constructs/broker-alarms.ts).
+>>>>>>> h-r-ops
  */
 export class LeaseRenewer extends Construct {
   readonly fn: BrokerFunction;
@@ -117,33 +122,6 @@ export class LeaseRenewer extends Construct {
       periods: 3,
       meaning: `Lambda throttled the lease renewer (${props.ownRegion}) three minutes in a row.`,
       runbook: RunbookSection.FunctionThrottles,
-    });
-    const tableMetric = (name: string, operation?: Operation) =>
-      props.globalTable.metric(name, {
-        statistic: 'Sum',
-        period: Duration.minutes(5),
-        ...(operation
-          ? { dimensionsMap: { TableName: props.globalTable.tableName, Operation: operation } }
-          : {}),
-      });
-    const sumOf = (label: string, metrics: Record<string, IMetric>) =>
-      filledSum(label, metrics, Duration.minutes(5));
-    this.add('global-table-throttles', props, {
-      metric: sumOf('global table throttle events', {
-        reads: tableMetric('ReadThrottleEvents'),
-        writes: tableMetric('WriteThrottleEvents'),
-      }),
-      meaning: `DynamoDB throttled requests on the two-Region lease table in ${props.ownRegion}.`,
-      runbook: RunbookSection.DynamoDbErrors,
-    });
-    const operations = [Operation.GET_ITEM, Operation.PUT_ITEM, Operation.UPDATE_ITEM];
-    this.add('global-table-system-errors', props, {
-      metric: sumOf(
-        'global table system errors',
-        Object.fromEntries(operations.map((op) => [op.toLowerCase(), tableMetric('SystemErrors', op)])),
-      ),
-      meaning: `DynamoDB answered requests on the two-Region lease table in ${props.ownRegion} with internal server errors (HTTP 500).`,
-      runbook: RunbookSection.DynamoDbErrors,
     });
   }
 

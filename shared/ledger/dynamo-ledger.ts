@@ -94,7 +94,9 @@ export interface DynamoRateLedgerOptions {
   /**
    * This ledger is one Region's of two (issue 27, docs/multi-region.md): grants are held to the share its lease
    * renewer adopted (adoptShare), and an item without one (before the first lease, or after its TTL) grants only
-   * the floor, 0. Unset: an item without a share is as it always was.
+   * the floor, 0. Unset: an item without a share is as it always was, and a share in the item holds only until
+   * its fence (a version beside a regional one in a canary, or a stage gaining a peer); a lapsed share is one a
+   * stage left when it went back to one Region: not held, and removed by the item's next write.
    */
   regional?: boolean;
 }
@@ -274,7 +276,16 @@ export class DynamoRateLedger implements RateLedger {
 
   /** The plan `state`'s share holds grants to at g (region-share.ts); without Regions, `plan` itself. */
   #held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan {
-    return heldPlan(plan, state.share ?? (this.#regional ? NO_SHARE : undefined), g);
+    if (this.#regional) return heldPlan(plan, state.share ?? NO_SHARE, g);
+    return heldPlan(plan, this.#lapsed(state, g) ? undefined : state.share, g);
+  }
+
+  /**
+   * A share a one-Region ledger (`regional` unset) no longer holds: its fence passed, so no renewer keeps it (the
+   * stage went back to one Region, docs/deploying.md). A regional ledger fences itself to its floor instead.
+   */
+  #lapsed(state: LedgerState, g: number): boolean {
+    return !this.#regional && state.share !== undefined && g >= state.share.fenceAt;
   }
 
   /**
@@ -693,6 +704,9 @@ export class DynamoRateLedger implements RateLedger {
       const work = stateAt(read, g, marginMs);
       // The first write creates the item's receipt secret; a concurrent creator wins by the condition.
       work.secret ??= newSecret();
+      // A lapsed share leaves with this write (a full one): release N-1 would hold the item to its floor.
+      const dropsShare = this.#lapsed(work, g);
+      if (dropsShare) work.share = undefined;
       const outcomes = ops.map((op) => op.apply(work, g, now));
       const results = outcomes.map((outcome) => outcome.result);
       if (outcomes.every((outcome) => outcome.change === 'none')) {
@@ -713,6 +727,7 @@ export class DynamoRateLedger implements RateLedger {
       // A head addition needs room for its id in the item's set and the item's own format; else a full write
       // (which resets the set), so that no write ever goes without an id.
       const additions =
+        !dropsShare &&
         outcomes.every((outcome) => outcome.change !== 'other') &&
         read.secret !== undefined &&
         read.writeIds.size < WRITE_IDS_LIMIT &&

@@ -12,7 +12,8 @@ import type { StoredLedger } from './state-codec.js';
  * (LimitPlan.reservationsKey), `lv` the learned view of its grants (LedgerState.learnedVersion), `k` the receipt secret (set once, when the item is created),
  * `rs` a Region's share of the budgets when the ledger is one Region's of two (issue 27, region-share.ts:
  * `<fenceAt>;<ring key>=<limit>[:<floor>],...[;<home consumers>]`, base 36; written by adoptShare only, kept by
- * every full write; release N-1 neither reads nor removes it, so it grants as if there were none). Then by format:
+ * every full write but a one-Region ledger's once its fence passed, which removes it; release a6dc151 holds to it
+ * as a regional ledger does, releases before it neither read nor remove it). Then by format:
  * - 1 (text): `r` older slots, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not
  *   `cdr` and `cw`), per ring with grants in its head slot `h:<ring key>` (count)
  *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
@@ -103,6 +104,8 @@ export function fullWrite(
     fastWrites: number;
     headAttributes: readonly string[];
     secret: string | undefined;
+    /** Whether the item read holds a share (`rs`): removed when the state no longer does. */
+    share?: boolean;
   },
 ): UpdateItemCommandInput {
   const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#t': 't', '#p': TTL_ATTRIBUTE };
@@ -141,8 +144,10 @@ export function fullWrite(
   if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
   // Never lowered by a write (a newer release's processes may hold a newer view); absent stays absent.
   if (stored.learnedVersion !== undefined) attribute('lv', { N: String(stored.learnedVersion) });
-  // Never removed by a full write: only adoptShare changes it (the state carries it from the read).
+  // Only adoptShare changes it (the state carries it from the read), and a one-Region ledger removes a lapsed one
+  // (the stage went back to one Region: dynamo-ledger.ts).
   if (stored.share !== undefined) attribute('rs', { S: stored.share });
+  else if (read.share) attribute('rs', undefined);
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {

@@ -89,6 +89,7 @@ export class LedgerTable {
         fastWrites: read.fastWrites,
         headAttributes: read.headAttributes,
         secret: read.state.secret,
+        share: read.state.share !== undefined,
       }),
     );
   }

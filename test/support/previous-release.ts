@@ -101,6 +101,18 @@ export function extractPreviousRelease(sha = previousReleaseCommit()): {
 }
 
 /**
+ * One module of a release's `shared/` tree, loaded from its extracted tree (vitest transforms it like ours): the
+ * parts beyond the ledger a rehearsal runs as that release (its token store, refresher, vendor client, lease
+ * renewer and lease store). `file`: the module's path from the repository root, e.g. `shared/regions/renewer.ts`;
+ * `commit`: as for previousRelease. What it exports is that release's, so `T` is the caller's claim about it.
+ */
+export async function previousReleaseModule<T>(file: string, commit = previousReleaseCommit()): Promise<T> {
+  if (!/^shared\/[\w/-]+\.ts$/.test(file)) throw new Error(`not a module of shared/: ${file}`);
+  const { dir } = extractPreviousRelease(commit);
+  return (await import(pathToFileURL(path.join(dir, file)).href)) as T;
+}
+
+/**
  * Release N-1's ledger and settings schema, loaded from its extracted tree (vitest transforms it); `commit`: another
  * release's (a full sha), e.g. the one a change's brief names as N-1.
  */
