@@ -621,6 +621,7 @@ export class DynamoRateLedger implements RateLedger {
         at: g,
         offset: report.vendorOffsetMs ?? UNMEASURED_OFFSET,
         limits: report.limits,
+        wholeHistory: !this.#regional,
       },
       state,
       g,

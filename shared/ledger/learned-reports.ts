@@ -90,6 +90,8 @@ export interface ClassReportInput {
   at: number;
   offset: VendorOffset;
   limits: RateLimitSettings;
+  /** The ledger item holds every grant of the token (not a regional ledger's part): I3 (b) may read it. */
+  wholeHistory: boolean;
 }
 
 export interface Learning {
@@ -120,14 +122,20 @@ export async function learnFromReport(
     configured: report.limits.classes[cls] ?? [],
     marginMs: base.marginMs,
     answersAGrant: ringKeysOf(state, cls).some((key) => grantsAfter(state, key, g, lately) > 0),
-    oldestSentBy: (n: number, generalOnly: boolean) =>
-      oldestSentBy(
-        state,
-        generalOnly ? general : [...general, ...ringKeysOf(state, cls)],
-        g,
-        n,
-        base.validityMs,
-      ),
+    // The ledger's history of the token is all of it only when no other ledger grants for it: a Region's of two
+    // holds its own part, and would take the other Region's requests for a longer window.
+    ...(report.wholeHistory
+      ? {
+          oldestSentBy: (n: number, generalOnly: boolean) =>
+            oldestSentBy(
+              state,
+              generalOnly ? general : [...general, ...ringKeysOf(state, cls)],
+              g,
+              n,
+              base.validityMs,
+            ),
+        }
+      : {}),
   };
   const ringOfWindow = (seconds: number): string | undefined =>
     ringKeysOf(state, cls).find((key) => parseRingKey(key).windowMs === seconds * 1000);
