@@ -7,7 +7,7 @@ import {
   type RunRecord,
   riseBound,
   type VendorLimit,
-} from './learned-world.js';
+} from './learned-property-world.js';
 
 /**
  * The properties of learned class limits, checked on one run's record (learned-world.ts) from the vendor's side:
