@@ -15,7 +15,7 @@ import { runScenario, type WorldParts } from './support/learned-property-world.j
  * Each run draws a vendor family of 1 to 3 windows (fixed or sliding, common lengths or not), general limits, a
  * vendor clock offset up to the accepted 900 s, 1 to 3 honest callers with their own vend processes, demand that
  * comes and goes, a family limit the vendor raises or lowers, DynamoDB faults, and maybe one liar
- * (learned-scenarios.ts); the run is played on the real parts in simulated time (learned-world.ts), and the
+ * (learned-scenarios.ts); the run is played on the real parts in simulated time (learned-property-world.ts), and the
  * properties are checked from the vendor's own log (learned-checks.ts, where P1-P4 are stated precisely).
  *
  * The vendor is the sandbox over HTTP (its own limiter, log, families and clock offset): a run costs its DynamoDB

@@ -136,8 +136,7 @@ export function teach(
  * caller's longest in force) and three margins after the report (one caller's word lasts while that caller keeps using the class: the vendor's headers
  * name one window at a time, so a class with two limits shows each only now and then), unless the report
  * contradicts it: a larger limit over a window no longer than that limit's (it may be that window's, raised; the
- * limit then lapses, and what the answers say is learned again). Written only when it moves an end by at least
- * half a window, so a caller that reports on every vendor window writes the learned item about twice per window.
+ * limit then lapses, and what the answers say is learned again). Written only when worth it (worthRenewing).
  */
 function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number): boolean {
   let changed = false;
@@ -148,7 +147,7 @@ function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number):
   for (const l of own) {
     const contradicts = evidence.limit > l.limit && evidence.windowSeconds <= l.windowSeconds;
     const until = provisionalEnd(evidence.at, Math.max(l.windowSeconds, longest), marginMs, evidence.resetMs);
-    if (contradicts || until - (l.until as number) < l.windowSeconds * 500) continue;
+    if (contradicts || !worthRenewing(l, until, evidence.at)) continue;
     l.until = until;
     changed = true;
   }
@@ -156,23 +155,37 @@ function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number):
 }
 
 /**
+ * Whether moving a provisional limit's end to `until` is worth a write of the learned item (and every process's
+ * read of it after): when it moves the end by half a window or more, or less than a window is left of it (its
+ * caller may not report again before it ends: callers report once per vendor window, and a caller's longest limit
+ * may have lengthened this one's last end). About twice per window of the limit for a caller that reports often.
+ */
+const worthRenewing = (l: LearnedLimit, until: number, at: number): boolean =>
+  until > (l.until as number) &&
+  (until - (l.until as number) >= l.windowSeconds * 500 || (l.until as number) - at < l.windowSeconds * 1000);
+
+/**
  * T4: another caller naming the same limit over a window at least as long corroborates a provisional limit: both
  * say the class allows no more than `limit` in a window that long. Only the same limit: a different one (tighter or
  * looser) corroborates nothing (before, an honest 10/60 s made a liar's 49/60 s kept). Only what the reset and the
  * counted requests' span say corroborates (keptWindowSeconds); what the ledger's own history adds to the window
  * renews the limit instead, as its own caller's report would (T3): in force while the class is used, never kept.
+ * A provisional limit that lapsed lately (still on the list) is corroborated as well, and kept again.
  */
 function corroborate(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number): boolean {
   let changed = false;
   const kept = evidence.keptWindowSeconds ?? evidence.windowSeconds;
-  for (const l of inForce(next, evidence.at)) {
+  // Lapsed ones still on the list too (tidy keeps them a window): two callers that take turns at a class answer a
+  // window or more apart, and what they agree on is no less so for the lapse between them.
+  for (const l of next) {
     if (isKept(l) || l.by === evidence.by || l.limit !== evidence.limit) continue;
+    const live = (l.until as number) > evidence.at;
     if (kept >= l.windowSeconds) {
       delete l.until;
       changed = true;
-    } else if (evidence.windowSeconds >= l.windowSeconds) {
+    } else if (live && evidence.windowSeconds >= l.windowSeconds) {
       const until = provisionalEnd(evidence.at, l.windowSeconds, marginMs, evidence.resetMs);
-      if (until - (l.until as number) < l.windowSeconds * 500) continue;
+      if (!worthRenewing(l, until, evidence.at)) continue;
       l.until = until;
       changed = true;
     }

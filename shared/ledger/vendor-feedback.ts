@@ -94,7 +94,7 @@ export function warrantedHoldMs(plan: LimitPlan, at: number, feedback: VendorFee
 /**
  * H1: a class's 429 holds that class alone: a cap of nothing more of it (vendor-caps.ts) for its Retry-After, as
  * far as the limit it names warrants (its window and the margin; a limit the plan does not know: the shortest
- * general window, as a bare Retry-After). Its headers' own cap (addCap) holds the rest of the window as for any
+ * general window, as a bare Retry-After, and no further than the reset its headers name). Its headers' own cap (addCap) holds the rest of the window as for any
  * report.
  */
 function holdClass(
@@ -107,7 +107,15 @@ function holdClass(
 ): boolean {
   const { spec, known } = limitNamed(plan, feedback.limit, feedback.class, feedback.classWindowMs);
   if (spec.scope === GENERAL_SCOPE) return false;
-  const warrant = known ? spec.spanMs : shortestGeneral(plan).spanMs;
+  // A limit the plan does not know: at most what a bare Retry-After warrants, and no longer than the window its
+  // headers name (their reset, and the margin).
+  const resetMs = resetMsOf(feedback);
+  const warrant = known
+    ? spec.spanMs
+    : Math.min(
+        shortestGeneral(plan).spanMs,
+        resetMs === undefined ? Number.POSITIVE_INFINITY : resetMs - at + plan.marginMs,
+      );
   const until = at + Math.min(Math.ceil(retryAfterSeconds * 1000), warrant);
   if (until <= g) return false;
   return placeCap(state, { scope: spec.scope, remaining: 0, until, windowMs: spec.windowMs });
@@ -154,10 +162,13 @@ function addCap(
   const remaining = feedback.remaining ?? 0;
   const { spec, known } = limitNamed(plan, feedback.limit, feedback.class, feedback.classWindowMs);
   const reported = resetMsOf(feedback) ?? at + spec.windowMs;
-  // A limit resets at most its window (and the margin) after the report: a later reset is not credible. A learned
-  // class's window is a lower bound read from this very reset: as late as the reset may mean.
+  // A limit resets at most its window (and the margin) after the report: a later reset is not credible. The ring of
+  // the window this very report implies (a learned class's, a lower bound read from its reset): as late as the
+  // reset may mean.
   const learnedWidth =
-    spec.scope !== GENERAL_SCOPE && plan.learned.has(spec.scope) ? (feedback.resetWidthMs ?? 0) : 0;
+    spec.scope !== GENERAL_SCOPE && plan.learned.has(spec.scope) && spec.windowMs === feedback.classWindowMs
+      ? (feedback.resetWidthMs ?? 0)
+      : 0;
   const until = Math.min(reported, at + spec.spanMs + learnedWidth);
   if (until <= g) return false;
   // What the ledger already allows in [g, until] in the window the vendor reported on (for a limit the settings

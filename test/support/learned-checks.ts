@@ -1,5 +1,4 @@
 import { learnedWindowFor } from '../../shared/ledger/learned-limits.js';
-import { FAMILY, type Limit } from './learned-scenarios.js';
 import {
   holdsAt,
   type LoggedSend,
@@ -8,9 +7,10 @@ import {
   riseBound,
   type VendorLimit,
 } from './learned-property-world.js';
+import { FAMILY, type Limit } from './learned-scenarios.js';
 
 /**
- * The properties of learned class limits, checked on one run's record (learned-world.ts) from the vendor's side:
+ * The properties of learned class limits, checked on one run's record (learned-property-world.ts) from the vendor's side:
  * its own log of every request it counted or refused, in ledger time. Pure: the mutants' test runs the same checks
  * against altered rules and expects them to fail.
  *
@@ -27,7 +27,8 @@ import {
  *     corroborates); and a rise trial begins only after an honest report of a larger limit within the kept
  *     limit's window (R1: a liar cannot start one).
  * P2b A liar's word is gone a window and three margins after its last report (T2): the window being the longest
- *     of the limits it taught (as the learned item showed them) or the general window its report named; then
+ *     of the limits it taught (as the learned item showed them), the general window its report named, or the
+ *     class's longest ring then (its vendor caps and holds land on one: vendor-caps.ts); then
  *     `ledger.learned` lists none of its limits, and after a quiet spell (no grant for the longest window) an ask
  *     is granted.
  * P3  Use: once the family's limits are named (and any liar's word, change or rise is a settle time behind), in
@@ -36,7 +37,7 @@ import {
  *     it: `capacityWithHistory`). Only families of common windows (learned exactly), and stretches whose
  *     capacity is at least 10 requests (so that 90 % allows one less); the others are counted as excluded.
  * P4  Rise: after the vendor raised a limit, once two honest callers reported it, `ledger.learned` lists it kept
- *     within `riseBound` (learned-world.ts), where the rules can adopt it: two honest callers, demand all along,
+ *     within `riseBound` (learned-property-world.ts), where the rules can adopt it: two honest callers, demand all along,
  *     the class used above the old limit, no 429 of the class reported meanwhile (R4), no rise blocked before.
  */
 
@@ -307,7 +308,7 @@ function useOf(record: RunRecord, sends: readonly LoggedSend[]): RunVerdict['use
   const served = sends.filter((s) => s.served);
   const history = served.filter((s) => s.at < stretch.from).map((s) => s.at);
   // The ledger's promise is the vendor's limits each held over its window plus the margin (docs/design.md): that
-  // much is its design, not a loss (at most 4 % here: learned-world.ts marginMsOf).
+  // much is its design, not a loss (at most 4 % here: learned-property-world.ts marginMsOf).
   const widened = final.map((l) => ({ limit: l.limit, windowSeconds: l.windowSeconds + marginMs / 1000 }));
   const capacity = capacityWithHistory(widened, history, stretch.from, stretch.to);
   if (capacity < MIN_CAPACITY) return { excluded: 'too short to measure' };

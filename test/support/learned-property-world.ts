@@ -15,6 +15,7 @@ import {
   type LearnedClasses,
   type LearnedLimit,
   learnedWindowFor,
+  PROBE_LIMIT,
 } from '../../shared/ledger/learned-limits.js';
 import type { Rises } from '../../shared/ledger/learned-rise.js';
 import { callerTag } from '../../shared/ledger/receipts.js';
@@ -406,14 +407,24 @@ export async function runScenario(
 
   /**
    * P2b: the liar's word is gone a window and three margins after its last report (the longest window its
-   * limits had, or the general window it named), and an ask after a quiet spell is granted.
+   * limits had, the general window it named, or the class ring its caps and holds land on), and an ask after a
+   * quiet spell is granted.
    */
   function scheduleQuietCheck() {
     const taught = liarWindowSeconds(record);
     const named = record.liarReports.some((r) => scenario.general.some((g) => g.limit === r.limit))
       ? Math.max(...scenario.general.map((g) => g.windowSeconds))
       : 0;
-    const at = clock.now() + Math.max(taught, named) * 1000 + 3 * marginMs + 1;
+    // Its vendor caps and holds too (vendor-caps.ts): each on a ring of the class, held at most that ring's window
+    // and margin; the class's rings are its limits in force then (the longest), or the probe's.
+    const rings = Math.max(
+      PROBE_LIMIT.windowSeconds,
+      ...(record.observations.at(-1)?.classes[FAMILY] ?? []).map((l) => l.windowSeconds),
+    );
+    // And the window its reports named: a reset on the vendor's clock, at the latest the reported offset allows
+    // (T2: the latest reading of the reset; H1: a class hold lasts at most as long).
+    const named429 = Math.max(...record.liarReports.map((r) => r.reset * 1000 - measuredOffset.lo));
+    const at = Math.max(clock.now() + Math.max(taught, named, rings) * 1000, named429) + 3 * marginMs + 1;
     const quietMs = quietSpanMs(scenario, marginMs);
     schedule(at, async () => {
       const listed = (await operator.learned(setId))[FAMILY] ?? [];

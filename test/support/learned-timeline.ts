@@ -1,5 +1,5 @@
-import { FAMILY } from './learned-scenarios.js';
 import type { RunRecord } from './learned-property-world.js';
+import { FAMILY } from './learned-scenarios.js';
 
 /**
  * One run as a timeline (seconds from its start, ledger time): grants, what the vendor did with each request,
