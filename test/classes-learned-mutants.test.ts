@@ -4,8 +4,8 @@ import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
 import { type LocalDynamo, startDynaliteServer } from './support/dynalite.js';
 import { checkRun } from './support/learned-checks.js';
-import { type Kind, type Scenario, scenarioArb } from './support/learned-scenarios.js';
 import { runScenario, type WorldOptions, type WorldParts } from './support/learned-property-world.js';
+import { type Kind, type Scenario, scenarioArb } from './support/learned-scenarios.js';
 
 /**
  * The controls of test/classes-learned-property.test.ts: copies of the learned-limits rules with one rule broken

@@ -6,9 +6,9 @@ import { ManualClock } from '../shared/clock.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { checkRun, type RunVerdict } from './support/learned-checks.js';
+import { runScenario, type WorldParts } from './support/learned-property-world.js';
 import { type Scenario, scenarioArb } from './support/learned-scenarios.js';
 import { timelineOf } from './support/learned-timeline.js';
-import { runScenario, type WorldParts } from './support/learned-property-world.js';
 
 /**
  * Issue 32, build point 5: learned class limits (docs/class-limits.md) against the vendor sandbox, model-based.
