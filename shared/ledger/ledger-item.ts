@@ -12,7 +12,10 @@ import type { StoredLedger } from './state-codec.js';
  * (LimitPlan.reservationsKey), `lv` the learned view of its grants (LedgerState.learnedVersion), `k` the receipt secret (set once, when the item is created),
  * `rs` a Region's share of the budgets when the ledger is one Region's of two (issue 27, region-share.ts:
  * `<fenceAt>;<ring key>=<limit>[:<floor>],...[;<home consumers>]`, base 36; written by adoptShare only, kept by
- * every full write; release N-1 neither reads nor removes it, so it grants as if there were none). Then by format:
+ * every full write; release N-1 neither reads nor removes it, so it grants as if there were none), `rsv` the
+ * version of the lease record that share answers to and the fence it was stamped on (issue 33,
+ * `<version>;<fenceAt>` base 36; written with `rs`, kept by every full write; release N-1 leaves it as it is, and a
+ * share N-1 adopted since has another fence, so the stamp no longer counts). Then by format:
  * - 1 (text): `r` older slots, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not
  *   `cdr` and `cw`), per ring with grants in its head slot `h:<ring key>` (count)
  *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
@@ -86,6 +89,7 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
   if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
   if (item.rs?.S !== undefined) stored.share = item.rs.S;
+  if (item.rsv?.S !== undefined) stored.shareVersion = item.rsv.S;
   if (item.dq?.N !== undefined) stored.asked = Number(item.dq.N);
   return stored;
 }
@@ -143,6 +147,9 @@ export function fullWrite(
   if (stored.learnedVersion !== undefined) attribute('lv', { N: String(stored.learnedVersion) });
   // Never removed by a full write: only adoptShare changes it (the state carries it from the read).
   if (stored.share !== undefined) attribute('rs', { S: stored.share });
+  // Its version beside it (issue 33): kept as read, or gone with a share adopted without one.
+  if (stored.share !== undefined)
+    attribute('rsv', stored.shareVersion === undefined ? undefined : { S: stored.shareVersion });
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {
