@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { type ClaimRule, type RegionsSimResult, simulateRegions } from '../local/regions-sim.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { CLOCK_BOUND_MS } from '../shared/regions/lease.js';
+import { propertyRuns } from './support/property-runs.js';
 import { type RegionsScenario, regionsScenarioArb, simOptionsOf } from './support/regions-scenarios.js';
 import { seededRandom } from './support/sandbox-http.js';
 
@@ -14,8 +15,9 @@ import { seededRandom } from './support/sandbox-http.js';
  * permit's validity): no request over 50 in any 60 s nor 1000 in any 3600 s, over 1000 runs. The two controls
  * run the same scenarios through the same check, which must catch them: it can fail.
  */
-const RUNS = 1000;
-const CONTROL_RUNS = 300;
+// `npm test` runs the first of the runs of test:long (the same seed), the controls on the same scenarios.
+const RUNS = propertyRuns({ quick: 300, full: 1000 });
+const CONTROL_RUNS = propertyRuns({ quick: 100, full: 300 });
 const SEED = Number(process.env.REGIONS_PROPERTY_SEED ?? 20_261_128);
 const LIMITS = [50, 1000];
 
