@@ -26,6 +26,10 @@ function project(
       include: files,
       exclude: [...configDefaults.exclude],
       provide: { testSuite: suite },
+      // npm test's files share their worker's process, one after the other (about a third of the suite's CPU is
+      // each file importing the same modules again in a fresh one); test/support/shared-process.ts checks that
+      // each leaves the environment as it found it. test:long's few, long files each get a fresh process.
+      ...(suite === 'npm test' ? { isolate: false, setupFiles: ['test/support/shared-process.ts'] } : {}),
       // One DynamoDB Local (AWS's engine, a JVM) for the run: these files run on it and on dynalite. Vitest
       // runs a project's global setup only when the run has files of that project.
       ...(engine ? { globalSetup: ['test/global-setup.ts'] } : {}),
