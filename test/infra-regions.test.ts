@@ -762,7 +762,7 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
       json.Resources[idOf('LeaseRenewer', 'Function')].Properties.LoggingConfig.LogGroup,
     );
     expect(saved[0]?.Name).toBe(`${stack().stackName}/lease-renewals`);
-    expect((saved[0]?.LogGroupNames as unknown[]).map(refOf)).toEqual([renewerLogs]);
+    expect(((saved[0]?.LogGroupNames ?? []) as unknown[]).map(refOf)).toEqual([renewerLogs]);
     expect(saved[0]?.QueryString).toContain('lease renewal refused');
   });
 
