@@ -109,8 +109,35 @@ const MUTANTS: {
   where?: (s: Scenario) => boolean;
 }[] = [
   { name: 'C1', rule: "the reports' vendor clock offset ignored", property: 'P1', kind: 'mixed' },
-  { name: 'T4', rule: 'a tighter report corroborates a looser one', property: 'P2a', kind: 'adversary' },
-  { name: 'T2', rule: "one caller's word outlives its window", property: 'P2b', kind: 'adversary' },
+  {
+    name: 'T4',
+    rule: 'a tighter report corroborates a looser one',
+    property: 'P2a',
+    kind: 'adversary',
+    // A loose word on a longer window than the first one named, once the class is used (I2: a report teaches only
+    // right after the ledger granted the class), before the honest callers name that window: often, early.
+    where: (s) =>
+      s.liar?.strategy === 'loose' &&
+      s.family.length > 1 &&
+      s.liar.index > 0 &&
+      s.liar.startSeconds >= 1 &&
+      s.liar.startSeconds <= 8 &&
+      s.liar.everyMs <= 1500 &&
+      s.liar.reports >= 4,
+  },
+  {
+    name: 'T2',
+    rule: "one caller's word outlives its window",
+    property: 'P2b',
+    kind: 'adversary',
+    // A tighter word, once the class is used (I2), whose window and three margins end within the run (P2b looks
+    // then).
+    where: (s) =>
+      s.liar?.strategy === 'tight' &&
+      s.liar.startSeconds >= 5 &&
+      s.liar.startSeconds + (s.liar.reports * s.liar.everyMs) / 1000 + s.liar.fakeWindowSeconds + 15 <
+        s.phases.reduce((sum, p) => sum + p.seconds, 0),
+  },
   { name: 'I3-short', rule: 'windows learned a common length short', property: 'P1', kind: 'use' },
   { name: 'I3-long', rule: 'windows learned a common length long', property: 'P3', kind: 'use' },
   {
