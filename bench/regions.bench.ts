@@ -1,8 +1,10 @@
 /**
- * Two Regions, one vendor budget (issue 27), in SIMULATED time: local/regions-sim.ts runs two regional ledgers
- * (the real ledger's rings) on leased shares renewed every 10 s (lease 30 s) through a lease store with 5 % failed
- * calls and 2 % lost answers, clocks 1 s apart (the bound), against the same asks served by ONE ledger holding the
- * whole budget (a single Region's broker). The vendor's general limits, 50 per 60 s and 1000 per 3600 s.
+ * Two Regions, one vendor budget (issues 27 and 33), in SIMULATED time: local/regions-sim.ts runs two regional
+ * ledgers (the real ledger's rings) on leased shares renewed every 10 s, and early where a poll every 2 s finds the
+ * plan moved (lease 30 s), through a lease store with 5 % failed calls and 2 % lost answers; the Regions' DynamoDB
+ * clocks 0.5 s apart and each renewer on its Region's, corrected from DynamoDB's answers (within 250 ms: with the
+ * Regions' half second, the 1 s bound); against the same asks served by ONE ledger holding the whole budget (a
+ * single Region's broker). The vendor's general limits, 50 per 60 s and 1000 per 3600 s.
  *
  * Rows: active/passive; active/active with the demand moving between the Regions (a sine of an hour); a Region
  * lost (its services fail over to the other; 20 runs, the loss at random moments against the renewals); a
@@ -33,7 +35,7 @@ const DURATION_MS = 3 * HOUR_MS;
 const LOSS_AT = HOUR_MS;
 const LOSS_RUNS = 20;
 const STORE = { failure: 0.05, lostAnswer: 0.02, latencyMs: [20, 200] as const };
-const CLOCKS = { home: CLOCK_BOUND_MS / 2, peer: -CLOCK_BOUND_MS / 2 };
+const CLOCKS = { home: CLOCK_BOUND_MS / 4, peer: -CLOCK_BOUND_MS / 4 };
 
 interface Outcome {
   result: RegionsSimResult;
@@ -159,18 +161,29 @@ function lossRow(name: string, rate: number): BenchRow {
     return Math.max(
       0,
       ...o.result.adoptions
-        .filter((a) => a.region === 'home' && a.t >= lapse && a.t < lostAt(o) + HOUR_MS)
-        .map((a) => hour.limit - between(peer, a.t - hour.spanMs, a.t + 1) - (a.shares[hour.key] ?? 0)),
+        .filter(
+          (a) => a.region === 'home' && a.mode === 'replace' && a.t >= lapse && a.t < lostAt(o) + HOUR_MS,
+        )
+        // At the moment the renewal planned that share: the lost Region's grants leave the span meanwhile.
+        .map(
+          (a) =>
+            hour.limit -
+            between(peer, a.plannedAt - hour.spanMs, a.plannedAt + 1) -
+            (a.shares[hour.key] ?? 0),
+        ),
     );
   });
   // ...against its bound: the tail of the last record (what the lost Region could have granted between that
-  // snapshot and its fence), plus the snapshot's slot rounding (its fullest hour slot, which counts in full while
-  // any part of it may be in the span).
+  // snapshot and its fence), plus the snapshot's slot rounding: a slot counts in full while any moment of it, moved
+  // by the clock bound, may be in the span, so at the span's start up to two adjacent hour slots (the one it cuts,
+  // and the one before when the cut is within the clock bound of their border): its fullest such pair.
   const bounds = runs.map((o) => {
     const last = lastRecord(o);
     const hour = o.result.budgets[1] as Budget;
-    const slots = last?.snapshot.rings[hour.key]?.slots ?? [];
-    return last ? tailOf(last, hour) + Math.max(0, ...slots.map((slot) => slot.count)) : 0;
+    const ring = last?.snapshot.rings[hour.key] ?? { slotMs: 1, slots: [] };
+    const count = (start: number) => ring.slots.find((slot) => slot.start === start)?.count ?? 0;
+    const pairs = ring.slots.map((slot) => slot.count + count(slot.start - ring.slotMs));
+    return last ? tailOf(last, hour) + Math.max(0, ...pairs) : 0;
   });
   const worst = heldBack.indexOf(Math.max(...heldBack));
   const worstBound = bounds[worst];
@@ -228,9 +241,11 @@ export async function run(): Promise<BenchTable[]> {
       ),
     );
   }
-  // Under the hour limit, the minute limit binding in bursts that alternate between the Regions: 0.1 asks/s each,
   // Under the hour limit, the minute limit binding in bursts that alternate between the Regions: 0.02 asks/s each,
-  // and a minute of 2 asks/s every 8 minutes, in turn.
+  // and a minute of 2 asks/s every 8 minutes, in turn. What a bursting Region needs is the other's idle share within
+  // seconds: its demand over the last RENEW_MS shows at its next poll, the other gives its share back at its own,
+  // and the bursting one takes it at the poll after (lease.ts renewsEarly).
+
   const burst = (t: number) => Math.floor(t / 60_000) % 8 === 0;
   const turn = (t: number): Region => (Math.floor(t / 480_000) % 2 === 0 ? 'home' : 'peer');
   rows.push(
@@ -254,7 +269,7 @@ export async function run(): Promise<BenchTable[]> {
     lossChart(
       [
         'A Region lost (npm run bench -- regions): 0.9 asks/s split evenly, the peer lost after 10 minutes',
-        'leased shares, lease 30 s renewed every 10 s, clocks 1 s apart, 5 % failed lease-store calls; simulated time',
+        'leased shares, lease 30 s renewed every 10 s (early on a poll), DynamoDB clocks 0.5 s apart, 5 % failed lease-store calls; simulated time',
       ],
       lossSeries(chartRun),
     ),

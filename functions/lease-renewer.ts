@@ -1,30 +1,27 @@
 /**
  * The lease renewer of one Region of a two-Region stage (issue 27, docs/multi-region.md): EventBridge starts a
- * run every minute; it renews this Region's lease records (shared/regions/renewer.ts) every RENEW_MS until the
- * minute is nearly over. Built once per container: configuration (a wrong value fails the cold start with a
- * message naming it), the DynamoDB client.
+ * run every minute; it renews this Region's lease records (shared/regions/renewer.ts) every RENEW_MS, and sooner
+ * where its polls find the plan moved, until the minute is nearly over. Built once per container: configuration
+ * (a wrong value fails the cold start with a message naming it), the DynamoDB client, and the renewer on it, whose
+ * every decision is on ledger time (DynamoDB's clock as this container corrects to it, the same correction its
+ * ledger uses: shared/regions/renewer-setup.ts); the container's own clock only paces the loop and the deadline.
  */
 // First: stack traces through the source map, for errors in any module's init too.
 import '../shared/install-source-mapped-stacks.js';
 import type { Context } from 'aws-lambda';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
-import { attachDateReference } from '../shared/aws/dynamodb-date-reference.js';
 import { systemClock } from '../shared/clock.js';
 import { brokerConfigContent, readBrokerConfig } from '../shared/config/broker-config.js';
 import { optionalTableName, requiredEnv } from '../shared/config/env.js';
-import { DynamoRateLedger } from '../shared/ledger/index.js';
 import { LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
 import { createPowertoolsTelemetry } from '../shared/observability.js';
-import { LeaseStore } from '../shared/regions/lease-store.js';
-import { LeaseRenewer, renewUntil } from '../shared/regions/renewer.js';
-import { DynamoTokenReader } from '../shared/tokens/dynamo-token-reader.js';
+import { renewUntil } from '../shared/regions/renewer.js';
+import { createLeaseRenewer } from '../shared/regions/renewer-setup.js';
 
 const env = process.env;
 const loaded = readBrokerConfig(env);
 const sets = brokerConfigContent(loaded).sets;
 const region = requiredEnv(env, 'OWN_REGION');
-const dynamo = createDynamoDbClient();
-const dynamoClock = attachDateReference(dynamo, systemClock);
 const telemetry = createPowertoolsTelemetry();
 telemetry.info('configuration loaded', {
   configRevision: loaded.revision,
@@ -32,21 +29,17 @@ telemetry.info('configuration loaded', {
   region,
 });
 
-const renewer = new LeaseRenewer({
+const renewer = createLeaseRenewer({
+  client: createDynamoDbClient(),
+  local: systemClock,
   region,
   sets,
-  tokens: new DynamoTokenReader({ client: dynamo, tableName: requiredEnv(env, 'TOKENS_TABLE_NAME') }),
-  ledger: new DynamoRateLedger({
-    client: dynamo,
-    tableName: requiredEnv(env, 'LEDGER_TABLE_NAME'),
-    telemetry,
-    reference: dynamoClock,
-    regional: true,
-    // The learned limits the vend functions of both Regions keep on the MRSC table: the rings to lease.
-    learnedTableName: optionalTableName(env, LEARNED_TABLE_ENV),
-  }),
-  leases: new LeaseStore({ client: dynamo, tableName: requiredEnv(env, 'LEASE_TABLE_NAME') }),
-  clock: systemClock,
+  tables: {
+    ledger: requiredEnv(env, 'LEDGER_TABLE_NAME'),
+    tokens: requiredEnv(env, 'TOKENS_TABLE_NAME'),
+    leases: requiredEnv(env, 'LEASE_TABLE_NAME'),
+    learned: optionalTableName(env, LEARNED_TABLE_ENV),
+  },
   telemetry,
 });
 
@@ -56,7 +49,7 @@ const STOP_BEFORE_TIMEOUT_MS = 10_000;
 export const handler = async (
   _event: unknown,
   context: Context,
-): Promise<{ renewed: number; failed: number }> => {
+): Promise<{ renewed: number; failed: number; refused: number }> => {
   const stopAt = systemClock.now() + context.getRemainingTimeInMillis() - STOP_BEFORE_TIMEOUT_MS;
   const renewals = await renewUntil(
     renewer,
@@ -64,6 +57,6 @@ export const handler = async (
     stopAt,
     (ms) => new Promise((r) => setTimeout(r, ms)),
   );
-  const failed = renewals.filter((r) => r.outcome === 'failed').length;
-  return { renewed: renewals.length - failed, failed };
+  const count = (outcome: string) => renewals.filter((r) => r.outcome === outcome).length;
+  return { renewed: count('renewed'), failed: count('failed'), refused: count('refused') };
 };

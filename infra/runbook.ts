@@ -28,6 +28,8 @@ export const RunbookSection = {
   VendLatency: 'vend-latency-high',
   CanaryRollback: 'a-canary-rollback-happened',
   LedgerClockSkew: 'ledger-clock-skew',
+  LeaseRenewalsRefused: 'lease-renewals-refused',
+  LeaseRenewalsFailing: 'lease-renewals-failing',
 } as const;
 export type RunbookAnchor = (typeof RunbookSection)[keyof typeof RunbookSection];
 

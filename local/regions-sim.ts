@@ -1,27 +1,45 @@
 import type { RateLimitSettings } from '../shared/config/rate-limits.js';
+import { ClockReference, DATE_LAG_MS, LedgerClock } from '../shared/ledger/ledger-clock.js';
 import { planFor, type RingSpec } from '../shared/ledger/limit-plan.js';
+import type { RegionShare } from '../shared/ledger/region-share.js';
 import {
   type Budget,
   CLOCK_BOUND_MS,
   claimDropsAt,
   claimOf,
+  demandOf,
   type LeaseRecord,
   leaseHolds,
+  POLL_MS,
   planRenewal,
   RENEW_MS,
+  renewsEarly,
+  TARGET_FLOOR,
 } from '../shared/regions/lease.js';
+import { CLOCK_PROBE_MS } from '../shared/regions/renewer.js';
+import {
+  RENEWER_CLOCK_TOLERANCE_MS,
+  type RenewalRefusal,
+  renewerCheck,
+} from '../shared/regions/renewer-clock.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import { leaseStoreDouble } from './lease-store-double.js';
 import { RegionalLedgerModel } from './regional-ledger-model.js';
 import { checkVendorWindows, type VendorCheck } from './vendor-window-check.js';
 
 /**
  * Two Regions, one vendor budget, in SIMULATED time (deterministic for a given `random`): each Region a regional
- * ledger (regional-ledger-model.ts: the real ledger's rings held to the adopted share and fence) and a renewer
- * that renews its lease record in one lease item (lease-store-double.ts: strongly consistent, conditional on a
- * version, with failed calls, lost answers of applied writes, latency and partitions) every RENEW_MS, as
- * shared/regions/lease.ts says; clocks skewed up to the bound; Regions lost (and back); demand per Region as a
- * function of time. The vendor's side (vendor-window-check.ts) sees every granted request at the moment it is
- * sent (within its permit's validity). The tests and `npm run bench -- regions` both run it.
+ * ledger (regional-ledger-model.ts: the real ledger's rings held to the adopted share and fence, adopted by the
+ * real ledger's rule) and one or more renewer processes (overlapping runs of its renewer) that poll the lease item
+ * every POLL_MS and renew it every RENEW_MS or early, as shared/regions/lease.ts and renewer.ts say, through one
+ * lease item (lease-store-double.ts: strongly consistent, conditional on a version, with failed calls, lost
+ * answers of applied writes, latency and partitions). Every call of a renewer (the lease item's read and write,
+ * its ledger's read, cap and adoption) takes its own latency and, at random, a stall before it. Each Region's
+ * DynamoDB clock is apart from the other's; each renewer process has a clock of its own, corrected to its
+ * Region's DynamoDB clock from the `Date` of its calls' answers by the real estimator (ledger-clock.ts,
+ * renewer-clock.ts), refused where it cannot be; Regions lost (and back); demand per Region as a function of time.
+ * The vendor's side (vendor-window-check.ts) sees every granted request at the moment it is sent (within its
+ * permit's validity). The tests and `npm run bench -- regions` both run it.
  */
 export const REGIONS = ['home', 'peer'] as const;
 export type Region = (typeof REGIONS)[number];
@@ -33,12 +51,27 @@ export type Region = (typeof REGIONS)[number];
  */
 export type ClaimRule = 'lease' | 'full-budget' | 'share-only';
 
-export interface RegionPlan {
-  /** This Region's clock minus real time (ms); two Regions' offsets differ by at most the clock bound. */
+/** One renewer process of a Region: a run of its renewer (two at once when a run overlaps the next). */
+export interface RenewerProcessPlan {
+  /**
+   * Its container's clock minus its Region's DynamoDB clock (ms): any value. Within MAX_LEDGER_CLOCK_SKEW_MS it is
+   * corrected (renewer-clock.ts); beyond, the process refuses every renewal.
+   */
   clockOffsetMs: number;
+}
+
+export interface RegionPlan {
+  /**
+   * This Region's DynamoDB clock minus real time (ms): its ledger's time (the vend processes', corrected to it) and
+   * what its renewers correct to. Two Regions' differ by at most the part of the clock bound the renewers leave
+   * (renewer-clock.ts, RENEWER_CLOCK_SHARE).
+   */
+  clockOffsetMs: number;
+  /** Its renewer processes; one, on its DynamoDB clock, unless set. */
+  renewers?: readonly RenewerProcessPlan[];
   /** Lost (no grants, no renewals) from this moment (ms after the start)... */
   lostAt?: number;
-  /** ...until this one, if ever: its ledger item kept its rings, its fence has passed. */
+  /** ...until this one, if ever: its ledger item kept its rings, its fence has passed, its renewers start afresh. */
   backAt?: number;
   /** Its lease-store calls fail in these intervals (ms after the start); it keeps serving its own demand. */
   partitions?: readonly { from: number; to: number }[];
@@ -54,7 +87,21 @@ export interface RegionsSimOptions {
   limits: RateLimitSettings;
   /** A lease-store call fails with this probability; an applied write loses its answer with `lostAnswer`. */
   store?: { failure?: number; lostAnswer?: number; latencyMs?: readonly [number, number] };
+  /** Before each call of a renewer, with this probability, a pause of up to `maxMs` (a slow run). */
+  stalls?: { probability: number; maxMs: number };
   claimRule?: ClaimRule;
+  /**
+   * `versioned` (default): adoptions stamped with the lease item's version (issue 33). `fence-only`: a CONTROL,
+   * the rule that landed before it (no version: an adoption compares fences only), which overlapping runs break.
+   */
+  adoption?: 'versioned' | 'fence-only';
+  /**
+   * `corrected` (default): a renewer decides on its Region's DynamoDB clock as it measures it (renewer-clock.ts).
+   * `raw`: a CONTROL, the renewer that landed before issue 33, on its container's own clock.
+   */
+  renewerClock?: 'corrected' | 'raw';
+  /** Renew early where a poll finds the plan moved (lease.ts renewsEarly); default true. False: every RENEW_MS. */
+  early?: boolean;
   /** shareTargets' floor: the least share of a Region with demand (a share of the limit). */
   targetFloor?: number;
   /** How targets are set: `free` (default) splits the free part of each budget, `fractions` the limit. */
@@ -74,8 +121,26 @@ export interface Ask {
 export interface Adoption {
   t: number;
   region: Region;
+  /** The share the ledger holds afterwards (a cap may leave some rings above what it was asked). */
   shares: Record<string, number>;
   fenceAt: number;
+  mode: 'cap' | 'replace';
+  /** Real time of the decision it carries out (the renewal's plan); `t` for the controls' full budget. */
+  plannedAt: number;
+}
+
+/** What one renewer process did. */
+export interface RenewerFigures {
+  region: Region;
+  /** Its clock minus its Region's DynamoDB clock. */
+  clockOffsetMs: number;
+  /** Lease-record writes it sent, and adoptions (caps and replaces) it made that changed its ledger. */
+  writes: number;
+  adoptions: number;
+  /** Renewals it refused, by reason (renewer-clock.ts). */
+  refusals: Partial<Record<RenewalRefusal, number>>;
+  /** Its adoptions the ledger refused as older than the share held (a newer run had capped or adopted). */
+  stale: number;
 }
 
 export interface RegionsSimResult {
@@ -94,9 +159,16 @@ export interface RegionsSimResult {
   grantsPastFence: number;
   /** Asks a Region had at or after that fence (what the previous figure could have been). */
   asksPastFence: number;
+  /**
+   * Moments (after each adoption and each lease write) at which a Region's ledger, not yet fenced, held some ring to
+   * more than its latest record in the item says, or fenced later than it: what step 2 of the proof rules out
+   * (docs/multi-region.md), whether or not a grant or the other Region's read met it.
+   */
+  aboveRecord: number;
   adoptions: Adoption[];
   /** Every record as it was written, by real time of the write. */
   written: { t: number; record: LeaseRecord }[];
+  renewers: RenewerFigures[];
   budgets: Budget[];
   specs: RingSpec[];
 }
@@ -123,6 +195,9 @@ export function generateAsks(options: RegionsSimOptions): Ask[] {
 
 const isDown = (plan: RegionPlan, t: number): boolean =>
   plan.lostAt !== undefined && t >= plan.lostAt && (plan.backAt === undefined || t < plan.backAt);
+/** 0 until the Region is back after a loss, then 1. */
+const lifeOf = (plan: RegionPlan, t: number): number =>
+  plan.backAt !== undefined && t >= plan.backAt ? 1 : 0;
 
 function routeOf(options: RegionsSimOptions, region: Region, t: number): Region {
   if (options.failover === false || !isDown(options.regions[region], t)) return region;
@@ -183,20 +258,45 @@ class Agenda {
   }
 }
 
+/** One renewer process as the simulation runs it: its own clock and estimate of DynamoDB's, its own memory. */
+interface Process {
+  region: Region;
+  /** Its Region's lives it belongs to (a Region back after a loss runs new processes). */
+  life: number;
+  plan: RenewerProcessPlan;
+  figures: RenewerFigures;
+  reference: ClockReference;
+  ledgerClock: LedgerClock;
+  previousTargets?: Record<string, Record<string, number>>;
+  /** Real time of its next regular renewal. */
+  due: number;
+}
+
+const quiet: Telemetry = { debug() {}, info() {}, warn() {}, error() {}, metric() {} };
+/** The regional ledger's DynamoDB answers within the Region (ms). */
+const LEDGER_LATENCY_MS: readonly [number, number] = [3, 30];
+/** Lost races in a row before a renewal gives up until its retry (shared/regions/renewer.ts). */
+const MAX_CONFLICTS = 5;
+
 export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(options)): RegionsSimResult {
   const { random } = options;
   const rule = options.claimRule ?? 'lease';
-  const specs = planFor(options.limits).general;
+  const versioned = (options.adoption ?? 'versioned') === 'versioned';
+  const early = options.early ?? true;
+  const raw = options.renewerClock === 'raw';
+  const basePlan = planFor(options.limits);
+  const specs = basePlan.general;
   const budgets = budgetsOf(specs);
   const store = leaseStoreDouble();
   const agenda = new Agenda();
   const latency = options.store?.latencyMs ?? [20, 200];
-  const lag = () => latency[0] + random() * (latency[1] - latency[0]);
+  const between = (range: readonly [number, number]) => range[0] + random() * (range[1] - range[0]);
+  const stall = () =>
+    options.stalls && random() < options.stalls.probability ? random() * options.stalls.maxMs : 0;
+  /** A Region's DynamoDB clock (its ledger's time) at real time t. */
   const clock = (region: Region, t: number) => t + options.regions[region].clockOffsetMs;
   const partitioned = (region: Region, t: number) =>
     (options.regions[region].partitions ?? []).some((p) => t >= p.from && t < p.to);
-  const callFails = (region: Region, t: number) =>
-    isDown(options.regions[region], t) || partitioned(region, t) || random() < (options.store?.failure ?? 0);
 
   const ledgers = {
     home: new RegionalLedgerModel(specs),
@@ -213,24 +313,74 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     storeCallsOnGrantPath: 0,
     grantsPastFence: 0,
     asksPastFence: 0,
+    aboveRecord: 0,
     adoptions: [],
     written: [],
+    renewers: [],
     budgets,
     specs,
   };
-  const adopt = (region: Region, t: number, shares: Record<string, number>, fence: number) => {
-    ledgers[region].adoptShare(shares, fence);
-    result.adoptions.push({ t, region, shares: { ...shares }, fenceAt: fence });
+  /** Proof step 2 at real time t: the ledger holds at most what its Region's latest record says. */
+  const checkRecord = (region: Region, t: number): void => {
+    const held = ledgers[region].share;
+    const latest = store.latest(region);
+    if (!held || rule === 'full-budget' || clock(region, t) >= held.fenceAt) return;
+    const above =
+      !latest ||
+      held.fenceAt > latest.leaseUntil - CLOCK_BOUND_MS ||
+      specs.some((spec) => (held.limits[spec.key] ?? 0) > (latest.shares[spec.key] ?? 0));
+    if (above) result.aboveRecord++;
+  };
+  const adopt = (
+    p: Process | undefined,
+    region: Region,
+    t: number,
+    share: RegionShare,
+    mode: 'cap' | 'replace',
+    plannedAt = t,
+  ): void => {
+    const adoption = ledgers[region].adoptShare(share.limits, share.fenceAt, {
+      mode,
+      ...(share.version === undefined ? {} : { version: share.version }),
+    });
+    if (adoption.outcome === 'stale' && p) p.figures.stale++;
+    if (adoption.outcome !== 'adopted') return;
+    checkRecord(region, t);
+    if (p) p.figures.adoptions++;
+    result.adoptions.push({
+      t,
+      region,
+      shares: { ...ledgers[region].shares },
+      fenceAt: adoption.share.fenceAt,
+      mode,
+      plannedAt,
+    });
   };
 
-  // Demand as a renewer measures it: its own asks of the last minute, per second.
-  const recentAsks: Record<Region, number[]> = { home: [], peer: [] };
-  const demandOf = (region: Region, t: number) => {
-    const list = recentAsks[region];
-    while (list.length > 0 && (list[0] as number) < t - 60_000) list.shift();
-    return list.length / 60;
+  // Demand as a renewer measures it (lease.ts demandOf): its asks over RENEW_MS and each general window. Asks are
+  // appended in time order and asked about at later and later times, so each window keeps where it starts.
+  const windows = [RENEW_MS, ...specs.map((s) => s.windowMs)].sort((a, b) => a - b);
+  const recentAsks: Record<Region, { times: number[]; starts: number[] }> = {
+    home: { times: [], starts: windows.map(() => 0) },
+    peer: { times: [], starts: windows.map(() => 0) },
   };
-  const previousTargets: Partial<Record<Region, Record<string, Record<string, number>>>> = {};
+  const demandIn = (region: Region, t: number) => {
+    const asked = recentAsks[region];
+    const { times, starts } = asked;
+    const counts = windows.map((windowMs, i) => {
+      let start = starts[i] as number;
+      while (start < times.length && (times[start] as number) < t - windowMs) start++;
+      starts[i] = start;
+      return { windowMs, count: times.length - start };
+    });
+    // What no window counts any more goes, now and then.
+    const gone = Math.min(...starts);
+    if (gone > 4096) {
+      asked.times = times.slice(gone);
+      asked.starts = starts.map((start) => start - gone);
+    }
+    return demandOf(counts);
+  };
 
   const claim = (other: LeaseRecord | undefined, budget: Budget, now: number) => {
     if (rule === 'share-only')
@@ -238,79 +388,263 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     return claimOf(other, budget, now);
   };
 
-  const renew = (region: Region, t: number) => {
-    const plan = options.regions[region];
-    if (isDown(plan, t)) {
-      if (plan.backAt !== undefined && plan.backAt > t)
-        agenda.at(plan.backAt, () => renew(region, plan.backAt as number));
-      return;
-    }
-    const retry = (at: number) =>
-      agenda.at(at + RETRY_MS[0] + random() * (RETRY_MS[1] - RETRY_MS[0]), () => renew(region, at));
-    result.storeReads[region]++;
-    const readAt = t + lag();
-    agenda.at(readAt, () => {
-      if (callFails(region, readAt)) return retry(readAt);
-      const item = store.read();
-      const now = clock(region, readAt);
-      const other = item.records[otherOf(region)];
-      const renewal = planRenewal({
-        region,
-        current: ledgers[region].shares,
-        demand: demandOf(region, readAt),
-        other,
-        budgets,
-        now,
-        targetFloor: options.targetFloor ?? 0.05,
-        ...(previousTargets[region] ? { previousTargets: previousTargets[region] } : {}),
-        ...(options.targets === 'fractions' ? {} : { ownSnapshot: ledgers[region].snapshot(now) }),
-        claim,
-      });
-      previousTargets[region] = renewal.targets;
-      if (renewal.adoptBefore) adopt(region, readAt, renewal.adoptBefore, ledgers[region].fenceAt);
-      const record: LeaseRecord = {
-        region,
-        renewedAt: renewal.renewedAt,
-        leaseUntil: renewal.leaseUntil,
-        shares: renewal.shares,
-        snapshot: ledgers[region].snapshot(now),
-        demand: demandOf(region, readAt),
-      };
-      result.storeWrites[region]++;
-      const writeAt = readAt + lag();
-      agenda.at(writeAt, () => {
-        if (callFails(region, writeAt)) return retry(writeAt);
-        if (!store.write(region, item.version, record)) return renew(region, writeAt);
-        result.written.push({ t: writeAt, record });
-        if (random() < (options.store?.lostAnswer ?? 0)) return retry(writeAt);
-        const answerAt = writeAt + lag() / 2;
-        agenda.at(answerAt, () => {
-          if (isDown(plan, answerAt)) return renew(region, answerAt);
-          adopt(region, answerAt, renewal.shares, renewal.fenceAt);
-          // Next: the regular renewal, or sooner where the other's claim drops (a lost Region's tail ends).
-          // (A drop that came while this renewal was under way: at once.)
-          const drops = claimDropsAt(other, budgets, now).map((own) => own - plan.clockOffsetMs + 1);
-          const next = Math.max(answerAt, Math.min(readAt + RENEW_MS, ...drops.filter((d) => d > readAt)));
-          agenda.at(next, () => renew(region, next));
-        });
+  // The current event's real time: what every process's own clock reads from.
+  let simNow = 0;
+  const newProcess = (
+    region: Region,
+    plan: RenewerProcessPlan,
+    figures: RenewerFigures,
+    due: number,
+  ): Process => {
+    const offset = options.regions[region].clockOffsetMs + plan.clockOffsetMs;
+    const local = { now: () => simNow + offset, sleep: () => Promise.resolve() };
+    const reference = new ClockReference();
+    const ledgerClock = new LedgerClock({ local, reference, telemetry: quiet });
+    return {
+      region,
+      life: lifeOf(options.regions[region], due),
+      plan,
+      figures,
+      reference,
+      ledgerClock,
+      due,
+    };
+  };
+  const localOf = (p: Process, t: number) =>
+    t + options.regions[p.region].clockOffsetMs + p.plan.clockOffsetMs;
+
+  /**
+   * One DynamoDB call of a renewer at real time t: a stall maybe, then the request reaches the service at m, where
+   * `apply` takes effect, and the answer comes back at r with its `Date` (DynamoDB's second at m, up to
+   * DATE_LAG_MS late), which the process's estimate records. A lease-store call fails at random, and gets no
+   * answer at all while the Region is cut off; `lost` (writes): applied, but the answer never comes back.
+   */
+  const call = <T>(
+    p: Process,
+    t: number,
+    kind: 'lease' | 'ledger',
+    apply: (m: number) => T,
+    then: (value: T, r: number) => void,
+    failed: (r: number) => void,
+    lost = false,
+  ): void => {
+    const range = kind === 'lease' ? latency : LEDGER_LATENCY_MS;
+    const sent = t + stall();
+    const m = sent + between(range);
+    const r = m + between(range);
+    agenda.at(m, () => {
+      const region = p.region;
+      if (isDown(options.regions[region], m)) return;
+      const noAnswer = kind === 'lease' && partitioned(region, m);
+      const callFailed = !noAnswer && kind === 'lease' && random() < (options.store?.failure ?? 0);
+      const applied = !noAnswer && !callFailed;
+      const value = applied ? apply(m) : undefined;
+      const stamp = clock(region, m) - random() * DATE_LAG_MS;
+      agenda.at(r, () => {
+        if (isDown(options.regions[region], r)) return;
+        simNow = r;
+        if (noAnswer || (lost && applied)) return failed(r);
+        p.reference.record(localOf(p, sent), localOf(p, r), Math.floor(stamp / 1000) * 1000);
+        if (!applied) return failed(r);
+        then(value as T, r);
       });
     });
   };
 
+  const retry = (p: Process, t: number) => {
+    const at = t + between(RETRY_MS);
+    agenda.at(at, () => poll(p, at));
+  };
+
+  /** A poll: the lease item, then the ledger's view, then a decision (renew, or read again later). */
+  const poll = (p: Process, t: number): void => {
+    const plan = options.regions[p.region];
+    // A process of the Region's earlier life (its container went with the Region) does nothing more.
+    if (p.life !== lifeOf(plan, t)) return;
+    if (isDown(plan, t)) {
+      if (plan.backAt !== undefined && plan.backAt > t) {
+        const back = plan.backAt;
+        // A new container: a fresh estimate of DynamoDB's clock, no memory of earlier renewals.
+        agenda.at(back, () => {
+          const fresh = newProcess(p.region, p.plan, p.figures, back);
+          poll(fresh, back);
+        });
+      }
+      return;
+    }
+    result.storeReads[p.region]++;
+    call(
+      p,
+      t,
+      'lease',
+      () => store.read(),
+      (item, r) => view(p, r, item, 0),
+      (r) => retry(p, r),
+    );
+  };
+
+  const view = (p: Process, t: number, item: ReturnType<typeof store.read>, conflicts: number): void => {
+    const ledger = ledgers[p.region];
+    call(
+      p,
+      t,
+      'ledger',
+      (m) => ledger.snapshot(clock(p.region, m)),
+      (snapshot, r) => decide(p, r, item, snapshot, conflicts),
+      (r) => retry(p, r),
+    );
+  };
+
+  const decide = (
+    p: Process,
+    t: number,
+    item: ReturnType<typeof store.read>,
+    ownSnapshot: ReturnType<RegionalLedgerModel['snapshot']>,
+    conflicts: number,
+  ): void => {
+    const { region } = p;
+    simNow = t;
+    const reading = raw ? { at: localOf(p, t) } : renewerCheck(p.ledgerClock, [basePlan]);
+    if ('refusal' in reading) {
+      p.figures.refusals[reading.refusal] = (p.figures.refusals[reading.refusal] ?? 0) + 1;
+      const at = t + (reading.refusal === 'skew' ? RENEW_MS : CLOCK_PROBE_MS);
+      agenda.at(at, () => poll(p, at));
+      return;
+    }
+    const now = reading.at;
+    const other = item.records[otherOf(region)];
+    const demand = demandIn(region, t);
+    const renewal = planRenewal({
+      region,
+      demand,
+      other,
+      budgets,
+      now,
+      targetFloor: options.targetFloor ?? TARGET_FLOOR,
+      ...(p.previousTargets ? { previousTargets: p.previousTargets } : {}),
+      ...(options.targets === 'fractions' ? {} : { ownSnapshot }),
+      claim,
+    });
+    // Between regular renewals, a poll renews only where the plan moved enough (once decided, a lost race plans
+    // again and writes).
+    const betweenRenewals = conflicts === 0 && t < p.due;
+    if (
+      betweenRenewals &&
+      !(early && renewsEarly({ region, plan: renewal, own: item.records[region], other, demand, budgets }))
+    ) {
+      const at = early ? Math.min(p.due, t + POLL_MS) : p.due;
+      agenda.at(at, () => poll(p, at));
+      return;
+    }
+    const version = versioned ? item.version + 1 : undefined;
+    const stamped = (share: RegionShare): RegionShare =>
+      version === undefined ? share : { ...share, version };
+    call(
+      p,
+      t,
+      'ledger',
+      (m) => {
+        adopt(p, region, m, stamped({ limits: renewal.shares, fenceAt: renewal.fenceAt }), 'cap', t);
+        return ledgers[region].snapshot(clock(region, m));
+      },
+      (snapshot, r) => {
+        const record: LeaseRecord = {
+          region,
+          renewedAt: renewal.renewedAt,
+          leaseUntil: renewal.leaseUntil,
+          shares: renewal.shares,
+          snapshot,
+          demand,
+        };
+        result.storeWrites[region]++;
+        p.figures.writes++;
+        const lost = random() < (options.store?.lostAnswer ?? 0);
+        call(
+          p,
+          r,
+          'lease',
+          (m) => {
+            const ok = store.write(region, item.version, record);
+            if (ok) {
+              result.written.push({ t: m, record });
+              checkRecord(region, m);
+            }
+            return { ok, current: store.read() };
+          },
+          (written, r2) => {
+            if (!written.ok) {
+              if (conflicts + 1 > MAX_CONFLICTS) return retry(p, r2);
+              return view(p, r2, written.current, conflicts + 1);
+            }
+            p.previousTargets = renewal.targets;
+            call(
+              p,
+              r2,
+              'ledger',
+              (m) =>
+                adopt(
+                  p,
+                  region,
+                  m,
+                  stamped({ limits: renewal.shares, fenceAt: renewal.fenceAt }),
+                  'replace',
+                  t,
+                ),
+              (_, r3) => {
+                // Next: the regular renewal, or sooner where the other's claim drops (a lost Region's tail ends).
+                const drops = claimDropsAt(other, budgets, now).map(
+                  (at) => at - now + t + RENEWER_CLOCK_TOLERANCE_MS,
+                );
+                p.due = Math.max(r3, Math.min(t + RENEW_MS, ...drops.filter((d) => d > t)));
+                const at = early ? Math.min(p.due, r3 + POLL_MS) : p.due;
+                agenda.at(at, () => poll(p, at));
+              },
+              (r3) => retry(p, r3),
+            );
+          },
+          (r2) => retry(p, r2),
+          lost,
+        );
+      },
+      (r) => retry(p, r),
+    );
+  };
+
   if (rule === 'full-budget') {
     for (const region of REGIONS)
-      adopt(region, 0, Object.fromEntries(specs.map((s) => [s.key, s.limit])), Number.POSITIVE_INFINITY);
+      adopt(
+        undefined,
+        region,
+        0,
+        {
+          limits: Object.fromEntries(specs.map((s) => [s.key, s.limit])),
+          fenceAt: Number.POSITIVE_INFINITY,
+        },
+        'replace',
+      );
   } else {
     for (const region of REGIONS) {
-      const first = random() * RENEW_MS;
-      agenda.at(first, () => renew(region, first));
+      for (const plan of options.regions[region].renewers ?? [{ clockOffsetMs: 0 }]) {
+        const figures: RenewerFigures = {
+          region,
+          clockOffsetMs: plan.clockOffsetMs,
+          writes: 0,
+          adoptions: 0,
+          refusals: {},
+          stale: 0,
+        };
+        result.renewers.push(figures);
+        const first = random() * RENEW_MS;
+        const p = newProcess(region, plan, figures, first);
+        agenda.at(first, () => poll(p, first));
+      }
     }
   }
 
   for (const ask of asks) {
     agenda.runUntil(ask.t);
     if (isDown(options.regions[ask.region], ask.t)) continue;
-    recentAsks[ask.region].push(ask.t);
+    recentAsks[ask.region].times.push(ask.t);
     const now = clock(ask.region, ask.t);
     const latest = store.latest(ask.region);
     const pastFence = rule !== 'full-budget' && (!latest || now >= latest.leaseUntil - CLOCK_BOUND_MS);

@@ -15,6 +15,8 @@ export const METRICS_NAMESPACE = 'TokenBroker';
 export const DIMENSION_CONSUMER = 'Consumer';
 /** Added to LoginFailure beside CredentialSet: the vendor's errorCode or the broker's own. */
 export const DIMENSION_ERROR_CODE = 'ErrorCode';
+/** LeaseRenewalRefused's second series: why (shared/regions/renewer-clock.ts, RenewalRefusal). */
+export const DIMENSION_REASON = 'Reason';
 
 /**
  * The error codes of vend's 5xx answers, the only values of VendServerError's ErrorCode: one series and one
@@ -72,6 +74,15 @@ export const Metric = {
    * dimension but service): that process grants nothing until its clock is fixed.
    */
   LedgerClockSkewRefused: 'LedgerClockSkewRefused',
+  // Lease renewer (two Regions)
+  /**
+   * 1 per ledger key renewal the lease renewer refused because its ledger time (DynamoDB's clock, corrected) is
+   * not known well enough (shared/regions/renewer-clock.ts): renewed nothing, adopted nothing. No dimension but
+   * service, and a second series with `Reason` (unmeasured, uncertain, skew).
+   */
+  LeaseRenewalRefused: 'LeaseRenewalRefused',
+  /** 1 per ledger key renewal that failed (lease store, ledger, or a newer renewal adopted first). */
+  LeaseRenewalFailed: 'LeaseRenewalFailed',
 } as const;
 export type MetricName = (typeof Metric)[keyof typeof Metric];
 

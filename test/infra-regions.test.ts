@@ -23,6 +23,7 @@ import { uat } from '../infra/stages/uat.js';
 import { optionalTableName } from '../shared/config/env.js';
 import { ConfigurationError } from '../shared/errors.js';
 import { LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
+import { METRICS_NAMESPACE, Metric, SERVICE_NAME } from '../shared/metric-names.js';
 import { LEDGER_REGIONAL_ENV, loadVendConfig } from '../shared/vend/vend-config.js';
 import { writeConfigDocument } from './support/config-document.js';
 import {
@@ -644,6 +645,8 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     for (const suffix of [
       'lease-renewer-errors',
       'lease-renewer-throttles',
+      'lease-renewals-refused',
+      'lease-renewals-failing',
       'tokens-table-throttles',
       'tokens-table-system-errors',
     ]) {
@@ -715,6 +718,38 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     expect(body).toContain(`tokens table (the two-Region table ${globalTableName(stage)} in ${own}`);
     expect(body).toContain(`\\"TableName\\",\\"${globalTableName(stage)}\\"`);
     expect(body).not.toContain(idOf('Tables', 'Tokens'));
+  });
+
+  it("alarms when the renewer's renewals are refused or fail three minutes in a row, on the metrics it counts itself", () => {
+    const alarms = resources(stack(), 'AWS::CloudWatch::Alarm') as (Json & {
+      AlarmName: string;
+      MetricName?: string;
+      Namespace?: string;
+      Dimensions?: { Name: string; Value: string }[];
+      EvaluationPeriods: number;
+      DatapointsToAlarm: number;
+      Period?: number;
+      Statistic?: string;
+      Threshold: number;
+      TreatMissingData: string;
+    })[];
+    for (const [suffix, metric] of [
+      ['lease-renewals-refused', Metric.LeaseRenewalRefused],
+      ['lease-renewals-failing', Metric.LeaseRenewalFailed],
+    ] as const) {
+      const alarm = alarms.find((a) => a.AlarmName === `${stack().stackName}-${suffix}`);
+      expect(alarm, suffix).toMatchObject({
+        MetricName: metric,
+        Namespace: METRICS_NAMESPACE,
+        Dimensions: [{ Name: 'service', Value: SERVICE_NAME }],
+        Period: 60,
+        Statistic: 'Sum',
+        Threshold: 1,
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 3,
+        TreatMissingData: 'notBreaching',
+      });
+    }
   });
 
   it("keeps every function's logs for the stage's retention, and past the stack in production", () => {

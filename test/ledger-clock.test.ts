@@ -79,6 +79,80 @@ describe('ClockReference', () => {
   });
 });
 
+/**
+ * The estimate as it was first written (every answer walks the samples kept from the newest back): the queues of
+ * ClockReference must find exactly what it finds, whatever the answers (out of order, contradicting, too many).
+ */
+class WalkingReference {
+  #samples: { lo: number; hi: number; at: number }[] = [];
+  #offset: { lo: number; hi: number } | undefined;
+
+  record(sentAt: number, receivedAt: number, second: number): void {
+    if (receivedAt < sentAt) return;
+    this.#samples.push({ lo: second - receivedAt, hi: second + 1000 + DATE_LAG_MS - sentAt, at: receivedAt });
+    let lo = Number.NEGATIVE_INFINITY;
+    let hi = Number.POSITIVE_INFINITY;
+    let kept = 0;
+    for (let i = this.#samples.length - 1; i >= 0; i--) {
+      const sample = this.#samples[i] as { lo: number; hi: number; at: number };
+      if (kept === 512 || receivedAt - sample.at > 30 * 60_000) break;
+      if (sample.lo > hi || sample.hi < lo) break;
+      lo = Math.max(lo, sample.lo);
+      hi = Math.min(hi, sample.hi);
+      kept++;
+    }
+    this.#samples = this.#samples.slice(this.#samples.length - kept);
+    this.#offset = { lo, hi };
+  }
+
+  offset() {
+    return this.#offset;
+  }
+}
+
+describe('ClockReference, its queues against the walk', () => {
+  it('finds the interval the walk over every sample finds, answer after answer', () => {
+    // Stretches of answers on one offset (long enough to pass MAX_SAMPLES and 30 minutes), then a step.
+    const answerArb = fc.record({
+      gapMs: fc.oneof(
+        { weight: 400, arbitrary: fc.integer({ min: 0, max: 3_000 }) },
+        { weight: 1, arbitrary: fc.integer({ min: -700_000, max: 2_000_000 }) },
+      ),
+      rttMs: fc.integer({ min: 0, max: 40 }),
+      stamp: fc.double({ min: 0, max: 1, noNaN: true }),
+    });
+    // Round trips that grow along a stretch make its oldest answers the narrowest: dropping one shows.
+    const stretchArb = fc.record({
+      offsetMs: fc.oneof(fc.constant(0), fc.integer({ min: -400_000, max: 400_000 })),
+      growthMs: fc.constantFrom(0, 2, 5),
+      answers: fc.array(answerArb, { minLength: 1, maxLength: 900, size: 'max' }),
+    });
+    let most = 0;
+    fc.assert(
+      fc.property(fc.array(stretchArb, { minLength: 1, maxLength: 3 }), (stretches) => {
+        const quick = new ClockReference();
+        const walk = new WalkingReference();
+        let t = T0;
+        for (const { offsetMs, growthMs, answers } of stretches) {
+          most = Math.max(most, answers.length);
+          for (const [i, { gapMs, rttMs: base, stamp }] of answers.entries()) {
+            const rttMs = base + i * growthMs;
+            t += gapMs;
+            const second = Math.floor((t + stamp * rttMs + offsetMs) / 1000) * 1000;
+            quick.record(t, t + rttMs, second);
+            walk.record(t, t + rttMs, second);
+            expect(quick.offset()).toEqual(walk.offset());
+          }
+        }
+      }),
+      // A failure is shown as drawn: shrinking thousands of answers, each walked, takes minutes.
+      { seed: 33, numRuns: 40, endOnFailure: true },
+    );
+    // Stretches longer than the samples kept were drawn (the queues dropped the oldest).
+    expect(most).toBeGreaterThan(512);
+  });
+});
+
 describe('LedgerClock', () => {
   const clockWith = (offsetMs: number, answers: number) => {
     const local = new ManualClock(T0 + 17);

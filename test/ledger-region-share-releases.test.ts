@@ -17,6 +17,8 @@ import { ReleaseWorld, TOKEN } from './support/release-world.js';
  * one Region, docs/multi-region.md.)
  */
 const SETTINGS = { classes: { reports: [{ limit: 10, windowSeconds: 60 }] } };
+/** The last landed release (issue 33's N-1): it knows `rs`, with a strict pattern, and not `rsv`. */
+const RELEASE_WITH_SHARES = 'a6dc151788fce1df21d7b674e85ed3f6c227623d';
 const MINUTE = ringKey(GENERAL_SCOPE, 60_000);
 const HOUR = ringKey(GENERAL_SCOPE, 3_600_000);
 const CLASS = ringKey('reports', 60_000);
@@ -91,5 +93,73 @@ describe.each(ENGINES)('a Region share and release N-1 on %s', (engine) => {
     expect((await current.snapshot(TOKEN, limits)).rings[CLASS]?.slots.reduce((n, s) => n + s.count, 0)).toBe(
       3,
     );
+  });
+
+  it("release a6dc151 reads an item whose share carries a version (`rsv`), grants within it and keeps the version; the current release still refuses an older record's share on it", async () => {
+    const landed = await previousRelease(RELEASE_WITH_SHARES);
+    const clock = new ManualClock(Date.UTC(2026, 10, 29, 12));
+    const table = await dynamo.createTable('ledger-share-versions');
+    const limits = currentRelease.parseLimits(SETTINGS);
+    const current = new DynamoRateLedger({
+      client,
+      tableName: table,
+      clock,
+      random: () => 0,
+      regional: true,
+    });
+    const old = new landed.DynamoRateLedger({
+      client,
+      tableName: table,
+      clock,
+      random: () => 0,
+      regional: true,
+    }) as unknown as DynamoRateLedger;
+    const oldLimits = landed.parseLimits(SETTINGS);
+    const raw = async () =>
+      (
+        await client.send(
+          new GetItemCommand({
+            TableName: table,
+            Key: { pk: { S: `token#${TOKEN}` } },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item;
+    const share = {
+      limits: { [MINUTE]: 6, [HOUR]: 400, [CLASS]: 5 },
+      fenceAt: clock.now() + 30_000,
+      version: 9,
+    };
+    await current.adoptShare(TOKEN, limits, undefined, share);
+    const stamped = (await raw())?.rsv;
+    expect(stamped?.S).toBe(`9;${share.fenceAt.toString(36)}`);
+
+    // a6dc151: grants (head additions, then a full write in a new slot) within the share, and no further.
+    const grantOld = () => old.acquire({ tokenId: TOKEN, count: 1, limits: oldLimits, caller: 'svc-b' });
+    expect((await grantOld()).granted).toBe(true);
+    await clock.advance(1500);
+    let oldGranted = 1;
+    while ((await grantOld()).granted) oldGranted++;
+    expect(oldGranted).toBe(6);
+    expect((await raw())?.rsv).toEqual(stamped);
+
+    // The current release reads the version as its own (same fence) and refuses a slow renewal's older share.
+    const slow = {
+      ...share,
+      limits: { ...share.limits, [MINUTE]: 40 },
+      fenceAt: share.fenceAt + 5_000,
+      version: 8,
+    };
+    expect((await current.adoptShare(TOKEN, limits, undefined, slow)).outcome).toBe('stale');
+    expect((await current.acquire({ tokenId: TOKEN, count: 1, limits })).granted).toBe(false);
+
+    // a6dc151 adopts a share of its own (a later fence): the version stamped on the old fence no longer counts, and
+    // the fence decides again, as a6dc151's renewer expects.
+    const later = { limits: { [MINUTE]: 10, [HOUR]: 400, [CLASS]: 5 }, fenceAt: share.fenceAt + 10_000 };
+    expect((await old.adoptShare(TOKEN, oldLimits, undefined, later)).outcome).toBe('adopted');
+    expect((await raw())?.rsv).toEqual(stamped);
+    expect((await current.adoptShare(TOKEN, limits, undefined, slow)).outcome).toBe('stale');
+    const next = { ...later, fenceAt: later.fenceAt + 10_000, version: 8 };
+    expect((await current.adoptShare(TOKEN, limits, undefined, next)).outcome).toBe('adopted');
   });
 });

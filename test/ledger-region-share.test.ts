@@ -234,7 +234,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
     faulty.faults.set({ commands: ['UpdateItem'] });
     faulty.faults.script('lostAnswer', 'none');
     const wanted = share(20);
-    expect(await ledger().adoptShare(TOKEN, limits, undefined, wanted)).toEqual({
+    expect(await ledger().adoptShare(TOKEN, limits, undefined, wanted)).toMatchObject({
       outcome: 'adopted',
       share: wanted,
     });
@@ -248,12 +248,51 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
     expect((await ledger().adoptShare(TOKEN, limits, undefined, wanted)).outcome).toBe('unchanged');
     expect(faulty.faults.stats.byCommand.UpdateItem).toBeUndefined();
     const earlier = { ...share(5), fenceAt: wanted.fenceAt - 1 };
-    expect(await ledger().adoptShare(TOKEN, limits, undefined, earlier)).toEqual({
+    expect(await ledger().adoptShare(TOKEN, limits, undefined, earlier)).toMatchObject({
       outcome: 'stale',
       share: wanted,
     });
     expect(await item()).toEqual(after);
     expect((await fill(ledger())).total).toBe(18);
+  });
+
+  it('versions (issue 33): a cap lowers and stamps in one write, a replace of an older version is refused, `rs` stays as N-1 reads it', async () => {
+    const l = ledger({ regional: true });
+    const held = share(20, { version: 4 });
+    await l.adoptShare(TOKEN, limits, undefined, held);
+    granted(await l.acquire({ tokenId: TOKEN, count: 3, limits }));
+    const before = await item();
+    expect(before?.rsv?.S).toBe(`4;${held.fenceAt.toString(36)}`);
+    // A renewal that read version 5 caps at its plan, stamped 6, before writing; its answer is lost once.
+    faulty.faults.set({ commands: ['UpdateItem'] });
+    faulty.faults.script('lostAnswer', 'none');
+    const capped = await l.adoptShare(
+      TOKEN,
+      limits,
+      undefined,
+      { limits: { [MINUTE]: 8, [HOUR]: 900, [CLASS]: 9 }, fenceAt: held.fenceAt + 10_000, version: 6 },
+      { mode: 'cap' },
+    );
+    faulty.faults.off();
+    // Lowered where the plan is lower, kept where it is not, the fence kept: one write, applied once.
+    expect(capped.share).toEqual({ ...held, limits: { [MINUTE]: 8, [HOUR]: 400, [CLASS]: 5 }, version: 6 });
+    expect(capped.outcome).toBe('adopted');
+    expect(capped.snapshot.rings[MINUTE]?.slots.reduce((n, slot) => n + slot.count, 0)).toBe(3);
+    const after = await item();
+    expect(Number(after?.v?.N)).toBe(Number(before?.v?.N) + 1);
+    expect(after?.rsv?.S).toBe(`6;${held.fenceAt.toString(36)}`);
+    // `rs` is the text of old: the version is not in it (release a6dc151 decodes it with a strict pattern).
+    expect(after?.rs?.S).toMatch(/^[0-9a-z]+;[^;]*$/);
+    // A slow run's adoption of version 5: refused, whatever its fence; version 6's own: adopted.
+    const slow = share(22, { fenceAt: held.fenceAt + 9_000, version: 5 });
+    expect((await l.adoptShare(TOKEN, limits, undefined, slow)).outcome).toBe('stale');
+    expect((await fill(l)).total).toBe(5);
+    const newer = share(8, { fenceAt: held.fenceAt + 10_000, version: 6 });
+    expect(await l.adoptShare(TOKEN, limits, undefined, newer)).toMatchObject({
+      outcome: 'adopted',
+      share: newer,
+    });
+    expect((await item())?.rsv?.S).toBe(`6;${newer.fenceAt.toString(36)}`);
   });
 
   it('adopts under concurrent grants of other processes and lost answers: asks after it are held to it', async () => {
@@ -310,6 +349,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
       { limits: { [ringKey('other', 60_000)]: 3 }, fenceAt: 1 },
       { limits: { [MINUTE]: 3 }, fenceAt: 1, home: ['nobody'] },
       { limits: { [MINUTE]: 3 }, fenceAt: 1, until: 5 },
+      { limits: { [MINUTE]: 3 }, fenceAt: 1, version: -1 },
       { limits: [], fenceAt: 1 },
       null,
     ];

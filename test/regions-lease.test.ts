@@ -3,6 +3,7 @@ import { RegionalLedgerModel } from '../local/regional-ledger-model.js';
 import { checkVendorWindows } from '../local/vendor-window-check.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
+import { adoptionOf, type RegionShare } from '../shared/ledger/region-share.js';
 import type { RingSnapshot } from '../shared/ledger/ring-snapshot.js';
 import {
   allowedShare,
@@ -10,11 +11,15 @@ import {
   CLOCK_BOUND_MS,
   claimDropsAt,
   claimOf,
+  demandOf,
   fenceAt,
   LEASE_MS,
   type LeaseRecord,
   leaseHolds,
   planRenewal,
+  RENEW_MS,
+  renewsEarly,
+  SHORT_DEMAND_ASKS,
   shareTargets,
   snapshotInSpan,
   tailOf,
@@ -179,29 +184,44 @@ describe('shareTargets on what each Region uses', () => {
 
 describe('planRenewal: the renew and adopt order', () => {
   const base = { region: 'home', demand: 1, budgets: [MINUTE, HOUR], now: T0, targetFloor: 0.1 };
-
-  it('a lower share is adopted before the write; the rings not lowered stay as they are meanwhile', () => {
-    const plan = planRenewal({
-      ...base,
-      current: { [MINUTE.key]: 50, [HOUR.key]: 100 },
-      other: { ...record({ minute: 25, hour: 500 }), demand: 1 },
-    });
-    expect(plan.shares[MINUTE.key]).toBe(25);
-    expect(plan.adoptBefore).toEqual({ [MINUTE.key]: 25, [HOUR.key]: 100 });
-    expect(plan.leaseUntil).toBe(T0 + LEASE_MS);
-    expect(plan.fenceAt).toBe(T0 + LEASE_MS - CLOCK_BOUND_MS);
+  const held = (minute: number, hour: number, fence = T0 + 5_000): RegionShare => ({
+    limits: { [MINUTE.key]: minute, [HOUR.key]: hour },
+    fenceAt: fence,
+    version: 7,
   });
 
-  it('a higher share is only written: adopted once the write is acknowledged', () => {
-    const plan = planRenewal({ ...base, current: { [MINUTE.key]: 0, [HOUR.key]: 0 }, other: undefined });
+  it('a lower share is in force before the write (the cap): lowered rings at their new share, the others and the fence as they are', () => {
+    const plan = planRenewal({ ...base, other: { ...record({ minute: 25, hour: 500 }), demand: 1 } });
+    expect(plan.shares[MINUTE.key]).toBe(25);
+    expect(plan.leaseUntil).toBe(T0 + LEASE_MS);
+    expect(plan.fenceAt).toBe(T0 + LEASE_MS - CLOCK_BOUND_MS);
+    const capped = adoptionOf(
+      held(50, 100),
+      { limits: plan.shares, fenceAt: plan.fenceAt, version: 8 },
+      'cap',
+    );
+    expect(capped).toEqual({ outcome: 'adopted', share: { ...held(25, 100), version: 8 } });
+  });
+
+  it('a higher share is only written: the cap leaves the share held as it is (it stamps it), the adoption after raises it', () => {
+    const plan = planRenewal({ ...base, other: undefined });
     expect(plan.shares).toEqual({ [MINUTE.key]: 50, [HOUR.key]: 1000 });
-    expect(plan.adoptBefore).toBeUndefined();
+    const capped = adoptionOf(held(0, 0), { limits: plan.shares, fenceAt: plan.fenceAt, version: 8 }, 'cap');
+    expect(capped.share).toEqual({ ...held(0, 0), version: 8 });
+    const adopted = adoptionOf(
+      capped.share,
+      { limits: plan.shares, fenceAt: plan.fenceAt, version: 8 },
+      'replace',
+    );
+    expect(adopted).toMatchObject({
+      outcome: 'adopted',
+      share: { limits: plan.shares, fenceAt: plan.fenceAt },
+    });
   });
 
   it('never takes more than the limit minus the other Region’s claim, whatever the target', () => {
     const plan = planRenewal({
       ...base,
-      current: { [MINUTE.key]: 0, [HOUR.key]: 0 },
       other: { ...record({ minute: 10, hour: 200 }, { minute: 45, hour: 45 }), demand: 0 },
     });
     // The other Region's demand is 0, so the target is the whole budget; its grants still in the span are not.
@@ -213,19 +233,128 @@ describe('planRenewal: the renew and adopt order', () => {
     const plan = planRenewal({
       ...base,
       ownSnapshot: own,
-      current: { [MINUTE.key]: 30, [HOUR.key]: 30 },
       other: { ...record({ minute: 10, hour: 10 }, { minute: 10, hour: 10 }), demand: 1 },
     });
     // 50 - 30 used - 10 claimed = 10 free, half each (equal demand, floor 10 % = 5 each).
     expect(plan.shares[MINUTE.key]).toBe(35);
-    expect(plan.adoptBefore).toBeUndefined();
   });
 
   it('a lapsed Region’s last demand is not demand: the survivor targets the whole budget', () => {
     const lapsed = { ...record({ minute: 25, hour: 500 }), demand: 5 };
     const now = lapsed.leaseUntil + CLOCK_BOUND_MS + HOUR.spanMs;
-    const plan = planRenewal({ ...base, now, current: { [MINUTE.key]: 25, [HOUR.key]: 500 }, other: lapsed });
+    const plan = planRenewal({ ...base, now, other: lapsed });
     expect(plan.shares).toEqual({ [MINUTE.key]: 50, [HOUR.key]: 1000 });
+  });
+});
+
+describe('adoptionOf: monotone in the lease record (issue 33)', () => {
+  const MIN = MINUTE.key;
+  const share = (limit: number, fenceAt: number, version?: number): RegionShare => ({
+    limits: { [MIN]: limit },
+    fenceAt,
+    ...(version === undefined ? {} : { version }),
+  });
+
+  it("refuses a slow run's adoption of an older record once a newer run capped: the share the newer record says stays", () => {
+    // X wrote version 5 (22) and is slow to adopt it; Y read version 5, capped the ledger at 0 stamped 6, wrote 6.
+    const capped = adoptionOf(share(5, T0), share(0, T0 + 36_000, 6), 'cap').share;
+    expect(capped).toEqual(share(0, T0, 6));
+    expect(adoptionOf(capped, share(22, T0 + 29_000, 5), 'replace')).toEqual({
+      outcome: 'stale',
+      share: capped,
+    });
+    // Fences alone (the rule before versions) let it through: X's fence is later than the one the cap kept.
+    expect(adoptionOf(share(0, T0), share(22, T0 + 29_000), 'replace').outcome).toBe('adopted');
+    // Y's own adoption of version 6 is at least as new.
+    expect(adoptionOf(capped, share(0, T0 + 35_000, 6), 'replace').outcome).toBe('adopted');
+  });
+
+  it('a cap only lowers, whatever it meets, and its version never goes back', () => {
+    const held = share(30, T0 + 20_000, 9);
+    expect(adoptionOf(held, share(40, T0 + 40_000, 7), 'cap')).toEqual({ outcome: 'unchanged', share: held });
+    expect(adoptionOf(held, share(10, T0 + 15_000, 10), 'cap').share).toEqual(share(10, T0 + 15_000, 10));
+    // No share yet: the stamp alone is written (an empty share grants the floor, as no share does).
+    expect(adoptionOf(undefined, share(10, T0, 3), 'cap')).toEqual({
+      outcome: 'adopted',
+      share: { limits: {}, fenceAt: 0, version: 3 },
+    });
+  });
+
+  it('a failed lease write leaves the next good record adoptable: the stamp anticipates no more than any later write gives', () => {
+    // Y read version 5, capped stamped 6, and its write failed: the next renewal reads 5 (or later) and writes 6
+    // (or later), which is at least as new.
+    const capped = adoptionOf(share(20, T0, 4), share(20, T0 + 30_000, 6), 'cap').share;
+    expect(adoptionOf(capped, share(25, T0 + 40_000, 6), 'replace').outcome).toBe('adopted');
+  });
+
+  it('without versions on either side, the later fence wins, as before them', () => {
+    expect(adoptionOf(share(5, T0 + 10, 4), share(9, T0), 'replace').outcome).toBe('stale');
+    expect(adoptionOf(share(5, T0), share(9, T0 + 10, 4), 'replace').outcome).toBe('adopted');
+  });
+});
+
+describe('renewsEarly: between regular renewals', () => {
+  const own = (minute: number, demand: number): LeaseRecord => ({
+    ...record({ minute, hour: 1000 }),
+    demand,
+  });
+  const budgets = [MINUTE];
+
+  it('takes what the other freed for a Region with demand, by at least a tenth of the limit', () => {
+    const plan = { shares: { [MINUTE.key]: 35 }, targets: { home: { [MINUTE.key]: 35 } } };
+    const input = { region: 'home', plan, other: undefined, budgets };
+    expect(renewsEarly({ ...input, own: own(30, 1), demand: 1 })).toBe(true);
+    expect(renewsEarly({ ...input, own: own(31, 1), demand: 1 })).toBe(false);
+    expect(renewsEarly({ ...input, own: own(30, 0), demand: 0 })).toBe(false);
+  });
+
+  it('gives back what the other Region waits for, and publishes a demand the other must see', () => {
+    const other: LeaseRecord = { ...record({ minute: 25, hour: 1000 }), region: 'peer', demand: 2 };
+    const lower = {
+      shares: { [MINUTE.key]: 10 },
+      targets: { home: { [MINUTE.key]: 10 }, peer: { [MINUTE.key]: 40 } },
+    };
+    expect(renewsEarly({ region: 'home', plan: lower, own: own(25, 0.1), other, demand: 0.1, budgets })).toBe(
+      true,
+    );
+    const waited = { ...lower, targets: { ...lower.targets, peer: { [MINUTE.key]: 25 } } };
+    expect(
+      renewsEarly({ region: 'home', plan: waited, own: own(25, 0.1), other, demand: 0.1, budgets }),
+    ).toBe(false);
+    // Held back by the other's claim (target 40, share 25): renew when the demand rose past 1.5 times the record's.
+    const held = { shares: { [MINUTE.key]: 25 }, targets: { home: { [MINUTE.key]: 40 } } };
+    expect(renewsEarly({ region: 'home', plan: held, own: own(25, 1), other, demand: 1.6, budgets })).toBe(
+      true,
+    );
+    expect(renewsEarly({ region: 'home', plan: held, own: own(25, 1), other, demand: 1.4, budgets })).toBe(
+      false,
+    );
+  });
+});
+
+describe('demandOf', () => {
+  it('is the highest rate of its windows, the short one only from a few asks on', () => {
+    expect(
+      demandOf([
+        { windowMs: RENEW_MS, count: 20 },
+        { windowMs: 60_000, count: 20 },
+      ]),
+    ).toBe(2);
+    // One ask of a sparse Region in the last 10 s is not 0.1 a second: the minute and the hour say what it is.
+    expect(
+      demandOf([
+        { windowMs: RENEW_MS, count: SHORT_DEMAND_ASKS - 1 },
+        { windowMs: 60_000, count: 2 },
+        { windowMs: 3_600_000, count: 72 },
+      ]),
+    ).toBeCloseTo(2 / 60);
+    // No ask in the minute, some in the hour: still demand, so it keeps its part of what is free.
+    expect(
+      demandOf([
+        { windowMs: 60_000, count: 0 },
+        { windowMs: 3_600_000, count: 36 },
+      ]),
+    ).toBe(0.01);
   });
 });
 

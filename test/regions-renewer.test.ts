@@ -4,13 +4,16 @@ import { ManualClock } from '../shared/clock.js';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { userBudgetIssues } from '../shared/config/user-budgets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { DIMENSION_REASON, Metric } from '../shared/metric-names.js';
 import { MemoryTelemetry } from '../shared/observability.js';
-import { LEASE_MS } from '../shared/regions/lease.js';
+import { LEASE_MS, RENEW_MS } from '../shared/regions/lease.js';
 import { LeaseStore } from '../shared/regions/lease-store.js';
 import { LeaseRenewer } from '../shared/regions/renewer.js';
+import { createLeaseRenewer } from '../shared/regions/renewer-setup.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
+import { offsetClock } from './support/ledger-harness.js';
 import { credentialSet, startWorld, type World } from './support/refresher-harness.js';
 
 /**
@@ -34,6 +37,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
   let tokenId: string;
   let leaseTable: string;
   const ledgers: Record<string, DynamoRateLedger> = {};
+  const ledgerTables: Record<string, string> = {};
 
   beforeAll(async () => {
     dynamo = await startEngine(engine);
@@ -57,6 +61,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
     leaseTable = await dynamo.createTable('leases');
     for (const region of [HOME, PEER]) {
       const table = await dynamo.createTable(`ledger-${region}`);
+      ledgerTables[region] = table;
       ledgers[region] = new DynamoRateLedger({
         client: dynamo.client,
         tableName: table,
@@ -67,7 +72,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
     }
   });
 
-  const renewer = (region: string, client = dynamo.client) =>
+  const renewer = (region: string, client = dynamo.client, telemetry = new MemoryTelemetry()) =>
     new LeaseRenewer({
       region,
       sets: [set],
@@ -75,7 +80,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       ledger: ledgers[region] as DynamoRateLedger,
       leases: new LeaseStore({ client, tableName: leaseTable }),
       clock,
-      telemetry: new MemoryTelemetry(),
+      telemetry,
     });
   /** Asks one permit at a time until denied: how many the Region's vend would grant now (to `consumer`). */
   const grantable = async (region: string, most = 60, consumer?: string): Promise<number> => {
@@ -211,10 +216,11 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
     ]);
   });
 
-  it('adopts nothing new when its lease write fails, and renews on the next round', async () => {
+  it('adopts nothing new when its lease write fails, counts the failure, and renews on the next round', async () => {
     const faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint, seed: 27 });
+    const telemetry = new MemoryTelemetry();
     try {
-      const home = renewer(HOME, faulty.client);
+      const home = renewer(HOME, faulty.client, telemetry);
       faulty.faults.aim(
         ({ command }) => command === 'UpdateItem',
         'serverError',
@@ -223,6 +229,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       );
       const failed = await home.renewAll();
       expect(failed.map((r) => r.outcome)).toEqual(['failed']);
+      expect(telemetry.sum(Metric.LeaseRenewalFailed)).toBe(1);
       expect(await grantable(HOME)).toBe(0);
       const renewed = await home.renewAll();
       expect(renewed.map((r) => r.outcome)).toEqual(['renewed']);
@@ -230,5 +237,81 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
     } finally {
       faulty.client.destroy();
     }
+  });
+
+  it('refuses to renew while its ledger time is not known well enough: renews nothing, adopts nothing, counts why', async () => {
+    const deployed = (offsetMs: number, telemetry: MemoryTelemetry) => {
+      // As functions/lease-renewer.ts builds it, its container's clock `offsetMs` off; DynamoDB's Date the true one.
+      const { client } = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint, date: clock });
+      const home = createLeaseRenewer({
+        client,
+        local: offsetClock(clock, offsetMs),
+        region: HOME,
+        sets: [set],
+        tables: { ledger: ledgerTables[HOME] as string, tokens: world.table, leases: leaseTable },
+        telemetry,
+      });
+      return { home, client };
+    };
+    const leases = new LeaseStore({ client: dynamo.client, tableName: leaseTable });
+    const telemetry = new MemoryTelemetry();
+    const cold = deployed(0, telemetry);
+    const tooFar = deployed(11 * MINUTE, telemetry);
+    try {
+      // A cold start: DynamoDB's answers all at one point of its second say its clock only to the second.
+      const first = await cold.home.pollAll();
+      expect(first.map((r) => [r.outcome, r.reason])).toEqual([['refused', 'uncertain']]);
+      expect(telemetry.sum(Metric.LeaseRenewalRefused, { [DIMENSION_REASON]: 'uncertain' })).toBe(1);
+      expect((await leases.read(set.id, tokenId)).records).toEqual({});
+      expect((await ledgers[HOME]?.regionView(tokenId, set.rateLimits, set.id))?.share).toBeUndefined();
+      // It looks again CLOCK_PROBE_MS later, each time at another point of the second, until it knows: then renews.
+      let outcome: string | undefined;
+      for (let probe = 0; probe < 20 && outcome !== 'renewed'; probe++) {
+        const [renewal] = await cold.home.pollAll();
+        outcome = renewal?.outcome;
+        await clock.advance(Math.max(1, (renewal?.nextAt ?? 0) - clock.now()));
+      }
+      expect(outcome).toBe('renewed');
+      // A container 11 minutes off: refused for good (the ledger's limit is 10), retried at the regular pace.
+      const far = await tooFar.home.pollAll();
+      expect(far.map((r) => [r.outcome, r.reason])).toEqual([['refused', 'skew']]);
+      expect((far[0]?.nextAt ?? 0) - (clock.now() + 11 * MINUTE)).toBe(RENEW_MS);
+      expect(telemetry.sum(Metric.LeaseRenewalRefused, { [DIMENSION_REASON]: 'skew' })).toBe(1);
+    } finally {
+      cold.client.destroy();
+      tooFar.client.destroy();
+    }
+  });
+
+  it('renews early where its polls find the other Region waiting for its share: a burst in peer is served within seconds', async () => {
+    const home = renewer(HOME);
+    const peer = renewer(PEER);
+    // Quiet: both lease, home's services ask a little, peer's nothing.
+    for (let round = 0; round < 3; round++) {
+      await home.renewAll();
+      await peer.renewAll();
+      await grantable(HOME, 2);
+      await clock.advance(10_000);
+    }
+    await home.pollAll();
+    await peer.pollAll();
+    const before = await grantable(PEER);
+    // Peer's services burst: their asks are denied; its polls, then home's, then its own, every 2 s, move home's
+    // idle share to it before the regular renewal 10 s on.
+    const outcomes: string[] = [];
+    let served = before;
+    for (let poll = 0; poll < 4; poll++) {
+      await clock.advance(2_000);
+      for (const [name, r] of [
+        ['peer', peer],
+        ['home', home],
+      ] as const)
+        outcomes.push(...(await r.pollAll()).map((k) => `${name}:${k.outcome}`));
+      served += await grantable(PEER, 60);
+    }
+    expect(outcomes).toContain('home:renewed');
+    expect(outcomes).toContain('peer:renewed');
+    expect(served).toBeGreaterThanOrEqual(40);
+    expect(served + (await grantable(HOME))).toBeLessThanOrEqual(50);
   });
 });

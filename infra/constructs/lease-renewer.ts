@@ -10,7 +10,11 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { BrokerConfigDocument } from '../../shared/config/broker-config.js';
 import { LEARNED_KEY_PREFIX, LEARNED_TABLE_ENV } from '../../shared/ledger/learned-store.js';
+import { MAX_LEDGER_CLOCK_SKEW_MS } from '../../shared/ledger/ledger-clock.js';
+import { Metric, type MetricName } from '../../shared/metric-names.js';
+import { RENEWER_CLOCK_TOLERANCE_MS } from '../../shared/regions/renewer-clock.js';
 import { SET_KEY_PREFIX } from '../../shared/tokens/dynamo-token-item.js';
+import { serviceMetric } from '../broker-metrics.js';
 import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from '../function-sizing.js';
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
@@ -51,15 +55,11 @@ export interface LeaseRenewerProps {
  * A two-Region stage's lease renewer in one Region (docs/deploying.md, Two Regions): every minute EventBridge
  * starts a run that renews this Region's lease records every RENEW_MS and adopts its shares in the regional
  * ledger. Least privilege to the action: the ledger item's read and its share write (GetItem, UpdateItem), and
-<<<<<<< HEAD
  * on the MRSC table only items whose key starts with `lease#` (GetItem, PutItem, UpdateItem), and the token items'
- * and the learned items' read (GetItem on `set#`, `learned#`); the tables' key only through DynamoDB. Alarms when
- * it fails or is throttled, and on the MRSC table's throttles and errors in this Region.
-=======
- * on the MRSC table only items whose key starts with `lease#` (GetItem, PutItem, UpdateItem); the tables' key
- * only through DynamoDB. Alarms when it fails or is throttled (the MRSC table's throttles and errors in this
- * Region are the serving stack's tokens-table alarms: infra/constructs/broker-alarms.ts).
->>>>>>> h-r-ops
+ * and the learned items' read (GetItem on `set#`, `learned#`); the tables' key only through DynamoDB. Alarms when it
+ * fails or is throttled, and when its renewals fail or are refused (it counts them: a run whose renewals all fail
+ * still ends normally). The MRSC table's throttles and errors in this Region are the serving stack's tokens-table
+ * alarms (infra/constructs/broker-alarms.ts).
  */
 export class LeaseRenewer extends Construct {
   readonly fn: BrokerFunction;
@@ -122,6 +122,21 @@ export class LeaseRenewer extends Construct {
       periods: 3,
       meaning: `Lambda throttled the lease renewer (${props.ownRegion}) three minutes in a row.`,
       runbook: RunbookSection.FunctionThrottles,
+    });
+    // What the renewer counts itself (issue 33): a run whose renewals fail or are refused ends normally, so the
+    // function's Errors do not see them. Three minutes in a row, as above: by then the Region is fenced.
+    const renewerMetric = (name: MetricName) => serviceMetric(name, {}, 'Sum', Duration.minutes(1));
+    this.add('lease-renewals-refused', props, {
+      metric: renewerMetric(Metric.LeaseRenewalRefused),
+      periods: 3,
+      meaning: `The lease renewer (${props.ownRegion}) refused to renew three minutes in a row: its container's clock is not known to be within ${RENEWER_CLOCK_TOLERANCE_MS} ms of DynamoDB's, or is more than ${MAX_LEDGER_CLOCK_SKEW_MS / 60_000} minutes off it. This Region's leases lapse and it grants nothing beyond its floor.`,
+      runbook: RunbookSection.LeaseRenewalsRefused,
+    });
+    this.add('lease-renewals-failing', props, {
+      metric: renewerMetric(Metric.LeaseRenewalFailed),
+      periods: 3,
+      meaning: `Lease renewals of the lease renewer (${props.ownRegion}) failed in each of three minutes in a row (the lease store, the ledger, or a newer renewal adopting first): this Region's leases may lapse, and then it grants nothing beyond its floor.`,
+      runbook: RunbookSection.LeaseRenewalsFailing,
     });
   }
 

@@ -37,7 +37,15 @@ import {
   signatureHolds,
   WRITE_IDS_LIMIT,
 } from './receipts.js';
-import { checkShare, heldPlan, NO_SHARE, type RegionShare, sameShare } from './region-share.js';
+import {
+  type Adoption,
+  type AdoptionMode,
+  adoptionOf,
+  checkShare,
+  heldPlan,
+  NO_SHARE,
+  type RegionShare,
+} from './region-share.js';
 import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
 import type {
   GiveBackRequest,
@@ -102,13 +110,12 @@ export interface DynamoRateLedgerOptions {
 }
 
 /** What adoptShare did: the share in the item afterwards is `share`. */
-export interface AdoptShareResult {
+export interface AdoptShareResult extends Adoption {
   /**
-   * `adopted`: written; `unchanged`: the item held it already (a repeat, or a re-send after a lost answer);
-   * `stale`: the item holds a share of a later lease (a later `fenceAt`), which stays.
+   * The item's rings at the adoption (its ledger time): after a cap, every later grant is held to it, so this is
+   * the snapshot a lease record written next may carry (shared/regions/renewer.ts).
    */
-  outcome: 'adopted' | 'unchanged' | 'stale';
-  share: RegionShare;
+  snapshot: RingSnapshot;
 }
 
 /**
@@ -292,32 +299,39 @@ export class DynamoRateLedger implements RateLedger {
    * Adopts a Region's share of the budgets of one ledger key (issue 27): ONE conditional write of the item, like
    * a grant's (so it waits for no lock and a grant decided on the share before it fails its condition and is
    * decided again: once this resolves, no grant beyond the new share can still be written). Idempotent: the same
-   * share again writes nothing, and a re-send after a lost answer is told by its write id like every write. A
-   * share of an earlier lease than the one held (`fenceAt` earlier: a delayed renewer) is not adopted. Grants
-   * made under a larger share stay counted: a lower share holds new grants until they leave the span.
+   * share again writes nothing, and a re-send after a lost answer is told by its write id like every write. The
+   * rule (region-share.ts, adoptionOf) is applied to the item as the write finds it: `replace` (the default) is
+   * refused (`stale`) when the item holds a newer share (a later version, or without versions a later fence: a
+   * delayed renewer); `cap` lowers the held share to at most `share.limits` and stamps it with `share.version`
+   * (issue 33: a renewal's step before its lease write). Grants made under a larger share stay counted: a lower
+   * share holds new grants until they leave the span.
    */
   async adoptShare(
     tokenId: string,
     limits: RateLimitSettings,
     setId: string | undefined,
     share: RegionShare,
+    options: { mode?: AdoptionMode } = {},
   ): Promise<AdoptShareResult> {
     checkTokenId(tokenId);
     const { plan } = await this.#planOf(limits, setId);
     const wanted = checkShare(share, plan);
-    const result = await this.#enqueue<AdoptShareResult>(tokenId, plan, (state) => {
-      const held = state.share;
-      if (held && wanted.fenceAt < held.fenceAt)
-        return { change: 'none', result: { outcome: 'stale', share: held } };
-      if (sameShare(held, wanted)) return { change: 'none', result: { outcome: 'unchanged', share: wanted } };
-      state.share = wanted;
-      return { change: 'other', result: { outcome: 'adopted', share: wanted } };
+    const mode = options.mode ?? 'replace';
+    const result = await this.#enqueue<AdoptShareResult>(tokenId, plan, (state, g) => {
+      const adoption = adoptionOf(state.share, wanted, mode);
+      if (adoption.outcome === 'adopted') state.share = adoption.share;
+      return {
+        change: adoption.outcome === 'adopted' ? 'other' : 'none',
+        result: { ...adoption, snapshot: ringSnapshotOf(state, plan, g) },
+      };
     });
     this.#telemetry.info('rate ledger: region share', {
       tokenId,
+      mode,
       outcome: result.outcome,
       fenceAt: result.share.fenceAt,
       limits: result.share.limits,
+      ...(result.share.version === undefined ? {} : { version: result.share.version }),
     });
     return result;
   }

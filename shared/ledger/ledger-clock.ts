@@ -49,25 +49,67 @@ interface Sample extends OffsetInterval {
  * contradicts the older ones (one of the clocks was stepped) starts the estimate again from the newest.
  */
 export class ClockReference {
+  /** The samples kept, from `#first` on, oldest first (what is before `#first` waits to be cut off). */
   #samples: Sample[] = [];
+  #first = 0;
+  /**
+   * Indices of kept samples, from their heads on: `lo` decreasing and `hi` increasing, so the head of each is the
+   * largest `lo` and the smallest `hi` of the samples kept (monotone queues: the oldest leave in O(1)).
+   */
+  #los: number[] = [];
+  #losHead = 0;
+  #his: number[] = [];
+  #hisHead = 0;
+  /** Whether the kept samples came back in the order of our clock (it was not stepped back among them). */
+  #ordered = true;
   #offset: OffsetInterval | undefined;
 
   record(sentAt: number, receivedAt: number, second: number): void {
     if (!Number.isFinite(sentAt) || !Number.isFinite(receivedAt) || !Number.isFinite(second)) return;
     if (receivedAt < sentAt) return;
-    this.#samples.push({ ...dateHeaderOffset(second, sentAt, receivedAt, DATE_LAG_MS), at: receivedAt });
+    const sample = { ...dateHeaderOffset(second, sentAt, receivedAt, DATE_LAG_MS), at: receivedAt };
+    const known = this.#offset;
+    const newest = this.#samples.length > this.#first ? this.#samples.at(-1) : undefined;
+    // The usual answer agrees with every sample kept (it meets their intersection): the walk below would keep them
+    // all but the too many and the too old, oldest first, so their intersection is found from the queues without
+    // it (the walk is a pass over up to MAX_SAMPLES, on every DynamoDB answer).
+    if (
+      known &&
+      newest &&
+      this.#ordered &&
+      receivedAt >= newest.at &&
+      sample.lo <= known.hi &&
+      sample.hi >= known.lo
+    ) {
+      this.#append(sample);
+      while (
+        this.#samples.length - this.#first > MAX_SAMPLES ||
+        receivedAt - (this.#samples[this.#first] as Sample).at > MAX_SAMPLE_AGE_MS
+      )
+        this.#first++;
+      while ((this.#los[this.#losHead] as number) < this.#first) this.#losHead++;
+      while ((this.#his[this.#hisHead] as number) < this.#first) this.#hisHead++;
+      this.#offset = {
+        lo: (this.#samples[this.#los[this.#losHead] as number] as Sample).lo,
+        hi: (this.#samples[this.#his[this.#hisHead] as number] as Sample).hi,
+      };
+      if (this.#first > 4 * MAX_SAMPLES) this.#keep(this.#samples.slice(this.#first));
+      return;
+    }
+    // From the newest back: the samples that agree with all newer ones, within MAX_SAMPLES and MAX_SAMPLE_AGE_MS.
+    const all = [...this.#samples.slice(this.#first), sample];
     let lo = Number.NEGATIVE_INFINITY;
     let hi = Number.POSITIVE_INFINITY;
     let kept = 0;
-    for (let i = this.#samples.length - 1; i >= 0; i--) {
-      const sample = this.#samples[i] as Sample;
-      if (kept === MAX_SAMPLES || receivedAt - sample.at > MAX_SAMPLE_AGE_MS) break;
-      if (sample.lo > hi || sample.hi < lo) break;
-      lo = Math.max(lo, sample.lo);
-      hi = Math.min(hi, sample.hi);
+    for (let i = all.length - 1; i >= 0; i--) {
+      const older = all[i] as Sample;
+      if (kept === MAX_SAMPLES || receivedAt - older.at > MAX_SAMPLE_AGE_MS) break;
+      if (older.lo > hi || older.hi < lo) break;
+      lo = Math.max(lo, older.lo);
+      hi = Math.min(hi, older.hi);
       kept++;
     }
-    this.#samples = this.#samples.slice(this.#samples.length - kept);
+    this.#keep(all.slice(all.length - kept));
     this.#offset = { lo, hi };
   }
 
@@ -75,7 +117,40 @@ export class ClockReference {
   offset(): OffsetInterval | undefined {
     return this.#offset && { ...this.#offset };
   }
+
+  #append(sample: Sample): void {
+    const index = this.#samples.push(sample) - 1;
+    while (
+      this.#los.length > this.#losHead &&
+      (this.#samples[this.#los.at(-1) as number] as Sample).lo <= sample.lo
+    )
+      this.#los.pop();
+    this.#los.push(index);
+    while (
+      this.#his.length > this.#hisHead &&
+      (this.#samples[this.#his.at(-1) as number] as Sample).hi >= sample.hi
+    )
+      this.#his.pop();
+    this.#his.push(index);
+  }
+
+  /** Keeps these samples (oldest first) and no other. */
+  #keep(samples: Sample[]): void {
+    this.#samples = [];
+    this.#first = 0;
+    this.#los = [];
+    this.#losHead = 0;
+    this.#his = [];
+    this.#hisHead = 0;
+    this.#ordered = samples.every((sample, i) => i === 0 || sample.at >= (samples[i - 1] as Sample).at);
+    for (const sample of samples) this.#append(sample);
+  }
 }
+
+/** LedgerClock.check: ledger time and how sure it is, or why there is none (`refused`: beyond the skew accepted). */
+export type LedgerTimeCheck =
+  | { ok: true; at: number; correction: number; uncertaintyMs: number }
+  | { ok: false; refused: boolean; offsetMs: number | undefined; toleranceMs?: number };
 
 export interface LedgerClockOptions {
   /** The process's own clock. */
@@ -106,46 +181,66 @@ export class LedgerClock {
     this.#telemetry = options.telemetry;
   }
 
+  /**
+   * Ledger time for a decision under these plans now, or why there is none: what `now` decides, without the error,
+   * the log or the metric. Ledger time is within `uncertaintyMs` of DynamoDB's clock (0 without a reference: the
+   * process's clock is the ledger's). For a process that decides with ledger time beside its ledger and holds it
+   * to a bound of its own (the lease renewer: shared/regions/renewer-clock.ts).
+   */
+  check(plans: readonly LimitPlan[]): LedgerTimeCheck {
+    const local = this.#local.now();
+    if (this.#reference === undefined) return { ok: true, at: local, correction: 0, uncertaintyMs: 0 };
+    const offset = this.#reference.offset();
+    if (offset === undefined) return { ok: false, refused: false, offsetMs: undefined };
+    const correction = Math.min(Math.max(0, offset.lo), offset.hi);
+    if (Math.abs(correction) > MAX_LEDGER_CLOCK_SKEW_MS)
+      return { ok: false, refused: true, offsetMs: correction };
+    const uncertaintyMs = offset.hi - offset.lo;
+    if (correction !== 0) {
+      const toleranceMs =
+        CORRECTION_SHARE_OF_SLACK * Math.min(...plans.map((plan) => plan.marginMs - plan.validityMs));
+      if (uncertaintyMs > toleranceMs)
+        return { ok: false, refused: false, offsetMs: correction, toleranceMs };
+    }
+    return { ok: true, at: local + correction, correction, uncertaintyMs };
+  }
+
   /** Ledger time for a decision under these plans; throws LedgerClockSkewError where there is none to give. */
   now(plans: readonly LimitPlan[]): number {
-    const local = this.#local.now();
-    if (this.#reference === undefined) return local;
-    const offset = this.#reference.offset();
-    if (offset === undefined)
+    const check = this.check(plans);
+    if (check.ok) {
+      if (check.correction !== 0 && !this.#corrected) {
+        this.#corrected = true;
+        this.#telemetry.warn("rate ledger: this process's clock is off DynamoDB's; ledger time corrected", {
+          offsetMs: check.correction,
+          uncertaintyMs: check.uncertaintyMs,
+        });
+      }
+      return check.at;
+    }
+    const { offsetMs, refused, toleranceMs } = check;
+    if (offsetMs === undefined)
       throw new LedgerClockSkewError(
         "rate ledger unavailable: this process has not yet compared its clock with DynamoDB's",
         { offsetMs: undefined, refused: false },
       );
-    const correction = Math.min(Math.max(0, offset.lo), offset.hi);
-    if (Math.abs(correction) > MAX_LEDGER_CLOCK_SKEW_MS) {
+    if (refused) {
       this.#telemetry.metric(Metric.LedgerClockSkewRefused, 'Count', 1);
       this.#telemetry.error("rate ledger: this process's clock is too far from DynamoDB's; no permit", {
-        offsetMs: correction,
+        offsetMs,
         maxOffsetMs: MAX_LEDGER_CLOCK_SKEW_MS,
       });
       throw new LedgerClockSkewError(
-        `rate ledger unavailable: this process's clock is ${describe(correction)} DynamoDB's (at most ${
+        `rate ledger unavailable: this process's clock is ${describe(offsetMs)} DynamoDB's (at most ${
           MAX_LEDGER_CLOCK_SKEW_MS / 1000
         } s accepted); fix its time synchronisation`,
-        { offsetMs: correction, refused: true },
+        { offsetMs, refused: true },
       );
     }
-    if (correction === 0) return local;
-    const toleranceMs =
-      CORRECTION_SHARE_OF_SLACK * Math.min(...plans.map((plan) => plan.marginMs - plan.validityMs));
-    if (offset.hi - offset.lo > toleranceMs)
-      throw new LedgerClockSkewError(
-        `rate ledger unavailable: this process's clock is ${describe(correction)} DynamoDB's, not yet measured to within ${toleranceMs} ms`,
-        { offsetMs: correction, refused: false },
-      );
-    if (!this.#corrected) {
-      this.#corrected = true;
-      this.#telemetry.warn("rate ledger: this process's clock is off DynamoDB's; ledger time corrected", {
-        offsetMs: correction,
-        uncertaintyMs: offset.hi - offset.lo,
-      });
-    }
-    return local + correction;
+    throw new LedgerClockSkewError(
+      `rate ledger unavailable: this process's clock is ${describe(offsetMs)} DynamoDB's, not yet measured to within ${toleranceMs} ms`,
+      { offsetMs, refused: false },
+    );
   }
 
   /**

@@ -13,7 +13,10 @@ import type { StoredLedger } from './state-codec.js';
  * `rs` a Region's share of the budgets when the ledger is one Region's of two (issue 27, region-share.ts:
  * `<fenceAt>;<ring key>=<limit>[:<floor>],...[;<home consumers>]`, base 36; written by adoptShare only, kept by
  * every full write but a one-Region ledger's once its fence passed, which removes it; release a6dc151 holds to it
- * as a regional ledger does, releases before it neither read nor remove it). Then by format:
+ * as a regional ledger does, releases before it neither read nor remove it), `rsv` the version of the lease record
+ * that share answers to and the fence it was stamped on (issue 33, `<version>;<fenceAt>` base 36; written with `rs`,
+ * kept by every full write and removed with it; release a6dc151 leaves it as it is, and a share it adopted since has
+ * another fence, so the stamp no longer counts). Then by format:
  * - 1 (text): `r` older slots, `cap` vendor caps and `cw` their windows (release N-1 reads `cd` and `cap`, not
  *   `cdr` and `cw`), per ring with grants in its head slot `h:<ring key>` (count)
  *   and `s:<ring key>` (the set of the sub-slots its grants fell in; the largest counts), `g` the spent receipt
@@ -87,6 +90,7 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
   if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
   if (item.rs?.S !== undefined) stored.share = item.rs.S;
+  if (item.rsv?.S !== undefined) stored.shareVersion = item.rsv.S;
   if (item.dq?.N !== undefined) stored.asked = Number(item.dq.N);
   return stored;
 }
@@ -148,6 +152,10 @@ export function fullWrite(
   // (the stage went back to one Region: dynamo-ledger.ts).
   if (stored.share !== undefined) attribute('rs', { S: stored.share });
   else if (read.share) attribute('rs', undefined);
+  // Its version beside it (issue 33): kept as read, gone with a share adopted without one, or with the share.
+  if (stored.share !== undefined)
+    attribute('rsv', stored.shareVersion === undefined ? undefined : { S: stored.shareVersion });
+  else if (read.share) attribute('rsv', undefined);
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {

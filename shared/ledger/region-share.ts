@@ -21,6 +21,12 @@ export interface RegionShare {
    * (its ring is held to 0): it is served from the shared part, as a consumer without a reservation is.
    */
   home?: string[];
+  /**
+   * The lease item's version this share answers to (issue 33): an adoption replaces a share only if at least as
+   * new (adoptionOf). Kept beside `rs` in its own attribute (`rsv`, encodeShareVersion): release N-1 reads `rs`
+   * with a strict pattern and never sees it. Absent: a share adopted without one (by N-1's renewer, or a test).
+   */
+  version?: number;
 }
 
 /** No share in the item of a ledger that needs one (a Region of two, before its first lease): floor only. */
@@ -40,7 +46,7 @@ export function checkShare(share: unknown, plan: LimitPlan): RegionShare {
     throw new InvalidLedgerRequestError(`share: ${message}`);
   };
   if (!share || typeof share !== 'object') return fail('must be an object');
-  const { limits, fenceAt, floor, home, ...unknown } = share as Record<string, unknown>;
+  const { limits, fenceAt, floor, home, version, ...unknown } = share as Record<string, unknown>;
   const extra = Object.keys(unknown);
   if (extra.length > 0) fail(`unknown field ${extra[0]}`);
   if (!isCount(fenceAt)) fail('fenceAt must be a time in epoch ms');
@@ -59,6 +65,10 @@ export function checkShare(share: unknown, plan: LimitPlan): RegionShare {
   };
   const checked: RegionShare = { limits: counts(limits, 'limits'), fenceAt: fenceAt as number };
   if (floor !== undefined) checked.floor = counts(floor, 'floor');
+  if (version !== undefined) {
+    if (!isCount(version)) fail('version must be an integer ≥ 0');
+    checked.version = version as number;
+  }
   if (home !== undefined) {
     const reserved = new Set([...plan.reserved.values()].flatMap((window) => [...window.reserved.keys()]));
     if (!Array.isArray(home) || !home.every((name) => typeof name === 'string' && CONSUMER.test(name)))
@@ -70,9 +80,63 @@ export function checkShare(share: unknown, plan: LimitPlan): RegionShare {
   return checked;
 }
 
-/** Whether two shares say the same (adopting the second changes nothing). */
+/** Whether two shares say the same, their versions too (adopting the second changes nothing). */
 export const sameShare = (a: RegionShare | undefined, b: RegionShare | undefined): boolean =>
-  a !== undefined && b !== undefined && encodeShare(a) === encodeShare(b);
+  a !== undefined && b !== undefined && encodeShare(a) === encodeShare(b) && a.version === b.version;
+
+/**
+ * How an adoption changes the share held (DynamoRateLedger.adoptShare, on the item as the write finds it):
+ * - `replace` (after the lease write was acknowledged): the share of that record, with its version, replaces the
+ *   held one unless the held one is newer: a later version, or (where either has none) a later fence;
+ * - `cap` (before the lease write): every ring the held share names is lowered to at most the wanted limit, the
+ *   fence to at most the wanted fence, floor and home stay, and the held version rises to the wanted one (never
+ *   falls). A cap is safe whatever it meets: it only lowers.
+ */
+export type AdoptionMode = 'replace' | 'cap';
+
+export interface Adoption {
+  /**
+   * `adopted`: the share changed; `unchanged`: it said that already (a repeat, or a re-send after a lost answer);
+   * `stale`: a replace older than the share held (a slow renewal overtaken by a newer one), which stays.
+   */
+  outcome: 'adopted' | 'unchanged' | 'stale';
+  /** The share held afterwards. */
+  share: RegionShare;
+}
+
+/**
+ * Monotone in the lease record (issue 33, docs/multi-region.md "Adoption"): a renewal stamps the share with the
+ * version its lease write will give the item (read version + 1) BEFORE it writes (`cap`), and adopts the record's
+ * share with that version after (`replace`). So once a renewal has capped, no adoption of an older record (a slow
+ * run's) can raise the share again, and the share held is at most what the Region's latest record says. A
+ * failed lease write leaves the stamp one above the version read: any later write of this Region gives the item
+ * at least that version, so the next good record is adopted.
+ */
+export function adoptionOf(held: RegionShare | undefined, wanted: RegionShare, mode: AdoptionMode): Adoption {
+  if (mode === 'cap') {
+    const base: RegionShare = held ?? { limits: {}, fenceAt: 0 };
+    const limits = { ...base.limits };
+    for (const [key, limit] of Object.entries(wanted.limits))
+      if (limits[key] !== undefined) limits[key] = Math.min(limits[key] as number, limit);
+    const version = wanted.version === undefined ? base.version : Math.max(wanted.version, base.version ?? 0);
+    // The fence too, should the record to be written end sooner (a renewer whose clock reads a little behind the
+    // last one's): the ledger never fences later than its Region's latest record says.
+    const fenceAt = Math.min(base.fenceAt, wanted.fenceAt);
+    const capped: RegionShare = { ...base, limits, fenceAt, ...(version === undefined ? {} : { version }) };
+    // No share and no stamp: nothing to write (an item without a share grants the floor, as an empty one would).
+    const same = held === undefined ? version === undefined : sameShare(held, capped);
+    return { outcome: same ? 'unchanged' : 'adopted', share: capped };
+  }
+  if (held) {
+    const stamped = held.version !== undefined && wanted.version !== undefined;
+    const older = stamped
+      ? (wanted.version as number) < (held.version as number)
+      : wanted.fenceAt < held.fenceAt;
+    if (older) return { outcome: 'stale', share: held };
+  }
+  if (sameShare(held, wanted)) return { outcome: 'unchanged', share: wanted };
+  return { outcome: 'adopted', share: wanted };
+}
 
 /**
  * The item's `rs` attribute (ledger-item.ts): `<fenceAt>;<ring key>=<limit>[:<floor>],...[;<home>,...]`, numbers in
@@ -91,6 +155,28 @@ export function encodeShare(share: RegionShare): string {
 
 const SHARE_TEXT =
   /^([0-9a-z]+);((?:[a-z*~@][a-z0-9-]*\/[0-9a-z.]+=[0-9a-z]*(?::[0-9a-z]+)?)(?:,[a-z*~@][a-z0-9-]*\/[0-9a-z.]+=[0-9a-z]*(?::[0-9a-z]+)?)*)?(?:;([a-z0-9,-]+))?$/;
+
+/**
+ * The item's `rsv` attribute: `<version>;<fenceAt>` in base 36, the version of the share in `rs` and the fence it
+ * was stamped with. A share adopted since by a release that does not stamp (N-1 leaves `rsv` as it is) has
+ * another fence: the stamp is then not its own, and the share is read as unstamped (decodeShareVersion).
+ */
+export const encodeShareVersion = (share: RegionShare): string | undefined =>
+  share.version === undefined ? undefined : `${share.version.toString(36)};${share.fenceAt.toString(36)}`;
+
+const VERSION_TEXT = /^([0-9a-z]{1,11});([0-9a-z]{1,11})$/;
+
+/**
+ * The version `rsv` gives the share `rs` holds, or undefined: when it is missing, stamped on another fence, or
+ * not one (a stamp only ever refuses an adoption, so one that cannot be read is no stamp: the fence decides, as
+ * before stamps).
+ */
+export function decodeShareVersion(text: string | undefined, share: RegionShare): number | undefined {
+  const match = text === undefined ? null : VERSION_TEXT.exec(text);
+  if (!match?.[1] || !match[2]) return undefined;
+  const version = Number.parseInt(match[1], 36);
+  return isCount(version) && Number.parseInt(match[2], 36) === share.fenceAt ? version : undefined;
+}
 
 /** The share `rs` holds, or undefined where the text is not one (the caller fails closed: state-codec.ts). */
 export function decodeShare(text: string): RegionShare | undefined {

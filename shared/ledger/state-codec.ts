@@ -10,7 +10,7 @@ import {
 } from './limit-plan.js';
 import { decodePacked, encodePacked } from './packed-codec.js';
 import { CALLER_TAG_LENGTH, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
-import { decodeShare, encodeShare } from './region-share.js';
+import { decodeShare, decodeShareVersion, encodeShare, encodeShareVersion } from './region-share.js';
 import { type Ring, subSlot } from './ring.js';
 import type { VendorCap } from './vendor-caps.js';
 
@@ -68,6 +68,12 @@ export interface StoredLedger {
   learnedVersion?: number;
   /** LedgerState.share (region-share.ts, encodeShare), when one was adopted (`rs`: release N-1 leaves it as it is). */
   share?: string;
+  /**
+   * `rsv`: the version of the share in `rs` (region-share.ts, encodeShareVersion), when it has one. A new attribute
+   * (issue 33): release N-1 neither reads nor removes it. Written by adoptShare only: every full write keeps it as
+   * the state read it; a full write of a share without one removes it.
+   */
+  shareVersion?: string;
   /**
    * `dq`: asks a regional ledger denied, counted up (ADD) and never written by a full write: what a Region's lease
    * renewer counts as its demand besides its grants (shared/regions/renewer.ts). Read only.
@@ -162,7 +168,11 @@ export function encodeState(
   };
   if (state.secret !== undefined) stored.secret = state.secret;
   if (state.learnedVersion > 0) stored.learnedVersion = state.learnedVersion;
-  if (state.share !== undefined) stored.share = encodeShare(state.share);
+  if (state.share !== undefined) {
+    stored.share = encodeShare(state.share);
+    const version = encodeShareVersion(state.share);
+    if (version !== undefined) stored.shareVersion = version;
+  }
   if (state.reservationsKey !== '') stored.reservationsKey = state.reservationsKey;
   if (state.reservationsChangedAt > 0 && state.reservationsChangedAt + retainMs > state.time)
     stored.reservationsChangedAt = state.reservationsChangedAt;
@@ -238,7 +248,11 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     state.learnedVersion = stored.learnedVersion;
   }
   // A Region's share holds whatever the purge time says: it is never one that an idle item may forget.
-  if (stored.share !== undefined) state.share = decodeShare(stored.share) ?? unreadable('region share');
+  if (stored.share !== undefined) {
+    const share = decodeShare(stored.share) ?? unreadable('region share');
+    const version = decodeShareVersion(stored.shareVersion, share);
+    state.share = version === undefined ? share : { ...share, version };
+  }
   if (stored.asked !== undefined && isCount(stored.asked)) state.asked = stored.asked;
   if (stored.purgeAt * 1000 <= now) return state;
   if (stored.reservationsKey !== undefined) {

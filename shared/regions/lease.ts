@@ -12,6 +12,38 @@ import type { RingSnapshot } from '../ledger/ring-snapshot.js';
 export const LEASE_MS = 30_000;
 /** How often a Region renews: three tries per lease before it lapses. */
 export const RENEW_MS = 10_000;
+/**
+ * How often a renewer reads the lease item and its ledger between renewals, to renew early where the plan moved
+ * (renewsEarly): a burst in one Region gets the other's idle share within a few polls, not two renewals.
+ */
+export const POLL_MS = 2_000;
+/** A share moves early only by at least this part of its limit (renewsEarly); smaller moves wait for RENEW_MS. */
+export const EARLY_MOVE = 0.1;
+/** A Region held back by the other's claim renews early to publish a demand at least this many times its last. */
+export const DEMAND_JUMP = 1.5;
+/**
+ * A Region's demand counts its asks over RENEW_MS too, once they are at least this many (demandOf): a burst shows
+ * within seconds, where the minute's average would take the minute; one ask of a sparse Region is not a burst.
+ */
+export const SHORT_DEMAND_ASKS = 3;
+/** The least share of a Region with demand, as a share of each limit (shareTargets' floor), unless set. */
+export const TARGET_FLOOR = 0.02;
+
+/**
+ * A Region's demand (asks a second, any unit both Regions share) from its asks over some windows (the budgets'
+ * windows, and RENEW_MS): the highest rate of any of them, RENEW_MS's only from SHORT_DEMAND_ASKS asks on. The
+ * budgets' windows keep a sparse Region's demand (one ask a minute shows in the hour) so that it keeps its part of
+ * what is free; the short window shows a burst at once, so that the other Region yields its idle share within a
+ * poll or two (renewsEarly), not a minute.
+ */
+export function demandOf(asks: readonly { windowMs: number; count: number }[]): number {
+  let most = 0;
+  for (const { windowMs, count } of asks) {
+    if (windowMs <= 0 || (windowMs <= RENEW_MS && count < SHORT_DEMAND_ASKS)) continue;
+    most = Math.max(most, count / (windowMs / 1000));
+  }
+  return most;
+}
 /** The most two Regions' clocks may differ (ms); the fence and the claims count it. */
 export const CLOCK_BOUND_MS = 1_000;
 /** Targets move only when some Region's target moved by more than this share of the limit (no flapping). */
@@ -276,15 +308,14 @@ const OTHER = '~other';
 export interface RenewalPlan {
   /** Both Regions' targets as this renewer sees them: pass them back as previousTargets next time. */
   targets: Record<string, Record<string, number>>;
-  /** The shares to write in the record, and to adopt (with the new fence) once the write is acknowledged. */
-  shares: Record<string, number>;
   /**
-   * The shares to adopt in the own ledger BEFORE the write (with the fence in force), when some ring's share goes
-   * down: the lowered rings at their new share, the others as they are. A lower share must be in force before
-   * any reader can see it, or the other Region could take what this one still grants; a higher share is written
-   * first and adopted after, so no reader ever sees less than the ledger enforces.
+   * The shares to write in the record. The own ledger is capped at them BEFORE the write (every ring the ledger
+   * holds lowered to at most its share here, the fence in force kept), and adopts them (with the new fence) once
+   * the write is acknowledged: a lower share is in force before any reader can see it, or the other Region could
+   * take what this one still grants; a higher share is written first and adopted after, so no reader ever sees
+   * less than the ledger enforces.
    */
-  adoptBefore?: Record<string, number>;
+  shares: Record<string, number>;
   renewedAt: number;
   leaseUntil: number;
   /** fenceAt of the record: what the ledger adopts with `shares` after the write. */
@@ -292,16 +323,15 @@ export interface RenewalPlan {
 }
 
 /**
- * One renewal, from a fresh strongly consistent read of the lease item at `now` (the renewer's clock). The
- * renewer then: adopts `adoptBefore` if any, reads its ledger's snapshot, writes the record (shares, snapshot,
- * renewedAt, leaseUntil, demand) on the condition of the version it read (a failed condition: plan again from a
- * fresh read), and only on an acknowledged write adopts `shares` with `fenceAt`. An unacknowledged write adopts
- * nothing more: whatever the item now says is at least what the ledger enforces.
+ * One renewal, from a fresh strongly consistent read of the lease item at `now` (the renewer's ledger time). The
+ * renewer then: caps its ledger at `shares`, stamped with the version its write will give the item (read version
+ * + 1), and takes its ledger's snapshot as the cap left it; writes the record (shares, snapshot, renewedAt,
+ * leaseUntil, demand) on the condition of the version it read (a failed condition: plan again from a fresh read);
+ * and only on an acknowledged write adopts `shares` with `fenceAt` and that version. An unacknowledged write
+ * adopts nothing more: whatever the item now says is at least what the ledger enforces.
  */
 export function planRenewal(input: {
   region: string;
-  /** The shares the own ledger enforces now (none yet: all 0). */
-  current: Record<string, number>;
   demand: number;
   /** The other Region's record, as read (absent: it never leased). */
   other: LeaseRecord | undefined;
@@ -336,7 +366,22 @@ export function planRenewal(input: {
         [region]: Object.fromEntries(
           budgets.map((b) => [b.key, snapshotInSpan(own, b.key, now - b.spanMs, 0)]),
         ),
-        [otherName]: Object.fromEntries(budgets.map((b) => [b.key, claim(other, b, now)])),
+        // What the other uses, not what it holds: its part of what is free is its own to claim at its renewal,
+        // and a Region that renews more often (early) must not take it first. While its lease holds its claim only
+        // caps the share (allowedShare); once lapsed, its claim (its tail) is what it may still have used.
+        [otherName]: Object.fromEntries(
+          budgets.map((b) => [
+            b.key,
+            otherHolds
+              ? snapshotInSpan(
+                  other.snapshot,
+                  b.key,
+                  now - b.spanMs,
+                  input.options?.clockBoundMs ?? CLOCK_BOUND_MS,
+                )
+              : claim(other, b, now),
+          ]),
+        ),
       }
     : undefined;
   const targets = shareTargets(demands, budgets, input.targetFloor, {
@@ -349,17 +394,47 @@ export function planRenewal(input: {
     const target = targets[region]?.[budget.key] ?? 0;
     shares[budget.key] = allowedShare(target, claim(other, budget, now), budget);
   }
-  const lowered = budgets.some((b) => (shares[b.key] ?? 0) < (input.current[b.key] ?? 0));
-  const adoptBefore = lowered
-    ? Object.fromEntries(budgets.map((b) => [b.key, Math.min(shares[b.key] ?? 0, input.current[b.key] ?? 0)]))
-    : undefined;
   const leaseUntil = now + LEASE_MS;
   return {
     shares,
     targets,
-    ...(adoptBefore ? { adoptBefore } : {}),
     renewedAt: now,
     leaseUntil,
     fenceAt: fenceAt({ leaseUntil }, input.options?.clockBoundMs ?? CLOCK_BOUND_MS),
   };
+}
+
+/**
+ * Whether a renewal planned between regular ones (a poll, every POLL_MS) is worth writing now rather than at the
+ * next RENEW_MS: for some budget, by at least EARLY_MOVE of its limit,
+ *   - the plan gives this Region more than its record says, and it has demand (what the other freed);
+ *   - the plan gives it less, and the other Region's target is above the other's share (the other waits for it);
+ *   - this Region's target is above what the other's claim lets it have, and its demand rose past DEMAND_JUMP times
+ *     what its record says (the other must see it to lower its share).
+ * Each is a write the next regular renewal would make anyway: renewing sooner changes when, never what, so every
+ * property of the lease rules holds. A Region that never leased renews at once.
+ */
+export function renewsEarly(input: {
+  region: string;
+  plan: Pick<RenewalPlan, 'shares' | 'targets'>;
+  /** This Region's record in the item (absent: never written). */
+  own: LeaseRecord | undefined;
+  other: LeaseRecord | undefined;
+  demand: number;
+  budgets: readonly Budget[];
+}): boolean {
+  const { region, plan, own, other, demand, budgets } = input;
+  if (!own) return true;
+  const otherName = other?.region ?? OTHER;
+  return budgets.some((budget) => {
+    const step = Math.max(1, Math.ceil(EARLY_MOVE * budget.limit));
+    const planned = plan.shares[budget.key] ?? 0;
+    const recorded = own.shares[budget.key] ?? 0;
+    if (demand > 0 && planned >= recorded + step) return true;
+    const otherWants =
+      other === undefined ? 0 : (plan.targets[otherName]?.[budget.key] ?? 0) - shareIn(other, budget);
+    if (planned <= recorded - step && otherWants >= step) return true;
+    const heldBack = (plan.targets[region]?.[budget.key] ?? 0) - planned;
+    return heldBack >= step && demand > DEMAND_JUMP * (own.demand ?? 0);
+  });
 }

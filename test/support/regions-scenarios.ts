@@ -1,16 +1,45 @@
 import fc from 'fast-check';
 import type { Region, RegionPlan, RegionsSimOptions } from '../../local/regions-sim.js';
 import { rateLimitSettingsSchema } from '../../shared/config/credential-sets.js';
+import { MAX_LEDGER_CLOCK_SKEW_MS } from '../../shared/ledger/ledger-clock.js';
 import { CLOCK_BOUND_MS } from '../../shared/regions/lease.js';
+import { RENEWER_CLOCK_SHARE } from '../../shared/regions/renewer-clock.js';
 import { seededRandom } from './sandbox-http.js';
 
 /**
- * Random two-Region runs for the simulation (local/regions-sim.ts), short enough that a thousand take seconds:
+ * Random two-Region runs for the simulation (local/regions-sim.ts), short enough that hundreds take seconds:
  * 6 to 24 simulated minutes (the hour limit binds after 20 minutes of a saturated minute), a demand split that may
  * shift once, bursts, a Region lost (and maybe back), a partition from the lease store, the lease store's own
- * faults, clocks that differ by up to the bound (its ends included), and either way of setting the targets.
+ * faults, the Regions' DynamoDB clocks apart by up to what the bound leaves them (its ends included), one or two
+ * renewer processes per Region (overlapping runs) on container clocks skewed by anything up to the ledger's
+ * limit and beyond it (refused), stalls before any of their calls, and either way of setting the targets.
  */
 const MINUTE_MS = 60_000;
+
+/**
+ * A renewer container's clock minus its Region's DynamoDB clock: exact, seconds off, the issue's 90 s ahead, any
+ * amount the ledger corrects, or beyond it (the renewer refuses: it must renew nothing).
+ */
+const renewerOffsetArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(0) },
+  { weight: 2, arbitrary: fc.integer({ min: -5_000, max: 5_000 }) },
+  { weight: 2, arbitrary: fc.constantFrom(-90_000, 90_000) },
+  { weight: 2, arbitrary: fc.integer({ min: -MAX_LEDGER_CLOCK_SKEW_MS, max: MAX_LEDGER_CLOCK_SKEW_MS }) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        fc.boolean(),
+        fc.integer({ min: MAX_LEDGER_CLOCK_SKEW_MS + 1_000, max: 2 * MAX_LEDGER_CLOCK_SKEW_MS }),
+      )
+      .map(([ahead, ms]) => (ahead ? -ms : ms)),
+  },
+);
+/** One run of a Region's renewer, or two at once (a run that overlaps the next). */
+const renewersArb = fc.array(renewerOffsetArb, { minLength: 1, maxLength: 2 });
+
+/** Renewer clocks that the ledger would refuse (renewer-clock.ts): such a process must renew nothing. */
+export const refusedOffset = (offsetMs: number): boolean => Math.abs(offsetMs) > MAX_LEDGER_CLOCK_SKEW_MS;
 
 const burstArb = fc.record({
   region: fc.constantFrom<Region>('home', 'peer'),
@@ -43,8 +72,17 @@ export const regionsScenarioArb = fc.record({
       lengthS: fc.integer({ min: 5, max: 10 * 60 }),
     }),
   ),
-  /** Home's clock minus peer's, as a share of the bound: the ends are the worst and drawn often. */
+  /**
+   * Home's DynamoDB clock minus peer's, as a share of what the bound leaves them beside the two renewers' own
+   * tolerance (renewer-clock.ts): the ends are the worst and drawn often.
+   */
   skew: fc.oneof(fc.constantFrom(-1, 1), fc.double({ min: -1, max: 1, noNaN: true })),
+  renewers: fc.record({ home: renewersArb, peer: renewersArb }),
+  /** Pauses before a renewer's calls: a slow run's adoption landing after a newer run's. */
+  stalls: fc.record({
+    probability: fc.double({ min: 0, max: 0.3, noNaN: true }),
+    maxMs: fc.integer({ min: 0, max: 20_000 }),
+  }),
   failure: fc.double({ min: 0, max: 0.3, noNaN: true }),
   lostAnswer: fc.double({ min: 0, max: 0.2, noNaN: true }),
   latencyMaxMs: fc.integer({ min: 20, max: 1500 }),
@@ -53,9 +91,13 @@ export const regionsScenarioArb = fc.record({
 });
 export type RegionsScenario = typeof regionsScenarioArb extends fc.Arbitrary<infer T> ? T : never;
 
+/** The most two Regions' DynamoDB clocks may differ: the bound less both renewers' tolerance. */
+const REGIONS_APART_MS = CLOCK_BOUND_MS * (1 - 2 * RENEWER_CLOCK_SHARE);
+
 export function simOptionsOf(s: RegionsScenario): RegionsSimOptions {
   const plan = (region: Region): RegionPlan => ({
-    clockOffsetMs: ((region === 'home' ? 1 : -1) * s.skew * CLOCK_BOUND_MS) / 2,
+    clockOffsetMs: ((region === 'home' ? 1 : -1) * s.skew * REGIONS_APART_MS) / 2,
+    renewers: s.renewers[region].map((clockOffsetMs) => ({ clockOffsetMs })),
     ...(s.loss?.region === region
       ? {
           lostAt: s.loss.atS * 1000,
@@ -80,6 +122,7 @@ export function simOptionsOf(s: RegionsScenario): RegionsSimOptions {
     },
     regions: { home: plan('home'), peer: plan('peer') },
     store: { failure: s.failure, lostAnswer: s.lostAnswer, latencyMs: [10, s.latencyMaxMs] },
+    stalls: s.stalls,
     targets: s.targets,
   };
 }
