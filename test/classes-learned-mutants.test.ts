@@ -241,7 +241,7 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
     600_000,
   );
 
-  it('P1 allows a refusal before its limit is named and while a trial is on, and no other', () => {
+  it('P1 allows a refusal before its limit is named, while a trial is on and after a lapse, and no other', () => {
     const T = 1_000_000;
     const family = { limit: 1, windowSeconds: 10, family: true, index: 0, from: T, to: T + 60_000 };
     const general = { limit: 5, windowSeconds: 60, family: false, index: 0, from: T, to: T + 60_000 };
@@ -259,7 +259,19 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
       refused: true,
       reached: true,
     };
-    const record = (sends: ReturnType<typeof refused>[], trial = false) =>
+    // The class's learned item: 1/10 s kept from the naming report on (or one caller's word, ending at +8 s).
+    const learned = (lapsing: boolean) => ({
+      reports: [
+        {
+          limit: 1,
+          windowSeconds: 10,
+          learnedAt: T + 5000,
+          by: 'h',
+          ...(lapsing ? { until: T + 8000 } : {}),
+        },
+      ],
+    });
+    const record = (sends: ReturnType<typeof refused>[], trial = false, lapsing = false) =>
       ({
         scenario: {
           callers: [{ latencyMs: 0 }],
@@ -270,22 +282,26 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
         start: T,
         end: T + 60_000,
         offsetMs: 0,
+        measuredOffset: { lo: 0, hi: 0 },
         marginMs: 250,
         vendorLimits: [family, general],
         sends,
         grants: [],
         honestReports: [{ ...report, at: T + 5000 }],
         liarReports: [],
-        observations: trial
-          ? [
-              {
-                at: T + 15_000,
-                version: 1,
-                classes: {},
-                rises: { reports: [{ limit: 1, windowSeconds: 10, seen: [], trialSince: T + 15_000 }] },
-              },
-            ]
-          : [],
+        observations: [
+          { at: T + 5000, version: 1, classes: learned(lapsing), rises: {} },
+          ...(trial
+            ? [
+                {
+                  at: T + 15_000,
+                  version: 2,
+                  classes: learned(lapsing),
+                  rises: { reports: [{ limit: 1, windowSeconds: 10, seen: [], trialSince: T + 15_000 }] },
+                },
+              ]
+            : []),
+        ],
         quietChecks: [],
         liarTag: 'liar',
       }) as unknown as Parameters<typeof checkRun>[0];
@@ -296,6 +312,13 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
     expect(checkRun(record([refused(T + 3000, family)])).allowances.unnamed).toEqual([1]);
     expect(p1(record([refused(T + 20_000, family)]))).toHaveLength(1);
     expect(p1(record([refused(T + 20_000, family)], true))).toEqual([]);
+    // After one caller's word on it lapsed (T2: nothing in force holds it, its last naming report more than half
+    // its window and three margins behind): allowed and counted, one per honest caller.
+    expect(p1(record([refused(T + 20_000, family)], false, true))).toEqual([]);
+    expect(checkRun(record([refused(T + 20_000, family)], false, true)).allowances.lapsed).toEqual([1]);
+    expect(p1(record([refused(T + 20_000, family), refused(T + 21_000, family)], false, true))).toHaveLength(
+      1,
+    );
     // Two before it, with one honest caller: one more than can have been in flight.
     expect(p1(record([refused(T + 1000, family), refused(T + 3000, family)]))).toHaveLength(1);
     // A general limit is configured: no refusal of it is allowed, trial or not.

@@ -38,7 +38,8 @@ const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? 100);
 const SEED = Number(process.env.LEARNED_PROPERTY_SEED ?? 20_261_129);
 const REPLAY = process.env.LEARNED_PROPERTY_REPLAY;
 const SHRINK = process.env.LEARNED_PROPERTY_SHRINK;
-const property = REPLAY !== undefined || SHRINK !== undefined ? it.skip : it;
+/** Replaying or shrinking defines only that test (no skipped ones: a plain `if`, not `it.skipIf`). */
+const PLAYING = REPLAY === undefined && SHRINK === undefined;
 
 const quiet = { lostAnswer: 0, throttle: 0, serverError: 0 };
 const login = { beforeMs: 100, afterMs: 100 };
@@ -236,126 +237,128 @@ interface Run {
 const ofProperty = (name: string) => (violation: string) =>
   violation.startsWith(`${name}:`) || violation.startsWith(`${name}a:`) || violation.startsWith(`${name}b:`);
 
-describe.each(ENGINES)('learned class limits against the vendor sandbox on %s', (engine) => {
-  let dynamo: LocalDynamo;
-  let sandbox: Sandbox;
-  let parts: WorldParts;
-  const clock = new ManualClock();
-  beforeAll(async () => {
-    dynamo = await startEngine(engine);
-    sandbox = await startSandbox({ environment: 'uat', clock, quiet: true, recordRequests: true });
-    parts = {
-      clock,
-      sandbox,
-      endpoint: dynamo.endpoint,
-      tableName: await dynamo.createTable('learned-property'),
-      operatorClient: createDynamoDbClient({ endpoint: dynamo.endpoint }),
-    };
-  });
-  afterAll(async () => {
-    parts.operatorClient.destroy();
-    await sandbox.close();
-    await dynamo.close();
-  });
-
-  /** The runs, played once (by whichever test asks first). */
-  let played: Promise<{ runs: Run[]; seconds: number }> | undefined;
-  const runs = () => {
-    played ??= (async () => {
-      const started = performance.now();
-      const out: Run[] = [];
-      for (const scenario of fc.sample(scenarioArb, { numRuns: RUNS, seed: SEED })) {
-        const record = await runScenario(parts, scenario);
-        out.push({ scenario, verdict: checkRun(record), sends: record.sends.length });
-      }
-      return { runs: out, seconds: (performance.now() - started) / 1000 };
-    })();
-    return played;
-  };
-  /** The runs that break property `name`, each with its scenario (to replay) and violations. */
-  const failing = async (name: string) =>
-    (await runs()).runs
-      .map(({ scenario, verdict }) => ({ scenario, violations: verdict.violations.filter(ofProperty(name)) }))
-      .filter((r) => r.violations.length > 0)
-      .map((r) => `${r.violations.slice(0, 3).join('; ')}\n  scenario ${JSON.stringify(r.scenario)}`);
-
-  it.skipIf(REPLAY !== undefined || SHRINK !== undefined)(
-    `plays ${RUNS} random runs`,
-    async () => {
-      const { runs: all, seconds } = await runs();
-      const measured = (key: 'use' | 'rise') =>
-        all.filter((r) => r.verdict[key] && 'measured' in (r.verdict[key] ?? {}));
-      const excluded = (key: 'use' | 'rise') => {
-        const reasons: Record<string, number> = {};
-        for (const { verdict } of all) {
-          const m = verdict[key];
-          if (m && 'excluded' in m) reasons[m.excluded] = (reasons[m.excluded] ?? 0) + 1;
-        }
-        return reasons;
+describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
+  'learned class limits against the vendor sandbox on %s',
+  (engine) => {
+    let dynamo: LocalDynamo;
+    let sandbox: Sandbox;
+    let parts: WorldParts;
+    const clock = new ManualClock();
+    beforeAll(async () => {
+      dynamo = await startEngine(engine);
+      sandbox = await startSandbox({ environment: 'uat', clock, quiet: true, recordRequests: true });
+      parts = {
+        clock,
+        sandbox,
+        endpoint: dynamo.endpoint,
+        tableName: await dynamo.createTable('learned-property'),
+        operatorClient: createDynamoDbClient({ endpoint: dynamo.endpoint }),
       };
-      const sum = (f: (r: Run) => number) => all.reduce((total, r) => total + f(r), 0);
-      const unnamed = all.flatMap((r) => r.verdict.allowances.unnamed);
-      const lapsed = all.flatMap((r) => r.verdict.allowances.lapsed);
-      console.info(
-        `${engine}: ${all.length} runs in ${seconds.toFixed(1)} s, ${sum((r) => r.sends)} vendor requests; ` +
-          `P1 allowances: ${unnamed.reduce((a, b) => a + b, 0)} unnamed (per limit: ${JSON.stringify(histogram(unnamed))}), ` +
-          `${lapsed.reduce((a, b) => a + b, 0)} lapsed (per lapse: ${JSON.stringify(histogram(lapsed))}), ` +
-          `${sum((r) => r.verdict.allowances.trial)} in ${sum((r) => r.verdict.allowances.trials)} trials ` +
-          `(${sum((r) => r.verdict.allowances.refusedInTrials)} refused); ` +
-          `P2b: ${sum((r) => r.verdict.quiet.checks)} checks, ${sum((r) => r.verdict.quiet.asked)} asks after a quiet spell; ` +
-          `P3 measured in ${measured('use').length} (lowest ${Math.min(...measured('use').map((r) => (r.verdict.use && 'measured' in r.verdict.use ? r.verdict.use.measured.use : 1))).toFixed(2)}), excluded ${JSON.stringify(excluded('use'))}; ` +
-          `P4 measured in ${measured('rise').length}, excluded ${JSON.stringify(excluded('rise'))}`,
-      );
-      expect(all).toHaveLength(RUNS);
-      // The runs were about something: requests sent, use and rises measured, liars checked.
-      expect(sum((r) => r.sends)).toBeGreaterThan(5 * RUNS);
-      expect(measured('use').length).toBeGreaterThan(RUNS / 10);
-      expect(measured('rise').length).toBeGreaterThan(0);
-      expect(sum((r) => r.verdict.quiet.asked)).toBeGreaterThan(0);
-    },
-    600_000,
-  );
-
-  for (const [name, what] of [
-    ['P1', 'no span of a vendor limit over it, but for requests sent before it was named and rise trials'],
-    ['P2', 'a liar makes the class no looser than the honest evidence, and its word ends a window after it'],
-    ['P3', 'at least 90 % of the capacity once learned'],
-    ['P4', 'a raised limit adopted within four windows and four margins of the second caller'],
-  ] as const)
-    property(
-      `${name}: ${what}`,
-      async () => {
-        expect(await failing(name)).toEqual([]);
-      },
-      600_000,
-    );
-
-  for (const { rule, breaks, allowed, scenario } of COUNTEREXAMPLES)
-    it.skipIf(REPLAY !== undefined || SHRINK !== undefined)(`keeps ${breaks}: ${rule}`, async () => {
-      const verdict = checkRun(await runScenario(parts, scenario));
-      expect(verdict.violations.filter(ofProperty(breaks))).toEqual([]);
-      if (allowed) expect(verdict.allowances[allowed].length).toBeGreaterThan(0);
+    });
+    afterAll(async () => {
+      parts.operatorClient.destroy();
+      await sandbox.close();
+      await dynamo.close();
     });
 
-  it.runIf(REPLAY !== undefined && engine === 'dynalite')('replays one scenario', async () => {
-    const record = await runScenario(parts, JSON.parse(REPLAY as string) as Scenario);
-    console.info(`${timelineOf(record)}\n${JSON.stringify(checkRun(record).violations, null, 1)}`);
-  });
-
-  it.runIf(SHRINK !== undefined && engine === 'dynalite')(
-    `shrinks a counterexample of ${SHRINK}`,
-    async () => {
-      await fc.assert(
-        fc.asyncProperty(fc.noBias(scenarioArb), async (scenario) => {
+    /** The runs, played once (by whichever test asks first). */
+    let played: Promise<{ runs: Run[]; seconds: number }> | undefined;
+    const runs = () => {
+      played ??= (async () => {
+        const started = performance.now();
+        const out: Run[] = [];
+        for (const scenario of fc.sample(scenarioArb, { numRuns: RUNS, seed: SEED })) {
           const record = await runScenario(parts, scenario);
-          expect(checkRun(record).violations.filter(ofProperty(SHRINK as string))).toEqual([]);
-        }),
-        { numRuns: RUNS, seed: SEED },
-      );
-    },
-    3_600_000,
-  );
-});
+          out.push({ scenario, verdict: checkRun(record), sends: record.sends.length });
+        }
+        return { runs: out, seconds: (performance.now() - started) / 1000 };
+      })();
+      return played;
+    };
+    /** The runs that break property `name`, each with its scenario (to replay) and violations. */
+    const failing = async (name: string) =>
+      (await runs()).runs
+        .map(({ scenario, verdict }) => ({
+          scenario,
+          violations: verdict.violations.filter(ofProperty(name)),
+        }))
+        .filter((r) => r.violations.length > 0)
+        .map((r) => `${r.violations.slice(0, 3).join('; ')}\n  scenario ${JSON.stringify(r.scenario)}`);
+
+    if (PLAYING)
+      it(`plays ${RUNS} random runs`, async () => {
+        const { runs: all, seconds } = await runs();
+        const measured = (key: 'use' | 'rise') =>
+          all.filter((r) => r.verdict[key] && 'measured' in (r.verdict[key] ?? {}));
+        const excluded = (key: 'use' | 'rise') => {
+          const reasons: Record<string, number> = {};
+          for (const { verdict } of all) {
+            const m = verdict[key];
+            if (m && 'excluded' in m) reasons[m.excluded] = (reasons[m.excluded] ?? 0) + 1;
+          }
+          return reasons;
+        };
+        const sum = (f: (r: Run) => number) => all.reduce((total, r) => total + f(r), 0);
+        const unnamed = all.flatMap((r) => r.verdict.allowances.unnamed);
+        const lapsed = all.flatMap((r) => r.verdict.allowances.lapsed);
+        console.info(
+          `${engine}: ${all.length} runs in ${seconds.toFixed(1)} s, ${sum((r) => r.sends)} vendor requests; ` +
+            `P1 allowances: ${unnamed.reduce((a, b) => a + b, 0)} unnamed (per limit: ${JSON.stringify(histogram(unnamed))}), ` +
+            `${lapsed.reduce((a, b) => a + b, 0)} lapsed (per lapse: ${JSON.stringify(histogram(lapsed))}), ` +
+            `${sum((r) => r.verdict.allowances.trial)} in ${sum((r) => r.verdict.allowances.trials)} trials ` +
+            `(${sum((r) => r.verdict.allowances.refusedInTrials)} refused); ` +
+            `P2b: ${sum((r) => r.verdict.quiet.checks)} checks, ${sum((r) => r.verdict.quiet.asked)} asks after a quiet spell; ` +
+            `P3 measured in ${measured('use').length} (lowest ${Math.min(...measured('use').map((r) => (r.verdict.use && 'measured' in r.verdict.use ? r.verdict.use.measured.use : 1))).toFixed(2)}), excluded ${JSON.stringify(excluded('use'))}; ` +
+            `P4 measured in ${measured('rise').length}, excluded ${JSON.stringify(excluded('rise'))}`,
+        );
+        expect(all).toHaveLength(RUNS);
+        // The runs were about something: requests sent, use and rises measured, liars checked.
+        expect(sum((r) => r.sends)).toBeGreaterThan(5 * RUNS);
+        expect(measured('use').length).toBeGreaterThan(RUNS / 10);
+        expect(measured('rise').length).toBeGreaterThan(0);
+        expect(sum((r) => r.verdict.quiet.asked)).toBeGreaterThan(0);
+      }, 600_000);
+
+    for (const [name, what] of [
+      ['P1', 'no span of a vendor limit over it, but for requests sent before it was named and rise trials'],
+      [
+        'P2',
+        'a liar makes the class no looser than the honest evidence, and its word ends a window after it',
+      ],
+      ['P3', 'at least 90 % of the capacity once learned'],
+      ['P4', 'a raised limit adopted within four windows and four margins of the second caller'],
+    ] as const)
+      if (PLAYING)
+        it(`${name}: ${what}`, async () => {
+          expect(await failing(name)).toEqual([]);
+        }, 600_000);
+
+    for (const { rule, breaks, allowed, scenario } of COUNTEREXAMPLES)
+      if (PLAYING)
+        it(`keeps ${breaks}: ${rule}`, async () => {
+          const verdict = checkRun(await runScenario(parts, scenario));
+          expect(verdict.violations.filter(ofProperty(breaks))).toEqual([]);
+          if (allowed) expect(verdict.allowances[allowed].length).toBeGreaterThan(0);
+        });
+
+    if (REPLAY !== undefined)
+      it('replays one scenario', async () => {
+        const record = await runScenario(parts, JSON.parse(REPLAY as string) as Scenario);
+        console.info(`${timelineOf(record)}\n${JSON.stringify(checkRun(record).violations, null, 1)}`);
+      });
+
+    if (SHRINK !== undefined)
+      it(`shrinks a counterexample of ${SHRINK}`, async () => {
+        await fc.assert(
+          fc.asyncProperty(fc.noBias(scenarioArb), async (scenario) => {
+            const record = await runScenario(parts, scenario);
+            expect(checkRun(record).violations.filter(ofProperty(SHRINK as string))).toEqual([]);
+          }),
+          { numRuns: RUNS, seed: SEED },
+        );
+      }, 3_600_000);
+  },
+);
 
 function histogram(values: readonly number[]): Record<string, number> {
   const out: Record<string, number> = {};

@@ -31,9 +31,9 @@ import { FAMILY, type Limit, type Scenario } from './learned-scenarios.js';
  *     flight); (c) requests sent after one caller's word on it lapsed (T2: "a limit only one caller has named
  *     may so lapse after a pause and be named again by the next answer"), precisely: the learned item then held
  *     no limit in force as tight as the vendor's (no more over a window at least as long), and the last honest
- *     report naming it was more than T2's least end behind (its reset's latest reading, or the window its reset
- *     implies at least (I3 a), whichever is later, plus three margins: what the contract says that report's word
- *     lasts at the least) ("lapsed"); as in (a), at most one per honest caller and lost report of it in each
+ *     report naming it was more than T2's least end behind (half the window its reset implies at least (I3 a),
+ *     plus three margins: what the contract says that report's word lasts at the least, T3 writing a renewal
+ *     only when it moves the end by half a window or more) ("lapsed"); as in (a), at most one per honest caller and lost report of it in each
  *     such lapse (the requests in flight when the answer naming it again came back). A general limit is
  *     configured: named from the start, no trial lifts it, nothing lapses.
  * P2a A liar makes the class no looser than the honest evidence: P1 holds with it in the run (no allowance is
@@ -100,8 +100,11 @@ export function checkRun(record: RunRecord): RunVerdict {
   // P1, every vendor limit: what the vendor refused by it, and whether the ledger could have known.
   for (const limit of record.vendorLimits) {
     const named = namedAt(record, limit);
+    // Sent before the naming answer came back: earlier, or the very request it answers (a caller of no latency
+    // sends and hears back in the same millisecond).
+    const before = (t: number) => t < named || t <= namingSentAt(record, limit);
     const refused = sends.filter((s) => s.at >= limit.from && s.at < limit.to && refusedBy(s, limit));
-    const unnamed = refused.filter((s) => s.at < named);
+    const unnamed = refused.filter((s) => before(s.at));
     if (unnamed.length > 0) allowances.unnamed.push(unnamed.length);
     // In flight when the answer naming it came back: one request per honest caller, and one more per honest
     // report of it that was lost (the ledger unavailable).
@@ -115,7 +118,7 @@ export function checkRun(record: RunRecord): RunVerdict {
     /** Per lapse (the last naming report before it): its refusals. */
     const lapses = new Map<ReportRecord, number[]>();
     for (const send of refused) {
-      if (send.at < named) continue;
+      if (before(send.at)) continue;
       if (limit.family && inTrial(send.at)) {
         allowances.trial++;
         continue;
@@ -234,6 +237,16 @@ export function namedAt(record: Pick<RunRecord, 'honestReports'>, limit: VendorL
   );
 }
 
+/** When the request the first naming answer (namedAt) answers was sent; -Infinity for a general limit or none. */
+function namingSentAt(record: Pick<RunRecord, 'honestReports'>, limit: VendorLimit): number {
+  if (!limit.family) return Number.NEGATIVE_INFINITY;
+  const named = namedAt(record, limit);
+  const naming = record.honestReports.find(
+    (r) => r.reached && r.limit === limit.limit && r.at >= limit.from && r.at === named,
+  );
+  return naming?.sentAt ?? Number.NEGATIVE_INFINITY;
+}
+
 /**
  * P1 (c): whether a request sent at `t` and refused by the family limit `limit` was sent after one caller's word
  * on it lapsed (T2): the learned item then held no limit in force as tight as it, and the last honest report
@@ -252,11 +265,12 @@ export function lapsedAt(
     .filter((r) => r.reached && r.limit === limit.limit && r.at >= limit.from && r.at <= t)
     .at(-1);
   if (!naming) return undefined;
-  // T2's least end of that report's word: its window at least what its reset certainly leaves (I3 a) or its
-  // reset's latest reading (C1), whichever is later, plus three margins.
+  // T2's least end of that report's word: half its window (T3 writes a renewal only when it moves the end by half
+  // a window or more, so a report that would move it less leaves it at least that long after the report) plus
+  // three margins, its window at least what its reset certainly leaves (I3 a).
   const reset = resetInLedgerTime(naming.reset, record.measuredOffset);
   const windowMs = learnedWindowFor(Math.max(1, Math.ceil((reset.earliest - naming.at) / 1000))) * 1000;
-  const leastEnd = Math.max(naming.at + windowMs, reset.latest) + PROVISIONAL_MARGINS * record.marginMs;
+  const leastEnd = naming.at + windowMs / 2 + PROVISIONAL_MARGINS * record.marginMs;
   return t >= leastEnd ? naming : undefined;
 }
 
