@@ -139,6 +139,8 @@ export interface RunRecord {
   vendorLimits: VendorLimit[];
   sends: LoggedSend[];
   grants: { at: number; caller: number }[];
+  /** The liar's permits (never sent: what it reports is made up). */
+  liarGrants: number[];
   honestReports: ReportRecord[];
   liarReports: ReportRecord[];
   observations: LearnedObservation[];
@@ -227,6 +229,7 @@ export async function runScenario(
     vendorLimits: vendorLimitsOf(scenario, start, end),
     sends: [],
     grants: [],
+    liarGrants: [],
     honestReports: [],
     liarReports: [],
     observations,
@@ -390,6 +393,15 @@ export async function runScenario(
       const at = start + liar.startSeconds * 1000 + j * liar.everyMs;
       const last = j === liar.reports - 1;
       schedule(at, async () => {
+        // A consumer of the broker: it asks for a permit of the class, as any caller, and lies about the answer
+        // (I2: a report teaches only right after the ledger granted the class). It never sends the request.
+        const permit = await liarLedger
+          .acquire({ tokenId, caller: LIAR, count: 1, class: FAMILY, limits, setId })
+          .catch((error: unknown) => {
+            if (error instanceof LedgerUnavailableError) return undefined;
+            throw error;
+          });
+        if (permit?.granted) record.liarGrants.push(clock.now());
         const fields = liarReport(scenario, liar, j, Math.floor((clock.now() + scenario.offsetMs) / 1000));
         const reached = await report(liarLedger, LIAR, fields);
         record.liarReports.push({
@@ -434,7 +446,9 @@ export async function runScenario(
           // Its word: a limit of its that another caller corroborated (T4) is that caller's word too.
           .filter((l) => l.by === record.liarTag && l.until !== undefined)
           .map(({ limit, windowSeconds }) => ({ limit, windowSeconds })),
-        quiet: !record.grants.some((g) => g.at > clock.now() - quietMs),
+        quiet: ![...record.grants.map((g) => g.at), ...record.liarGrants].some(
+          (t) => t > clock.now() - quietMs,
+        ),
       };
       record.quietChecks.push(check);
       if (!check.quiet) return;
