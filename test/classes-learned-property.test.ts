@@ -237,8 +237,15 @@ interface Run {
 const ofProperty = (name: string) => (violation: string) =>
   violation.startsWith(`${name}:`) || violation.startsWith(`${name}a:`) || violation.startsWith(`${name}b:`);
 
+/**
+ * The engines' suites run side by side (DynamoDB Local is a JVM of its own: the second core), each its tests one
+ * after another (`serial`: they share the suite's sandbox and clock).
+ */
+const serial = { concurrent: false } as const;
+
 describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
   'learned class limits against the vendor sandbox on %s',
+  { concurrent: true },
   (engine) => {
     let dynamo: LocalDynamo;
     let sandbox: Sandbox;
@@ -286,7 +293,7 @@ describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
         .map((r) => `${r.violations.slice(0, 3).join('; ')}\n  scenario ${JSON.stringify(r.scenario)}`);
 
     if (PLAYING)
-      it(`plays ${RUNS} random runs`, async () => {
+      it(`plays ${RUNS} random runs`, { ...serial, timeout: 600_000 }, async () => {
         const { runs: all, seconds } = await runs();
         const measured = (key: 'use' | 'rise') =>
           all.filter((r) => r.verdict[key] && 'measured' in (r.verdict[key] ?? {}));
@@ -317,7 +324,7 @@ describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
         expect(measured('use').length).toBeGreaterThan(RUNS / 10);
         expect(measured('rise').length).toBeGreaterThan(0);
         expect(sum((r) => r.verdict.quiet.asked)).toBeGreaterThan(0);
-      }, 600_000);
+      });
 
     for (const [name, what] of [
       ['P1', 'no span of a vendor limit over it, but for requests sent before it was named and rise trials'],
@@ -329,26 +336,26 @@ describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
       ['P4', 'a raised limit adopted within four windows and four margins of the second caller'],
     ] as const)
       if (PLAYING)
-        it(`${name}: ${what}`, async () => {
+        it(`${name}: ${what}`, { ...serial, timeout: 600_000 }, async () => {
           expect(await failing(name)).toEqual([]);
-        }, 600_000);
+        });
 
     for (const { rule, breaks, allowed, scenario } of COUNTEREXAMPLES)
       if (PLAYING)
-        it(`keeps ${breaks}: ${rule}`, async () => {
+        it(`keeps ${breaks}: ${rule}`, serial, async () => {
           const verdict = checkRun(await runScenario(parts, scenario));
           expect(verdict.violations.filter(ofProperty(breaks))).toEqual([]);
           if (allowed) expect(verdict.allowances[allowed].length).toBeGreaterThan(0);
         });
 
     if (REPLAY !== undefined)
-      it('replays one scenario', async () => {
+      it('replays one scenario', serial, async () => {
         const record = await runScenario(parts, JSON.parse(REPLAY as string) as Scenario);
         console.info(`${timelineOf(record)}\n${JSON.stringify(checkRun(record).violations, null, 1)}`);
       });
 
     if (SHRINK !== undefined)
-      it(`shrinks a counterexample of ${SHRINK}`, async () => {
+      it(`shrinks a counterexample of ${SHRINK}`, { ...serial, timeout: 3_600_000 }, async () => {
         await fc.assert(
           fc.asyncProperty(fc.noBias(scenarioArb), async (scenario) => {
             const record = await runScenario(parts, scenario);
@@ -356,7 +363,7 @@ describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
           }),
           { numRuns: RUNS, seed: SEED },
         );
-      }, 3_600_000);
+      });
   },
 );
 

@@ -100,9 +100,10 @@ export function checkRun(record: RunRecord): RunVerdict {
   // P1, every vendor limit: what the vendor refused by it, and whether the ledger could have known.
   for (const limit of record.vendorLimits) {
     const named = namedAt(record, limit);
-    // Sent before the naming answer came back: earlier, or the very request it answers (a caller of no latency
-    // sends and hears back in the same millisecond).
-    const before = (t: number) => t < named || t <= namingSentAt(record, limit);
+    // Sent before the naming answer reached the ledger: earlier, or in the same millisecond (the run's clock stands
+    // still while a report is written, so a grant of that millisecond may have been decided before it landed; and
+    // a caller of no latency sends the very request the answer is to in it).
+    const before = (t: number) => t <= named;
     const refused = sends.filter((s) => s.at >= limit.from && s.at < limit.to && refusedBy(s, limit));
     const unnamed = refused.filter((s) => before(s.at));
     if (unnamed.length > 0) allowances.unnamed.push(unnamed.length);
@@ -235,16 +236,6 @@ export function namedAt(record: Pick<RunRecord, 'honestReports'>, limit: VendorL
       .filter((r) => r.reached && r.limit === limit.limit && r.at >= limit.from)
       .map((r) => r.at),
   );
-}
-
-/** When the request the first naming answer (namedAt) answers was sent; -Infinity for a general limit or none. */
-function namingSentAt(record: Pick<RunRecord, 'honestReports'>, limit: VendorLimit): number {
-  if (!limit.family) return Number.NEGATIVE_INFINITY;
-  const named = namedAt(record, limit);
-  const naming = record.honestReports.find(
-    (r) => r.reached && r.limit === limit.limit && r.at >= limit.from && r.at === named,
-  );
-  return naming?.sentAt ?? Number.NEGATIVE_INFINITY;
 }
 
 /**
