@@ -12,6 +12,7 @@ import {
   type ReportRecord,
   type RunRecord,
   riseBound,
+  riseWindowSeconds,
   type VendorLimit,
 } from './learned-property-world.js';
 import { FAMILY, type Limit, type Scenario } from './learned-scenarios.js';
@@ -410,13 +411,9 @@ function useOf(record: RunRecord, sends: readonly LoggedSend[]): RunVerdict['use
   if (scenario.change) {
     after.push(record.start + scenario.change.atSeconds * 1000 + longest);
     if (scenario.change.to > (scenario.family[scenario.change.index] as Limit).limit) {
+      const window = riseWindowSeconds(record, scenario);
       const adopted = record.observations.find((o) =>
-        holdsAt(
-          o.classes[FAMILY] ?? [],
-          scenario.change?.to ?? 0,
-          learnedWindowFor((scenario.family[scenario.change?.index ?? 0] as Limit).windowSeconds),
-          o.at,
-        ),
+        holdsAt(o.classes[FAMILY] ?? [], scenario.change?.to ?? 0, window, o.at),
       );
       if (!adopted) return { excluded: 'a rise not adopted' };
       after.push(adopted.at);
@@ -459,11 +456,10 @@ function riseOf(record: RunRecord): RunVerdict['rise'] {
   if (scenario.callers.length < 2) return { excluded: 'one honest caller' };
   const second = record.riseSecondReportAt;
   if (second === undefined) return { excluded: 'not reported by two honest callers' };
-  const boundMs = riseBound(learnedWindowFor(before.windowSeconds), record.marginMs);
+  const window = riseWindowSeconds(record, scenario);
+  const boundMs = riseBound(window, record.marginMs);
   const adopted = record.observations.find(
-    (o) =>
-      o.at >= second &&
-      holdsAt(o.classes[FAMILY] ?? [], change.to, learnedWindowFor(before.windowSeconds), o.at),
+    (o) => o.at >= second && holdsAt(o.classes[FAMILY] ?? [], change.to, window, o.at),
   );
   const adoptedWithinMs = adopted ? adopted.at - second : Number.POSITIVE_INFINITY;
   const check = record.riseCheck;

@@ -296,9 +296,6 @@ export async function runScenario(
   const change = scenario.change;
   const raised = change && change.to > (scenario.family[change.index] as Limit).limit ? change : undefined;
   const raisedBy = new Set<number>();
-  const riseBoundMs = raised
-    ? riseBound(learnedWindowFor(scenario.family[raised.index]?.windowSeconds ?? 0), marginMs)
-    : 0;
 
   const reported = scenario.callers.map(() => new Set<string>());
   async function answered(
@@ -335,18 +332,14 @@ export async function runScenario(
         if (raisedBy.size === 2 && record.riseSecondReportAt === undefined) {
           const secondReportAt = clock.now();
           record.riseSecondReportAt = secondReportAt;
-          schedule(secondReportAt + riseBoundMs, async () => {
+          const window = riseWindowSeconds(record, scenario);
+          schedule(secondReportAt + riseBound(window, marginMs), async () => {
             const listed = (await operator.learned(setId))[FAMILY] ?? [];
             record.riseCheck = {
               secondReportAt,
               at: clock.now(),
               listed: listed.map(({ limit, windowSeconds }) => ({ limit, windowSeconds })),
-              adopted: holdsAt(
-                listed,
-                raised.to,
-                learnedWindowFor(scenario.family[raised.index]?.windowSeconds ?? 0),
-                clock.now(),
-              ),
+              adopted: holdsAt(listed, raised.to, window, clock.now()),
             };
           });
         }
@@ -530,6 +523,28 @@ function vendorLimitsOf(scenario: Scenario, start: number, end: number): VendorL
  */
 export const riseBound = (windowSeconds: number, marginMs: number): number =>
   (3 + 1) * windowSeconds * 1000 + 4 * marginMs;
+
+/**
+ * The window (s) a rise of the scenario's changed limit is adopted on (R3: `L2/W` kept in place of the kept `L/W`):
+ * the window of the kept limit of the old value the class held last before the change, else the common length of
+ * the vendor's window. They differ where the class kept that limit over a shorter window than the vendor's (two
+ * callers' lower bounds, T4; P1 judges that, not P4).
+ */
+export function riseWindowSeconds(
+  record: Pick<RunRecord, 'observations' | 'start'>,
+  scenario: Pick<Scenario, 'family' | 'change'>,
+): number {
+  const change = scenario.change;
+  const before = change && scenario.family[change.index];
+  if (!change || !before) return 0;
+  let window = learnedWindowFor(before.windowSeconds);
+  for (const o of record.observations) {
+    if (o.at > record.start + change.atSeconds * 1000) break;
+    const kept = (o.classes[FAMILY] ?? []).find((l) => l.until === undefined && l.limit === before.limit);
+    if (kept) window = kept.windowSeconds;
+  }
+  return window;
+}
 
 /**
  * A raised limit is adopted when what the set learned holds its window at it: kept (R3's raise, or taught anew and
