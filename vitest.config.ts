@@ -1,10 +1,41 @@
-import { configDefaults, defineConfig } from 'vitest/config';
-import { splitTestFiles } from './test/support/test-projects.js';
+import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { splitTestFiles, type TestSuite } from './test/support/test-projects.js';
 
-// Two projects, one run (`npm test` runs both): the files that use DynamoDB Local, by what they import, get the
-// global setup that starts it (a JVM, seconds on a loaded machine); every other file starts no engine, so one unit
-// file runs in about a second (docs/testing.md).
-const { dynamodb } = splitTestFiles(import.meta.dirname);
+// Projects by what the files import (docs/testing.md, test/support/test-projects.ts). Whether a file starts the
+// run's DynamoDB Local (a JVM, seconds on a loaded machine): `dynamodb` and `long-dynamodb` have the global setup
+// that starts it, `unit` and `long` start no engine, so one unit file runs in about a second. Whether it waits
+// on real time: `npm test` runs `unit` and `dynamodb`; the real-time files are in `long` and `long-dynamodb`,
+// which `npm run test:long` runs. `npx vitest run <file>` runs any file, in its project.
+//
+// `npm run test:long` sets TEST_LONG=1: then the two projects are `long` and `long-dynamodb`, with the real-time
+// files and the files whose property runs have a long form (test/support/property-runs.ts), at their full runs.
+const { unit, dynamodb, long, longDynamodb, fullRuns } = splitTestFiles(import.meta.dirname);
+const testLong = process.env.TEST_LONG === '1';
+
+/** One project: its files, whether it starts DynamoDB Local, and its suite (provided to its files). */
+function project(
+  name: string,
+  files: string[],
+  suite: TestSuite,
+  engine: boolean,
+): TestProjectInlineConfiguration {
+  return {
+    extends: true,
+    test: {
+      name,
+      include: files,
+      exclude: [...configDefaults.exclude],
+      provide: { testSuite: suite },
+      // npm test's files share their worker's process, one after the other (about a third of the suite's CPU is
+      // each file importing the same modules again in a fresh one); test/support/shared-process.ts checks that
+      // each leaves the environment as it found it. test:long's few, long files each get a fresh process.
+      ...(suite === 'npm test' ? { isolate: false, setupFiles: ['test/support/shared-process.ts'] } : {}),
+      // One DynamoDB Local (AWS's engine, a JVM) for the run: these files run on it and on dynalite. Vitest
+      // runs a project's global setup only when the run has files of that project.
+      ...(engine ? { globalSetup: ['test/global-setup.ts'] } : {}),
+    },
+  };
+}
 
 export default defineConfig({
   test: {
@@ -15,29 +46,26 @@ export default defineConfig({
     hookTimeout: 120_000,
     // dynalite and the sandbox are per-file servers on ephemeral ports; files run in parallel.
     pool: 'forks',
-    // Most files wait on loopback I/O (dynalite, sandboxes, the soak's real-time run): two workers on two cores.
+    // Two workers on two cores: most files are CPU-bound simulations (dynalite, sandboxes, the ledger's
+    // properties on a ManualClock); the soaks of test:long wait on real time, but their margins want the CPU.
     maxWorkers: 2,
     // In CI every test by name, so the log shows which DynamoDB engine (dynalite, DynamoDB Local) each ran on.
     reporters: process.env.CI ? ['verbose'] : ['default'],
-    projects: [
-      {
-        extends: true,
-        test: {
-          name: 'unit',
-          include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...dynamodb],
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: 'dynamodb',
-          include: dynamodb,
-          // One DynamoDB Local (AWS's engine, a JVM) for the run: these files run on it and on dynalite. Vitest
-          // runs a project's global setup only when the run has files of that project.
-          globalSetup: ['test/global-setup.ts'],
-        },
-      },
-    ],
+    projects: testLong
+      ? [
+          project('long', [...long, ...fullRuns.filter((file) => unit.includes(file))], 'test:long', false),
+          project(
+            'long-dynamodb',
+            [...longDynamodb, ...fullRuns.filter((file) => dynamodb.includes(file))],
+            'test:long',
+            true,
+          ),
+        ]
+      : [
+          project('unit', unit, 'npm test', false),
+          project('dynamodb', dynamodb, 'npm test', true),
+          project('long', long, 'test:long', false),
+          project('long-dynamodb', longDynamodb, 'test:long', true),
+        ],
   },
 });

@@ -9,6 +9,7 @@ import { DynamoRateLedger, InvalidPermitCountError, LedgerUnavailableError } fro
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
+import { propertyRuns } from './support/property-runs.js';
 import { call, tokenFor } from './support/sandbox-http.js';
 
 /**
@@ -30,7 +31,8 @@ type Variant = 'configured' | 'learned';
 const VARIANTS: Variant[] = ['configured', 'learned'];
 
 const FAMILY_NAMES = ['reports', 'rebalancing'] as const;
-const RUNS = 100;
+/** Runs per engine and variant; `npm test` runs the first of them (the same seed). */
+const RUNS = propertyRuns({ quick: 25, full: 100 });
 const SEED = Number(process.env.CLASSES_PROPERTY_SEED ?? 20_260_124);
 
 const limitArb = (min: number, max: number) =>

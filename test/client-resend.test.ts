@@ -1,37 +1,24 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BrokerClient } from '../client/broker-client.js';
-import type { BrokerClientOptions, VendedToken } from '../client/types.js';
+import type { BrokerClientOptions } from '../client/types.js';
 import { RATE_LIMIT_JITTER_MS } from '../client/vendor-call.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import {
   UnexpectedVendorResponseError,
   VendorApiError,
-  VendorTimeoutError,
   VendorUnreachableError,
 } from '../shared/vendor-client/errors.js';
+import { notResent, resendClient, resource, seenBy } from './support/client-resend.js';
 import { type BrokerWorld, eventually, SET_ID, startBrokerWorld } from './support/client-world.js';
 import { whileAdvancing } from './support/refresher-harness.js';
 import { seededRandom } from './support/sandbox-http.js';
 
 /**
  * Which failed vendor requests the client sends again. The vendor is the sandbox over HTTP; "what the vendor saw"
- * is the sandbox's own count of resource requests received (counted on arrival, answered or not).
+ * is the sandbox's own count of resource requests received (counted on arrival, answered or not). The requests
+ * that time out (real time): test/client-resend-timeouts.test.ts, in `npm run test:long`.
  */
-
-const resource = (key: string) => (token: VendedToken) => `/users/42/${token.tenant}/serviceKey/${key}`;
-/** Much longer than any client timeout here: a request in it is one the vendor has, but has not answered. */
-const HANG_MS = 60_000;
-/**
- * Per attempt, real time: the hang always outlasts it, and an answered request always beats it, whatever the
- * machine's load (at 50 ms, a retry answered at once still timed out on a loaded 2-core machine).
- */
-const TIMEOUT_MS = 2_000;
-
-const notResent = (telemetry: MemoryTelemetry) =>
-  telemetry.logs.filter(
-    (l) => l.message === 'vendor call failed; not re-sent, the vendor may have acted on it',
-  );
 
 describe('BrokerClient.vendorRequest: re-sending only what the vendor cannot have carried out', () => {
   let w: BrokerWorld;
@@ -46,70 +33,8 @@ describe('BrokerClient.vendorRequest: re-sending only what the vendor cannot hav
     for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
   });
 
-  const seen = () => w.sandbox.stats().resourceRequests;
-  /** A client whose backoff waits are 201 ms, 401 ms … on the world's clock: nothing retries until it moves. */
-  const client = (options: Partial<BrokerClientOptions> = {}) =>
-    w.client({ vendorTimeoutMs: TIMEOUT_MS, telemetry, retry: { random: () => 1 }, ...options });
-  /** The request in flight is held by the vendor; the next one is answered at once. */
-  const hangOnlyTheFirst = async () => {
-    await eventually(() => Object.values(seen()).reduce((a, b) => a + b, 0) === 1);
-    w.sandbox.update({ latencyMs: 0 });
-  };
-
-  it('a POST that times out is sent once, and the timeout is the answer', async () => {
-    const c = client();
-    await c.getToken(SET_ID);
-    w.sandbox.update({ latencyMs: HANG_MS });
-    const error = await c
-      .vendorRequest(SET_ID, { method: 'POST', path: resource('order-1'), body: { amount: 100 } })
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(VendorTimeoutError);
-    expect(seen()).toEqual({ POST: 1 });
-    expect(notResent(telemetry)).toEqual([
-      expect.objectContaining({ attributes: expect.objectContaining({ errorCode: 'VENDOR_TIMEOUT' }) }),
-    ]);
-    expect(w.clock.pendingSleepers).toBe(0);
-  });
-
-  it('a GET that times out is retried, and the retry is answered', async () => {
-    const c = client();
-    await c.vendorRequest(SET_ID, { method: 'POST', path: resource('k'), body: { name: 'Ada' } });
-    w.sandbox.resetStats();
-    w.sandbox.update({ latencyMs: HANG_MS });
-    const pending = c.vendorRequest<{ name: string }>(SET_ID, { method: 'GET', path: resource('k') });
-    await hangOnlyTheFirst();
-    const response = await whileAdvancing(w.clock, pending, 100, 2);
-    expect(response.body.name).toBe('Ada');
-    expect(seen()).toEqual({ GET: 2 });
-    expect(notResent(telemetry)).toHaveLength(0);
-  });
-
-  it('a POST marked idempotent: true is retried after a timeout', async () => {
-    const c = client();
-    await c.getToken(SET_ID);
-    w.sandbox.update({ latencyMs: HANG_MS });
-    const pending = c.vendorRequest(SET_ID, {
-      method: 'POST',
-      path: resource('upsert-1'),
-      body: { name: 'Ada' },
-      idempotent: true,
-    });
-    await hangOnlyTheFirst();
-    const response = await whileAdvancing(w.clock, pending, 100, 2);
-    expect(response.status).toBe(201);
-    expect(seen()).toEqual({ POST: 2 });
-  });
-
-  it('idempotent: false makes a PUT as careful as a POST', async () => {
-    const c = client();
-    await c.getToken(SET_ID);
-    w.sandbox.update({ latencyMs: HANG_MS });
-    const error = await c
-      .vendorRequest(SET_ID, { method: 'PUT', path: resource('p'), body: { x: 1 }, idempotent: false })
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(VendorTimeoutError);
-    expect(seen()).toEqual({ PUT: 1 });
-  });
+  const seen = () => seenBy(w);
+  const client = (options: Partial<BrokerClientOptions> = {}) => resendClient(w, telemetry, options);
 
   it('a POST refused with 429 is sent again after Retry-After', async () => {
     const c = client();

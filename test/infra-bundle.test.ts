@@ -168,6 +168,10 @@ describe('function bundles', () => {
         sources.some((s) => s.endsWith('shared/aws/bundle/no-event-streams.ts')),
         bundle.id,
       ).toBe(true);
+      expect(
+        sources.some((s) => s.endsWith('shared/aws/bundle/endpoint-cache.ts')),
+        bundle.id,
+      ).toBe(true);
       for (const gone of [
         '@aws-sdk/credential-provider-node/',
         '@aws-sdk/credential-provider-ini/',
@@ -175,6 +179,8 @@ describe('function bundles', () => {
         '@aws-sdk/nested-clients/',
         '@smithy/credential-provider-imds/',
         '@smithy/core/dist-es/submodules/event-streams/',
+        '@aws-sdk/endpoint-cache/',
+        'mnemonist/',
       ]) {
         expect(
           sources.filter((s) => s.includes(gone)),

@@ -752,6 +752,20 @@ describe.each(['home', 'peer'] as const)('the %s serving stack', (which) => {
     }
   });
 
+  it("saves the renewer's runbook query over the renewer's own log group", () => {
+    const json = templateOf(stack()).toJSON();
+    const saved = Object.values(templateOf(stack()).findResources('AWS::Logs::QueryDefinition'))
+      .map((r) => r.Properties)
+      .filter((q) => String(q.Name).endsWith('/lease-renewals'));
+    expect(saved).toHaveLength(1);
+    const renewerLogs = refOf(
+      json.Resources[idOf('LeaseRenewer', 'Function')].Properties.LoggingConfig.LogGroup,
+    );
+    expect(saved[0]?.Name).toBe(`${stack().stackName}/lease-renewals`);
+    expect((saved[0]?.LogGroupNames as unknown[]).map(refOf)).toEqual([renewerLogs]);
+    expect(saved[0]?.QueryString).toContain('lease renewal refused');
+  });
+
   it("keeps every function's logs for the stage's retention, and past the stack in production", () => {
     const logs = templateOf(stack()).findResources('AWS::Logs::LogGroup');
     expect(Object.keys(logs)).toHaveLength(3);

@@ -22,6 +22,7 @@ import {
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { granted } from './support/ledger-harness.js';
+import { propertyRuns } from './support/property-runs.js';
 
 /**
  * Give-backs under floods and replays, on both engines: many callers in two processes (two ledger instances
@@ -38,6 +39,8 @@ import { granted } from './support/ledger-harness.js';
 const limits = rateLimitSettingsSchema.parse({ general: [{ limit: 1000, windowSeconds: 60 }] });
 const TOKEN = '9d8c7b6a5f4e3d2c';
 const CALLERS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot'];
+/** Runs per engine: `npm test` runs the first of them (the same seed). */
+const RUNS = propertyRuns({ quick: 6, full: 12 });
 
 type Step =
   | { kind: 'grant'; caller: number; count: number; process: number; times: number }
@@ -230,7 +233,7 @@ describe.each(ENGINES)('give-backs under floods and replays on %s', (engine) => 
       }),
       // No shrinking: every run makes a table on a real engine, so shrinking takes minutes; the failure's seed
       // and path (in fast-check's report) replay the counterexample as it was.
-      { numRuns: 12, seed: Number(process.env.GIVE_BACK_PROPERTY_SEED ?? 20261127), endOnFailure: true },
+      { numRuns: RUNS, seed: Number(process.env.GIVE_BACK_PROPERTY_SEED ?? 20261127), endOnFailure: true },
     );
     // Every case came up: the floods filled shares and the whole set, and replays met spent and expired receipts.
     console.info(`give-back answers: ${JSON.stringify(seen)}`);

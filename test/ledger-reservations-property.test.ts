@@ -15,6 +15,7 @@ import {
   seededRandom,
   type TimedCount,
 } from './support/ledger-harness.js';
+import { propertyRuns } from './support/property-runs.js';
 
 /**
  * The reservations' promise, against dynalite, for random reservations and random demand: a few reserved
@@ -34,6 +35,8 @@ import {
  * twice) explains it; nothing else may. Without lost answers, there is none.
  */
 const SEED = Number(process.env.LEDGER_PROPERTY_SEED ?? 20261124);
+/** Random cases per fault mode (each 40 simulated minutes, its own seed): `npm test` runs the first of them. */
+const CASES = propertyRuns({ quick: 1, full: 3 });
 const TOKEN = 'b0c1d2e3f4a59687';
 const PROCESSES = 6;
 const GREEDY = 8;
@@ -304,7 +307,7 @@ describe('rate ledger reservations property: random reservations and demand', ()
   ] as const)(
     'never exceeds any limit in any span and never denies a reservation for quota, %s',
     async (_, faults) => {
-      for (let c = 0; c < 3; c++) {
+      for (let c = 0; c < CASES; c++) {
         const seed = SEED + c * 1000 + (faults === 'none' ? 0 : 500);
         const result = await run({ dynamo, faults, seed, durationMs: 40 * 60_000 });
         const summary = summarise(seed, result);
@@ -318,7 +321,7 @@ describe('rate ledger reservations property: random reservations and demand', ()
   );
 
   it('never exceeds any limit in any span and never denies a reservation for quota, while DynamoDB also loses answers of applied writes', async () => {
-    for (let c = 0; c < 3; c++) {
+    for (let c = 0; c < CASES; c++) {
       const seed = SEED + c * 1000 + 700;
       const result = await run({ dynamo, faults: 'lost answers', seed, durationMs: 40 * 60_000 });
       const summary = summarise(seed, result);

@@ -8,6 +8,7 @@ import {
 } from '../local/regions-sim.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { CLOCK_BOUND_MS } from '../shared/regions/lease.js';
+import { propertyRuns } from './support/property-runs.js';
 import {
   type RegionsScenario,
   refusedOffset,
@@ -29,8 +30,9 @@ import { seededRandom } from './support/sandbox-http.js';
  * adoption rule) through the same checks, which must catch them: they can fail. Learned classes are not drawn:
  * `learned#` items are not shared between Regions yet (another change).
  */
-const RUNS = Number(process.env.REGIONS_PROPERTY_RUNS ?? 300);
-const CONTROL_RUNS = 150;
+// `npm test` runs the first of the runs of test:long (the same seed), the controls on the same scenarios.
+const RUNS = Number(process.env.REGIONS_PROPERTY_RUNS ?? propertyRuns({ quick: 300, full: 1000 }));
+const CONTROL_RUNS = propertyRuns({ quick: 150, full: 300 });
 const SEED = Number(process.env.REGIONS_PROPERTY_SEED ?? 20_261_128);
 const LIMITS = [50, 1000];
 

@@ -170,7 +170,8 @@ describe('GET /v1/credential-sets/{id}/token', () => {
     // The vendor answers after 500 ms of real time; the request waits at most 1 s of the (manual) clock.
     h = await startHarness({ sandbox: { latencyMs: 500 }, vend: { refreshWaitMs: 1_000 } });
     const pending = getToken(h);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // As soon as the request waits on the clock (not a fixed real-time pause, which a loaded machine outlasts).
+    while (h.clock.pendingSleepers === 0) await new Promise((resolve) => setTimeout(resolve, 2));
     await h.clock.advance(1_000);
     const result = await pending;
     expect(result.statusCode).toBe(503);

@@ -79,6 +79,7 @@ const bundleModule = (name: string): string =>
 export const BUNDLE_ALIASES: readonly { module: string; file: string }[] = [
   { module: '@aws-sdk/credential-provider-node', file: bundleModule('environment-credentials') },
   { module: '@smithy/core/event-streams', file: bundleModule('no-event-streams') },
+  { module: '@aws-sdk/endpoint-cache', file: bundleModule('endpoint-cache') },
   { module: 'zod', file: bundleModule('zod-on-first-use') },
 ];
 

@@ -5,7 +5,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { QueryDefinition, QueryString, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { BrokerConfigDocument } from '../../shared/config/broker-config.js';
@@ -19,6 +19,7 @@ import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
 import { BrokerFunction } from './broker-function.js';
+import { RENEWER_LOG_QUERIES } from './log-queries.js';
 
 /** The leading key of every lease item (shared/regions/lease-store.ts: `lease#<setId>#<quotaKey>`). */
 export const LEASE_KEY_PREFIX = 'lease#';
@@ -138,6 +139,18 @@ export class LeaseRenewer extends Construct {
       meaning: `Lease renewals of the lease renewer (${props.ownRegion}) failed in each of three minutes in a row (the lease store, the ledger, or a newer renewal adopting first): this Region's leases may lapse, and then it grants nothing beyond its floor.`,
       runbook: RunbookSection.LeaseRenewalsFailing,
     });
+    this.saveQueries(props);
+  }
+
+  /** The renewer's saved queries (log-queries.ts), over its own log group: the runbook's sections name them. */
+  private saveQueries(props: LeaseRenewerProps): void {
+    const logGroup = this.fn.logGroup;
+    for (const spec of RENEWER_LOG_QUERIES)
+      new QueryDefinition(this, `Query-${spec.name}`, {
+        queryDefinitionName: `${props.namePrefix}/${spec.name}`,
+        queryString: new QueryString(spec.query),
+        logGroups: [logGroup],
+      });
   }
 
   private add(

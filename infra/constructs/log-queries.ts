@@ -161,6 +161,26 @@ export const LOG_QUERIES: readonly LogQuerySpec[] = [
   },
 ];
 
+/**
+ * The queries of a two-Region stage's lease renewer (infra/constructs/lease-renewer.ts saves them over its own
+ * log group, in each Region): its refused and failed renewals (shared/regions/renewer.ts) per ledger key, with
+ * the reason, the container's measured offset from DynamoDB's clock and the last error.
+ */
+export const RENEWER_LOG_QUERIES: readonly Omit<LogQuerySpec, 'sources'>[] = [
+  {
+    name: 'lease-renewals',
+    runbook: [RunbookSection.LeaseRenewalsRefused, RunbookSection.LeaseRenewalsFailing],
+    query: {
+      filterStatements: ['message in ["lease renewal refused", "lease renewal failed"]'],
+      statsStatements: [
+        'count(*) as lines, latest(reason) as lastReason, min(offsetMs) as minOffsetMs, ' +
+          'max(offsetMs) as maxOffsetMs, latest(error) as lastError by message, credentialSetId, ledgerKey, @logStream',
+      ],
+      sort: 'lines desc',
+    },
+  },
+];
+
 export interface LogQueriesProps {
   /** E.g. the stack name: the queries are saved as `<prefix>/<name>`. */
   namePrefix: string;

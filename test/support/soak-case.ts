@@ -1,10 +1,12 @@
 import { expect } from 'vitest';
 import { runSoak, SOAK_DEFAULTS, soakFailures } from '../../local/soak.js';
+// Every soak waits on real time: its files run in `npm run test:long` (docs/testing.md).
+import './real-time.js';
 
 /**
  * The end-to-end soak, shortened for the suite (`npm run soak` runs the full one): the local broker with
  * tokens living 60 s, 20 consumers using the client library for two lifetimes. One file per window mode, so
- * the two run side by side.
+ * the two run side by side. It waits on real time (two minutes), so its files run in `npm run test:long`.
  *
  * Its margins are what makes it hold under load. Time is real here, so a process starved of CPU between the
  * client's last check and the vendor's reading of a request moves that request later: with a 1 s validity
