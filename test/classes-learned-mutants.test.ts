@@ -10,9 +10,9 @@ import { type Kind, type Scenario, scenarioArb } from './support/learned-scenari
 /**
  * The controls of test/classes-learned-property.test.ts: copies of the learned-limits rules with one rule broken
  * back to what it was or to its adversary's wish, run through the same world and checks, which must tell each from
- * the real rules. Differential, since the real rules themselves break some properties in some runs (see the
- * property test's KNOWN_TO_FAIL): a mutant is caught by a scenario in which the real rules keep the property and
- * the mutant breaks it.
+ * the real rules. Differential (the scenarios drawn here are not the property test's runs, which the real rules
+ * keep): a mutant is caught by a scenario in which the real rules keep the property and the mutant breaks it. A
+ * mutant's `where` only picks the kind of liar or run it is about, never a run found to show it.
  *
  * The rules are swapped in through this file's module mocks (pass-throughs to the real functions unless a mutant
  * is on), so shared/ledger stays as it is; C1's mutant needs no mock (the world drops the reports' vendor offset).
@@ -109,8 +109,22 @@ const MUTANTS: {
   where?: (s: Scenario) => boolean;
 }[] = [
   { name: 'C1', rule: "the reports' vendor clock offset ignored", property: 'P1', kind: 'mixed' },
-  { name: 'T4', rule: 'a tighter report corroborates a looser one', property: 'P2a', kind: 'adversary' },
-  { name: 'T2', rule: "one caller's word outlives its window", property: 'P2b', kind: 'adversary' },
+  {
+    name: 'T4',
+    rule: 'a tighter report corroborates a looser one',
+    property: 'P2a',
+    kind: 'adversary',
+    // A loose word: the mutant keeps it once an honest caller names a tighter limit.
+    where: (s) => s.liar?.strategy === 'loose',
+  },
+  {
+    name: 'T2',
+    rule: "one caller's word outlives its window",
+    property: 'P2b',
+    kind: 'adversary',
+    // A tighter word: one the class heeds (T1 adds it), so that it has a word to outlive.
+    where: (s) => s.liar?.strategy === 'tight',
+  },
   { name: 'I3-short', rule: 'windows learned a common length short', property: 'P1', kind: 'use' },
   { name: 'I3-long', rule: 'windows learned a common length long', property: 'P3', kind: 'use' },
   {
@@ -214,7 +228,7 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
     600_000,
   );
 
-  it('P1 allows a refusal before its limit is named and while a trial is on, and no other', () => {
+  it('P1 allows a refusal before its limit is named, while a trial is on and after a lapse, and no other', () => {
     const T = 1_000_000;
     const family = { limit: 1, windowSeconds: 10, family: true, index: 0, from: T, to: T + 60_000 };
     const general = { limit: 5, windowSeconds: 60, family: false, index: 0, from: T, to: T + 60_000 };
@@ -232,7 +246,19 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
       refused: true,
       reached: true,
     };
-    const record = (sends: ReturnType<typeof refused>[], trial = false) =>
+    // The class's learned item: 1/10 s kept from the naming report on (or one caller's word, ending at +8 s).
+    const learned = (lapsing: boolean) => ({
+      reports: [
+        {
+          limit: 1,
+          windowSeconds: 10,
+          learnedAt: T + 5000,
+          by: 'h',
+          ...(lapsing ? { until: T + 8000 } : {}),
+        },
+      ],
+    });
+    const record = (sends: ReturnType<typeof refused>[], trial = false, lapsing = false) =>
       ({
         scenario: {
           callers: [{ latencyMs: 0 }],
@@ -243,22 +269,26 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
         start: T,
         end: T + 60_000,
         offsetMs: 0,
+        measuredOffset: { lo: 0, hi: 0 },
         marginMs: 250,
         vendorLimits: [family, general],
         sends,
         grants: [],
         honestReports: [{ ...report, at: T + 5000 }],
         liarReports: [],
-        observations: trial
-          ? [
-              {
-                at: T + 15_000,
-                version: 1,
-                classes: {},
-                rises: { reports: [{ limit: 1, windowSeconds: 10, seen: [], trialSince: T + 15_000 }] },
-              },
-            ]
-          : [],
+        observations: [
+          { at: T + 5000, version: 1, classes: learned(lapsing), rises: {} },
+          ...(trial
+            ? [
+                {
+                  at: T + 15_000,
+                  version: 2,
+                  classes: learned(lapsing),
+                  rises: { reports: [{ limit: 1, windowSeconds: 10, seen: [], trialSince: T + 15_000 }] },
+                },
+              ]
+            : []),
+        ],
         quietChecks: [],
         liarTag: 'liar',
       }) as unknown as Parameters<typeof checkRun>[0];
@@ -269,6 +299,13 @@ describe('the learned-limits properties catch broken rules (dynalite)', () => {
     expect(checkRun(record([refused(T + 3000, family)])).allowances.unnamed).toEqual([1]);
     expect(p1(record([refused(T + 20_000, family)]))).toHaveLength(1);
     expect(p1(record([refused(T + 20_000, family)], true))).toEqual([]);
+    // After one caller's word on it lapsed (T2: nothing in force holds it, its last naming report more than half
+    // its window and three margins behind): allowed and counted, one per honest caller.
+    expect(p1(record([refused(T + 20_000, family)], false, true))).toEqual([]);
+    expect(checkRun(record([refused(T + 20_000, family)], false, true)).allowances.lapsed).toEqual([1]);
+    expect(p1(record([refused(T + 20_000, family), refused(T + 21_000, family)], false, true))).toHaveLength(
+      1,
+    );
     // Two before it, with one honest caller: one more than can have been in flight.
     expect(p1(record([refused(T + 1000, family), refused(T + 3000, family)]))).toHaveLength(1);
     // A general limit is configured: no refusal of it is allowed, trial or not.

@@ -20,43 +20,44 @@ import { timelineOf } from './support/learned-timeline.js';
  *
  * The vendor is the sandbox over HTTP (its own limiter, log, families and clock offset): a run costs its DynamoDB
  * calls, not its HTTP ones (about 10 requests and 100 DynamoDB calls a run). The runs are drawn and played once
- * per engine; each property is its own test over all of them. The real rules break P1, P3 and P4 in some runs:
- * those are `it.fails` (KNOWN_TO_FAIL), and the smallest counterexamples are pinned (COUNTEREXAMPLES), each a bug
- * report; LEARNED_PROPERTY_STRICT=1 holds them all to the properties. The controls (mutants of the rules that the
- * same checks must tell from the real ones) are test/classes-learned-mutants.test.ts.
+ * per engine; each property is its own test over all of them. The counterexamples the runs found on earlier rules
+ * are pinned (COUNTEREXAMPLES), each the smallest found and now a regression test of the rule it broke. The
+ * controls (mutants of the rules that the same checks must tell from the real ones) are
+ * test/classes-learned-mutants.test.ts.
  *
  * LEARNED_PROPERTY_RUNS and LEARNED_PROPERTY_SEED change the runs; LEARNED_PROPERTY_REPLAY='<scenario JSON>' plays
  * one scenario and prints its timeline; LEARNED_PROPERTY_SHRINK=P1 (or P2, P3, P4) shrinks the first counterexample
  * of that property with fast-check.
  */
 /**
- * 100 runs an engine: what fits about 30 s on a 2-core machine shared with others (a run is about 100 DynamoDB
- * calls of 2 to 3 ms: learning a class costs a grant's write and a report's four calls a vendor request). The
- * longer run: LEARNED_PROPERTY_RUNS=1000 (about 5 minutes an engine).
+ * 100 runs an engine: the file in about 55 s with both engines side by side on a 2-core machine shared with others
+ * (a run is about 100 DynamoDB calls of 2 to 3 ms, and 0.25 s of this process's CPU: 200 runs an engine take about
+ * 100 s). The real rules break P3 in one of runs 101-200 of the default seed (83 %: a later, looser cap put
+ * together with a held one, "the fewer remaining, the later end", docs/vend-api.md, holds a window's room until the
+ * later end): not pinned, since it breaks P3 still. The longer run: LEARNED_PROPERTY_RUNS=1000 (about 5 minutes an
+ * engine).
  */
 const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? 100);
 const SEED = Number(process.env.LEARNED_PROPERTY_SEED ?? 20_261_129);
-const STRICT = process.env.LEARNED_PROPERTY_STRICT === '1';
 const REPLAY = process.env.LEARNED_PROPERTY_REPLAY;
 const SHRINK = process.env.LEARNED_PROPERTY_SHRINK;
-
-/**
- * The properties the real rules are known to break (the runs below and COUNTEREXAMPLES say where): `it.fails`, so
- * that `npm test` stays green and turns red once they hold (then drop them from here).
- */
-const KNOWN_TO_FAIL: ReadonlySet<string> = new Set(['P1', 'P3', 'P4']);
-const property = (name: string) =>
-  REPLAY !== undefined || SHRINK !== undefined ? it.skip : KNOWN_TO_FAIL.has(name) && !STRICT ? it.fails : it;
+/** Replaying or shrinking defines only that test (no skipped ones: a plain `if`, not `it.skipIf`). */
+const PLAYING = REPLAY === undefined && SHRINK === undefined;
 
 const quiet = { lostAnswer: 0, throttle: 0, serverError: 0 };
 const login = { beforeMs: 100, afterMs: 100 };
 /**
- * Counterexamples on the real rules, each the smallest found (by fast-check's shrinking from LEARNED_PROPERTY_SEED,
- * or by hand from a shrunk one): no fault, no liar, no clock offset unless said. Bug reports to the ledger's
- * owner; each asserts the property it breaks still breaks, so that its test turns red once the rule is mended
- * (LEARNED_PROPERTY_STRICT=1 asserts the property instead). Read one with LEARNED_PROPERTY_REPLAY.
+ * Counterexamples the property found on earlier rules, each the smallest found (by fast-check's shrinking from
+ * LEARNED_PROPERTY_SEED, or by hand from a shrunk one): no fault, no liar, no clock offset unless said. Each is now
+ * a regression test: the property it broke holds in it. `allowed`: the P1 allowance the run must count (the
+ * contract lets it happen: learned-checks.ts). Read one with LEARNED_PROPERTY_REPLAY.
  */
-const COUNTEREXAMPLES: { rule: string; breaks: string; scenario: Scenario }[] = [
+const COUNTEREXAMPLES: {
+  rule: string;
+  breaks: string;
+  allowed?: keyof Pick<RunVerdict['allowances'], 'unnamed' | 'lapsed'>;
+  scenario: Scenario;
+}[] = [
   {
     rule: "C1 (vendor-feedback.ts addCap): an honest cap ends at the learned window, a lower bound, before the vendor's reset",
     breaks: 'P1',
@@ -109,7 +110,11 @@ const COUNTEREXAMPLES: { rule: string; breaks: string; scenario: Scenario }[] = 
   {
     rule: "T2: a one-caller limit lapsed in an idle spell leaves the next burst to the class's other limits",
     breaks: 'P1',
+    allowed: 'lapsed',
     // 3/15 s was one caller's word when demand paused for 14 s; after it, the three callers get four grants in 15 s.
+    // What T2 allows ("a limit only one caller has named may so lapse after a pause and be named again by the next
+    // answer"): P1 counts the refusal as lapsed (nothing in force held 3/15 s, and the last report naming it, at
+    // +6.3 s, was more than its least T2 end behind), one request in flight when the answer naming it came back.
     scenario: {
       kind: 'mixed',
       windowKind: 'sliding',
@@ -137,6 +142,9 @@ const COUNTEREXAMPLES: { rule: string; breaks: string; scenario: Scenario }[] = 
     breaks: 'P3',
     // Sliding 1/5 s, margin 0.25 s, the token's offset known within 1.8 s: each cap ends up to 2.8 s after the
     // window, the limit 0.75 s after it; the class then waits out the probe's 10 s: about 80 % of the capacity.
+    // Mended by T2's end past the reset's latest reading; what is left (86 % of the capacity over 5.25 s) is each
+    // cap held to that reading, up to 1.4 s past the vendor's reset here (C1), and the denials' spread: the
+    // ledger's design, which P3 counts (learned-checks.ts readingSlackMs, hintSpreadMs).
     scenario: {
       kind: 'use',
       windowKind: 'sliding',
@@ -148,6 +156,32 @@ const COUNTEREXAMPLES: { rule: string; breaks: string; scenario: Scenario }[] = 
       phaseMs: 0,
       callers: [{ latencyMs: 100 }],
       phases: [{ seconds: 120, busy: true }],
+      faults: quiet,
+      seed: 1,
+    },
+  },
+  {
+    rule: "learning point 2 (vendor-feedback.ts addCap): an answer's cap judged held by a provisional limit's ring that ends before its reset",
+    breaks: 'P1',
+    // A fixed 1/5 s + 2/15 s, two callers taking turns (one answers at once, the other 293 ms later), the token's
+    // offset known within 2 s: 2/15 s is one caller's word, renewed by its reports. At +86.7 s the other caller's
+    // answer says "2, none left until +93.3 s" (+94.0 s at its latest reading): its cap was not kept, the 15 s ring
+    // holding as much; that ring's limit ended at +87.2 s, its caller's turn not come, and the grant at +88.0 s
+    // met the vendor's 429. Found at 215 s with a rise (seed 20261129), shortened by hand.
+    scenario: {
+      kind: 'mixed',
+      windowKind: 'fixed',
+      family: [
+        { limit: 1, windowSeconds: 5 },
+        { limit: 2, windowSeconds: 15 },
+      ],
+      exact: true,
+      general: [{ limit: 3, windowSeconds: 10 }],
+      offsetMs: 4,
+      login: { beforeMs: 505, afterMs: 457 },
+      phaseMs: 41_200,
+      callers: [{ latencyMs: 293 }, { latencyMs: 0 }],
+      phases: [{ seconds: 125, busy: true }],
       faults: quiet,
       seed: 1,
     },
@@ -206,127 +240,135 @@ interface Run {
 const ofProperty = (name: string) => (violation: string) =>
   violation.startsWith(`${name}:`) || violation.startsWith(`${name}a:`) || violation.startsWith(`${name}b:`);
 
-describe.each(ENGINES)('learned class limits against the vendor sandbox on %s', (engine) => {
-  let dynamo: LocalDynamo;
-  let sandbox: Sandbox;
-  let parts: WorldParts;
-  const clock = new ManualClock();
-  beforeAll(async () => {
-    dynamo = await startEngine(engine);
-    sandbox = await startSandbox({ environment: 'uat', clock, quiet: true, recordRequests: true });
-    parts = {
-      clock,
-      sandbox,
-      endpoint: dynamo.endpoint,
-      tableName: await dynamo.createTable('learned-property'),
-      operatorClient: createDynamoDbClient({ endpoint: dynamo.endpoint }),
-    };
-  });
-  afterAll(async () => {
-    parts.operatorClient.destroy();
-    await sandbox.close();
-    await dynamo.close();
-  });
+/**
+ * The engines' suites run side by side (DynamoDB Local is a JVM of its own: the second core), each its tests one
+ * after another (`serial`: they share the suite's sandbox and clock).
+ */
+const serial = { concurrent: false } as const;
 
-  /** The runs, played once (by whichever test asks first). */
-  let played: Promise<{ runs: Run[]; seconds: number }> | undefined;
-  const runs = () => {
-    played ??= (async () => {
-      const started = performance.now();
-      const out: Run[] = [];
-      for (const scenario of fc.sample(scenarioArb, { numRuns: RUNS, seed: SEED })) {
-        const record = await runScenario(parts, scenario);
-        out.push({ scenario, verdict: checkRun(record), sends: record.sends.length });
-      }
-      return { runs: out, seconds: (performance.now() - started) / 1000 };
-    })();
-    return played;
-  };
-  /** The runs that break property `name`, each with its scenario (to replay) and violations. */
-  const failing = async (name: string) =>
-    (await runs()).runs
-      .map(({ scenario, verdict }) => ({ scenario, violations: verdict.violations.filter(ofProperty(name)) }))
-      .filter((r) => r.violations.length > 0)
-      .map((r) => `${r.violations.slice(0, 3).join('; ')}\n  scenario ${JSON.stringify(r.scenario)}`);
-
-  it.skipIf(REPLAY !== undefined || SHRINK !== undefined)(
-    `plays ${RUNS} random runs`,
-    async () => {
-      const { runs: all, seconds } = await runs();
-      const measured = (key: 'use' | 'rise') =>
-        all.filter((r) => r.verdict[key] && 'measured' in (r.verdict[key] ?? {}));
-      const excluded = (key: 'use' | 'rise') => {
-        const reasons: Record<string, number> = {};
-        for (const { verdict } of all) {
-          const m = verdict[key];
-          if (m && 'excluded' in m) reasons[m.excluded] = (reasons[m.excluded] ?? 0) + 1;
-        }
-        return reasons;
+describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
+  'learned class limits against the vendor sandbox on %s',
+  { concurrent: true },
+  (engine) => {
+    let dynamo: LocalDynamo;
+    let sandbox: Sandbox;
+    let parts: WorldParts;
+    const clock = new ManualClock();
+    beforeAll(async () => {
+      dynamo = await startEngine(engine);
+      sandbox = await startSandbox({ environment: 'uat', clock, quiet: true, recordRequests: true });
+      parts = {
+        clock,
+        sandbox,
+        endpoint: dynamo.endpoint,
+        tableName: await dynamo.createTable('learned-property'),
+        operatorClient: createDynamoDbClient({ endpoint: dynamo.endpoint }),
       };
-      const sum = (f: (r: Run) => number) => all.reduce((total, r) => total + f(r), 0);
-      const unnamed = all.flatMap((r) => r.verdict.allowances.unnamed);
-      console.info(
-        `${engine}: ${all.length} runs in ${seconds.toFixed(1)} s, ${sum((r) => r.sends)} vendor requests; ` +
-          `P1 allowances: ${unnamed.reduce((a, b) => a + b, 0)} unnamed (per limit: ${JSON.stringify(histogram(unnamed))}), ` +
-          `${sum((r) => r.verdict.allowances.trial)} in ${sum((r) => r.verdict.allowances.trials)} trials ` +
-          `(${sum((r) => r.verdict.allowances.refusedInTrials)} refused); ` +
-          `P2b: ${sum((r) => r.verdict.quiet.checks)} checks, ${sum((r) => r.verdict.quiet.asked)} asks after a quiet spell; ` +
-          `P3 measured in ${measured('use').length} (lowest ${Math.min(...measured('use').map((r) => (r.verdict.use && 'measured' in r.verdict.use ? r.verdict.use.measured.use : 1))).toFixed(2)}), excluded ${JSON.stringify(excluded('use'))}; ` +
-          `P4 measured in ${measured('rise').length}, excluded ${JSON.stringify(excluded('rise'))}`,
-      );
-      expect(all).toHaveLength(RUNS);
-      // The runs were about something: requests sent, use and rises measured, liars checked.
-      expect(sum((r) => r.sends)).toBeGreaterThan(5 * RUNS);
-      expect(measured('use').length).toBeGreaterThan(RUNS / 10);
-      expect(measured('rise').length).toBeGreaterThan(0);
-      expect(sum((r) => r.verdict.quiet.asked)).toBeGreaterThan(0);
-    },
-    600_000,
-  );
+    });
+    afterAll(async () => {
+      parts.operatorClient.destroy();
+      await sandbox.close();
+      await dynamo.close();
+    });
 
-  for (const [name, what] of [
-    ['P1', 'no span of a vendor limit over it, but for requests sent before it was named and rise trials'],
-    ['P2', 'a liar makes the class no looser than the honest evidence, and its word ends a window after it'],
-    ['P3', 'at least 90 % of the capacity once learned'],
-    ['P4', 'a raised limit adopted within four windows and four margins of the second caller'],
-  ] as const)
-    property(name)(
-      `${name}: ${what}`,
-      async () => {
-        expect(await failing(name)).toEqual([]);
-      },
-      600_000,
-    );
-
-  for (const { rule, breaks, scenario } of COUNTEREXAMPLES)
-    it.skipIf(REPLAY !== undefined || SHRINK !== undefined)(
-      `${STRICT ? 'keeps' : 'still breaks'} ${breaks}: ${rule}`,
-      async () => {
-        const violations = checkRun(await runScenario(parts, scenario)).violations.filter(ofProperty(breaks));
-        if (STRICT) expect(violations).toEqual([]);
-        else expect(violations.length).toBeGreaterThan(0);
-      },
-    );
-
-  it.runIf(REPLAY !== undefined && engine === 'dynalite')('replays one scenario', async () => {
-    const record = await runScenario(parts, JSON.parse(REPLAY as string) as Scenario);
-    console.info(`${timelineOf(record)}\n${JSON.stringify(checkRun(record).violations, null, 1)}`);
-  });
-
-  it.runIf(SHRINK !== undefined && engine === 'dynalite')(
-    `shrinks a counterexample of ${SHRINK}`,
-    async () => {
-      await fc.assert(
-        fc.asyncProperty(fc.noBias(scenarioArb), async (scenario) => {
+    /** The runs, played once (by whichever test asks first). */
+    let played: Promise<{ runs: Run[]; seconds: number }> | undefined;
+    const runs = () => {
+      played ??= (async () => {
+        const started = performance.now();
+        const out: Run[] = [];
+        for (const scenario of fc.sample(scenarioArb, { numRuns: RUNS, seed: SEED })) {
           const record = await runScenario(parts, scenario);
-          expect(checkRun(record).violations.filter(ofProperty(SHRINK as string))).toEqual([]);
-        }),
-        { numRuns: RUNS, seed: SEED },
-      );
-    },
-    3_600_000,
-  );
-});
+          out.push({ scenario, verdict: checkRun(record), sends: record.sends.length });
+        }
+        return { runs: out, seconds: (performance.now() - started) / 1000 };
+      })();
+      return played;
+    };
+    /** The runs that break property `name`, each with its scenario (to replay) and violations. */
+    const failing = async (name: string) =>
+      (await runs()).runs
+        .map(({ scenario, verdict }) => ({
+          scenario,
+          violations: verdict.violations.filter(ofProperty(name)),
+        }))
+        .filter((r) => r.violations.length > 0)
+        .map((r) => `${r.violations.slice(0, 3).join('; ')}\n  scenario ${JSON.stringify(r.scenario)}`);
+
+    if (PLAYING)
+      it(`plays ${RUNS} random runs`, { ...serial, timeout: 600_000 }, async () => {
+        const { runs: all, seconds } = await runs();
+        const measured = (key: 'use' | 'rise') =>
+          all.filter((r) => r.verdict[key] && 'measured' in (r.verdict[key] ?? {}));
+        const excluded = (key: 'use' | 'rise') => {
+          const reasons: Record<string, number> = {};
+          for (const { verdict } of all) {
+            const m = verdict[key];
+            if (m && 'excluded' in m) reasons[m.excluded] = (reasons[m.excluded] ?? 0) + 1;
+          }
+          return reasons;
+        };
+        const sum = (f: (r: Run) => number) => all.reduce((total, r) => total + f(r), 0);
+        const unnamed = all.flatMap((r) => r.verdict.allowances.unnamed);
+        const lapsed = all.flatMap((r) => r.verdict.allowances.lapsed);
+        console.info(
+          `${engine}: ${all.length} runs in ${seconds.toFixed(1)} s, ${sum((r) => r.sends)} vendor requests; ` +
+            `P1 allowances: ${unnamed.reduce((a, b) => a + b, 0)} unnamed (per limit: ${JSON.stringify(histogram(unnamed))}), ` +
+            `${lapsed.reduce((a, b) => a + b, 0)} lapsed (per lapse: ${JSON.stringify(histogram(lapsed))}), ` +
+            `${sum((r) => r.verdict.allowances.trial)} in ${sum((r) => r.verdict.allowances.trials)} trials ` +
+            `(${sum((r) => r.verdict.allowances.refusedInTrials)} refused); ` +
+            `P2b: ${sum((r) => r.verdict.quiet.checks)} checks, ${sum((r) => r.verdict.quiet.asked)} asks after a quiet spell; ` +
+            `P3 measured in ${measured('use').length} (lowest ${Math.min(...measured('use').map((r) => (r.verdict.use && 'measured' in r.verdict.use ? r.verdict.use.measured.use : 1))).toFixed(2)}), excluded ${JSON.stringify(excluded('use'))}; ` +
+            `P4 measured in ${measured('rise').length}, excluded ${JSON.stringify(excluded('rise'))}`,
+        );
+        expect(all).toHaveLength(RUNS);
+        // The runs were about something: requests sent, use and rises measured, liars checked.
+        expect(sum((r) => r.sends)).toBeGreaterThan(5 * RUNS);
+        expect(measured('use').length).toBeGreaterThan(RUNS / 10);
+        expect(measured('rise').length).toBeGreaterThan(0);
+        expect(sum((r) => r.verdict.quiet.asked)).toBeGreaterThan(0);
+      });
+
+    for (const [name, what] of [
+      ['P1', 'no span of a vendor limit over it, but for requests sent before it was named and rise trials'],
+      [
+        'P2',
+        'a liar makes the class no looser than the honest evidence, and its word ends a window after it',
+      ],
+      ['P3', 'at least 90 % of the capacity once learned'],
+      ['P4', 'a raised limit adopted within four windows and four margins of the second caller'],
+    ] as const)
+      if (PLAYING)
+        it(`${name}: ${what}`, { ...serial, timeout: 600_000 }, async () => {
+          expect(await failing(name)).toEqual([]);
+        });
+
+    for (const { rule, breaks, allowed, scenario } of COUNTEREXAMPLES)
+      if (PLAYING)
+        it(`keeps ${breaks}: ${rule}`, serial, async () => {
+          const verdict = checkRun(await runScenario(parts, scenario));
+          expect(verdict.violations.filter(ofProperty(breaks))).toEqual([]);
+          if (allowed) expect(verdict.allowances[allowed].length).toBeGreaterThan(0);
+        });
+
+    if (REPLAY !== undefined)
+      it('replays one scenario', serial, async () => {
+        const record = await runScenario(parts, JSON.parse(REPLAY as string) as Scenario);
+        console.info(`${timelineOf(record)}\n${JSON.stringify(checkRun(record).violations, null, 1)}`);
+      });
+
+    if (SHRINK !== undefined)
+      it(`shrinks a counterexample of ${SHRINK}`, { ...serial, timeout: 3_600_000 }, async () => {
+        await fc.assert(
+          fc.asyncProperty(fc.noBias(scenarioArb), async (scenario) => {
+            const record = await runScenario(parts, scenario);
+            expect(checkRun(record).violations.filter(ofProperty(SHRINK as string))).toEqual([]);
+          }),
+          { numRuns: RUNS, seed: SEED },
+        );
+      });
+  },
+);
 
 function histogram(values: readonly number[]): Record<string, number> {
   const out: Record<string, number> = {};

@@ -5,9 +5,12 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { type RateLimitSettings, rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { planIn } from '../shared/ledger/learned-reports.js';
+import type { LearnedView } from '../shared/ledger/learned-store.js';
+import { acquire, emptyState, stateAt } from '../shared/ledger/ledger-state.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
 import { callerTag } from '../shared/ledger/receipts.js';
-import type { VendorFeedback } from '../shared/ledger/vendor-feedback.js';
+import { applyVendorFeedback, type VendorFeedback } from '../shared/ledger/vendor-feedback.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { LedgerCore } from './support/ledger-core.js';
@@ -77,6 +80,60 @@ describe('vendor caps (pure core)', () => {
     expect(core.state.caps).toEqual([
       { scope: '*', remaining: 1, until: T0 + 3000 + SHORTEST_HOLD_MS, windowMs: 60_000 },
     ]);
+  });
+});
+
+describe("a learned class's caps (pure core)", () => {
+  // A learned class: 1/1 s kept, and another caller's provisional 1/5 s, which holds it too, until T0 + 2 s.
+  const limits = rateLimitSettingsSchema.parse({
+    general: [{ limit: 50, windowSeconds: 60 }],
+    classes: { reports: [] },
+    marginSeconds: 0.25,
+    permitValiditySeconds: 0.2,
+  });
+  const view: LearnedView = {
+    version: 1,
+    at: T0,
+    rises: {},
+    classes: {
+      reports: [
+        { limit: 1, windowSeconds: 1, learnedAt: T0 - 60_000, by: 'a' },
+        { limit: 1, windowSeconds: 5, learnedAt: T0 - 10_000, by: 'b', until: T0 + 2000 },
+      ],
+    },
+  };
+  const base = planFor(limits);
+  const now = planIn(limits, base, view, T0);
+  const then = planIn(limits, base, view, T0 + 2000);
+
+  it('an answer\'s "none left until E" is kept where a provisional limit\'s ring holds as much now but ends before E: after it the class waits for E (was judged held by that ring: a vendor 429 once it ended)', () => {
+    expect(now.classes.get('reports')?.map((s) => s.windowSeconds)).toEqual([5]);
+    expect(then.classes.get('reports')?.map((s) => s.windowSeconds)).toEqual([1]);
+    const state = stateAt(emptyState(), T0, base.marginMs);
+    expect(acquire(state, now, T0, 1, 'reports').granted).toBe(true);
+    // The answer to that grant, as the learned class reads it: its reset's latest reading 3 s on (C1), a window of
+    // 1 s as its reset implies (classWindowMs): none of the 1 s ring, so its cap lands on the 5 s one.
+    const answer: VendorFeedback = {
+      class: 'reports',
+      limit: 1,
+      remaining: 0,
+      resetMs: T0 + 3000,
+      classWindowMs: 1000,
+    };
+    const lasting = stateAt(state, T0, base.marginMs);
+    expect(applyVendorFeedback(lasting, now, T0, T0, { ...answer, planUntil: T0 + 10_000 })).toBe(false);
+    expect(lasting.caps).toEqual([]);
+    const ending = stateAt(state, T0, base.marginMs);
+    expect(applyVendorFeedback(ending, now, T0, T0, { ...answer, planUntil: T0 + 2000 })).toBe(true);
+    expect(ending.caps).toEqual([{ scope: 'reports', remaining: 0, until: T0 + 3000, windowMs: 5000 }]);
+    // Once the provisional limit ended, the kept 1/1 s alone would grant; the cap holds the class to E.
+    const at = T0 + 2500;
+    expect(acquire(stateAt(lasting, at, base.marginMs), then, at, 1, 'reports').granted).toBe(true);
+    expect(acquire(stateAt(ending, at, base.marginMs), then, at, 1, 'reports')).toMatchObject({
+      granted: false,
+      reason: 'VENDOR_CAP',
+      retryAt: T0 + 3000,
+    });
   });
 });
 

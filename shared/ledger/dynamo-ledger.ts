@@ -562,7 +562,9 @@ export class DynamoRateLedger implements RateLedger {
     }
     const learned = await this.#learn(tokenId, report, base, feedback, reporter);
     if (learned?.evidence) feedback.classWindowMs = learned.evidence.windowSeconds * 1000;
-    const { plan, version } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
+    const { plan, version, next } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
+    // A learned ring that ends before a cap of this report does holds none of it then (vendor-feedback.ts addCap).
+    if (next) feedback.planUntil = next.at;
     const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
       at ??= now;
       let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);

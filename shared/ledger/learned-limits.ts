@@ -147,7 +147,7 @@ function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number):
   for (const l of own) {
     const contradicts = evidence.limit > l.limit && evidence.windowSeconds <= l.windowSeconds;
     const until = provisionalEnd(evidence.at, Math.max(l.windowSeconds, longest), marginMs, evidence.resetMs);
-    if (contradicts || !worthRenewing(l, until, evidence.at)) continue;
+    if (contradicts || !worthRenewing(l, until)) continue;
     l.until = until;
     changed = true;
   }
@@ -156,13 +156,12 @@ function renew(next: LearnedLimit[], evidence: ClassEvidence, marginMs: number):
 
 /**
  * Whether moving a provisional limit's end to `until` is worth a write of the learned item (and every process's
- * read of it after): when it moves the end by half a window or more, or less than a window is left of it (its
- * caller may not report again before it ends: callers report once per vendor window, and a caller's longest limit
- * may have lengthened this one's last end). About twice per window of the limit for a caller that reports often.
+ * read of it after): when it moves the end by half a window or more (T3), so a caller that reports often writes it
+ * about twice per window of the limit. A report that moves it less leaves the end where it was: at least half a
+ * window and three margins after that report (the property counts a lapse after it: learned-checks.ts lapsedAt).
  */
-const worthRenewing = (l: LearnedLimit, until: number, at: number): boolean =>
-  until > (l.until as number) &&
-  (until - (l.until as number) >= l.windowSeconds * 500 || (l.until as number) - at < l.windowSeconds * 1000);
+const worthRenewing = (l: LearnedLimit, until: number): boolean =>
+  until - (l.until as number) >= l.windowSeconds * 500;
 
 /**
  * T4: another caller naming the same limit over a window at least as long corroborates a provisional limit: both
@@ -185,7 +184,7 @@ function corroborate(next: LearnedLimit[], evidence: ClassEvidence, marginMs: nu
       changed = true;
     } else if (live && evidence.windowSeconds >= l.windowSeconds) {
       const until = provisionalEnd(evidence.at, l.windowSeconds, marginMs, evidence.resetMs);
-      if (!worthRenewing(l, until, evidence.at)) continue;
+      if (!worthRenewing(l, until)) continue;
       l.until = until;
       changed = true;
     }

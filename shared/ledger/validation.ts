@@ -125,7 +125,7 @@ export function checkFeedback(report: {
   const plan = planFor(report.limits);
   const feedback: VendorFeedback = {};
   const field = (
-    name: Exclude<keyof VendorFeedback, 'class' | 'resetMs' | 'resetWidthMs' | 'classWindowMs'>,
+    name: Exclude<keyof VendorFeedback, 'class' | 'resetMs' | 'resetWidthMs' | 'classWindowMs' | 'planUntil'>,
     ok: (value: number) => boolean,
     rule: string,
   ) => {

@@ -25,6 +25,11 @@ export interface VendorFeedback {
   class?: string;
   /** The window (ms) the class report implies for the limit it names (learned-evidence.ts): its ring, if any. */
   classWindowMs?: number;
+  /**
+   * Ledger time until which the plan's learned rings stay as they are: the next end of a provisional limit
+   * (learned-reports.ts nextPlanIn; absent: none ends). A ring that holds a cap's worth now holds it only so long.
+   */
+  planUntil?: number;
 }
 
 /** The reset of a report in ledger time (resetMs), or undefined. */
@@ -181,6 +186,9 @@ function addCap(
   const allowance = Math.min(
     ...checked.map((s) => s.limit - usedAfter(s, state.rings.get(s.key) ?? emptyRing(), g, until - s.spanMs)),
   );
-  if (remaining >= allowance) return false;
+  // Only while those rings hold: a learned class's ring of a provisional limit that ends before the cap does
+  // leaves the rest of the vendor's window to the cap alone (its class's other rings may let more through then).
+  const lasting = !plan.learned.has(spec.scope) || (feedback.planUntil ?? Number.POSITIVE_INFINITY) >= until;
+  if (lasting && remaining >= allowance) return false;
   return placeCap(state, { scope: spec.scope, remaining, until, windowMs: spec.windowMs });
 }

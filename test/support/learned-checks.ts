@@ -1,13 +1,21 @@
-import { learnedWindowFor } from '../../shared/ledger/learned-limits.js';
+import { resetInLedgerTime } from '../../shared/ledger/learned-evidence.js';
+import {
+  inForce,
+  type LearnedLimit,
+  learnedWindowFor,
+  PROVISIONAL_MARGINS,
+} from '../../shared/ledger/learned-limits.js';
 import {
   holdsAt,
   type LoggedSend,
   liarWindowSeconds,
+  type ReportRecord,
   type RunRecord,
   riseBound,
+  riseWindowSeconds,
   type VendorLimit,
 } from './learned-property-world.js';
-import { FAMILY, type Limit } from './learned-scenarios.js';
+import { FAMILY, type Limit, type Scenario } from './learned-scenarios.js';
 
 /**
  * The properties of learned class limits, checked on one run's record (learned-property-world.ts) from the vendor's side:
@@ -21,7 +29,14 @@ import { FAMILY, type Limit } from './learned-scenarios.js';
  *     flight when the naming answer came back, so at most one per honest caller, and one more per honest report
  *     of it that was lost; (b) requests sent while a rise trial of the class was on (R2: one request a window
  *     above a kept limit; R4: the first 429 ends it, so at most one refused per trial and honest caller in
- *     flight). A general limit is configured: named from the start, no trial lifts it.
+ *     flight); (c) requests sent after one caller's word on it lapsed (T2: "a limit only one caller has named
+ *     may so lapse after a pause and be named again by the next answer"), precisely: the learned item then held
+ *     no limit in force as tight as the vendor's (no more over a window at least as long), and the last honest
+ *     report naming it was more than T2's least end behind (half the window its reset implies at least (I3 a),
+ *     plus three margins: what the contract says that report's word lasts at the least, T3 writing a renewal
+ *     only when it moves the end by half a window or more) ("lapsed"); as in (a), at most one per honest caller and lost report of it in each
+ *     such lapse (the requests in flight when the answer naming it again came back). A general limit is
+ *     configured: named from the start, no trial lifts it, nothing lapses.
  * P2a A liar makes the class no looser than the honest evidence: P1 holds with it in the run (no allowance is
  *     the liar's); a kept limit it taught names a limit an honest caller reported (T4: only the same limit
  *     corroborates); and a rise trial begins only after an honest report of a larger limit within the kept
@@ -34,7 +49,8 @@ import { FAMILY, type Limit } from './learned-scenarios.js';
  * P3  Use: once the family's limits are named (and any liar's word, change or rise is a settle time behind), in
  *     the longest busy stretch that follows, the requests the vendor served are at least 90 % of the most any
  *     scheduler could have sent there under the vendor's limits (sliding reading, from the vendor's log before
- *     it: `capacityWithHistory`). Only families of common windows (learned exactly), and stretches whose
+ *     it: `capacityWithHistory`), each window held the margin or C1's reading slack longer, whichever is more
+ *     (the ledger's design, not a loss: `readingSlackMs`). Only families of common windows (learned exactly), and stretches whose
  *     capacity is at least 10 requests (so that 90 % allows one less); the others are counted as excluded.
  * P4  Rise: after the vendor raised a limit, once two honest callers reported it, `ledger.learned` lists it kept
  *     within `riseBound` (learned-property-world.ts), where the rules can adopt it: two honest callers, demand all along,
@@ -47,6 +63,8 @@ export const MIN_CAPACITY = 10;
 export interface Allowances {
   /** P1 (a): requests refused by a limit not named yet, per limit with any. */
   unnamed: number[];
+  /** P1 (c): requests refused by a limit whose one caller's word had lapsed (T2), per lapse with any. */
+  lapsed: number[];
   /** P1 (b): requests refused by a family limit during a rise trial, and the trials. */
   trial: number;
   trials: number;
@@ -70,15 +88,25 @@ export function checkRun(record: RunRecord): RunVerdict {
   const violations: string[] = [];
   const overs: RunVerdict['over'] = [];
   const trials = trialsOf(record);
-  const allowances: Allowances = { unnamed: [], trial: 0, trials: trials.length, refusedInTrials: 0 };
+  const allowances: Allowances = {
+    unnamed: [],
+    lapsed: [],
+    trial: 0,
+    trials: trials.length,
+    refusedInTrials: 0,
+  };
   const inTrial = (t: number) => trials.find((trial) => trial.since <= t && t < trial.until);
   const sends = [...record.sends].sort((a, b) => a.at - b.at);
 
   // P1, every vendor limit: what the vendor refused by it, and whether the ledger could have known.
   for (const limit of record.vendorLimits) {
     const named = namedAt(record, limit);
+    // Sent before the naming answer reached the ledger: earlier, or in the same millisecond (the run's clock stands
+    // still while a report is written, so a grant of that millisecond may have been decided before it landed; and
+    // a caller of no latency sends the very request the answer is to in it).
+    const before = (t: number) => t <= named;
     const refused = sends.filter((s) => s.at >= limit.from && s.at < limit.to && refusedBy(s, limit));
-    const unnamed = refused.filter((s) => s.at < named);
+    const unnamed = refused.filter((s) => before(s.at));
     if (unnamed.length > 0) allowances.unnamed.push(unnamed.length);
     // In flight when the answer naming it came back: one request per honest caller, and one more per honest
     // report of it that was lost (the ledger unavailable).
@@ -89,16 +117,34 @@ export function checkRun(record: RunRecord): RunVerdict {
       violations.push(
         `P1: ${labelOf(limit)} refused ${unnamed.length} requests before it was named (at most one per honest caller and lost report)`,
       );
+    /** Per lapse (the last naming report before it): its refusals. */
+    const lapses = new Map<ReportRecord, number[]>();
     for (const send of refused) {
-      if (send.at < named) continue;
+      if (before(send.at)) continue;
       if (limit.family && inTrial(send.at)) {
         allowances.trial++;
+        continue;
+      }
+      const lapse = limit.family ? lapsedAt(record, limit, send.at) : undefined;
+      if (lapse) {
+        lapses.set(lapse, [...(lapses.get(lapse) ?? []), send.at]);
         continue;
       }
       overs.push({ limit, at: send.at });
       violations.push(
         `P1: ${labelOf(limit)} refused a request ${at(record, send.at)}, named ${at(record, named)}${inTrial(send.at) ? ' (in a trial)' : ''}`,
       );
+    }
+    for (const [naming, times] of lapses) {
+      allowances.lapsed.push(times.length);
+      // In flight when the answer naming it again came back, as before it was first named.
+      const lost = record.honestReports.filter(
+        (r) => !r.reached && r.limit === limit.limit && r.at > naming.at && r.at <= Math.max(...times),
+      ).length;
+      if (times.length > record.scenario.callers.length + lost)
+        violations.push(
+          `P1: ${labelOf(limit)} refused ${times.length} requests after its word lapsed ${at(record, naming.at)} (at most one per honest caller and lost report)`,
+        );
     }
   }
   allowances.refusedInTrials = sends.filter((s) => !s.served && inTrial(s.at)).length;
@@ -193,6 +239,66 @@ export function namedAt(record: Pick<RunRecord, 'honestReports'>, limit: VendorL
   );
 }
 
+/**
+ * P1 (c): whether a request sent at `t` and refused by the family limit `limit` was sent after one caller's word
+ * on it lapsed (T2): the learned item then held no limit in force as tight as it, and the last honest report
+ * naming it (reached, while it was the vendor's) was further behind than the least T2 lets its word last. That
+ * report when so (the lapse the request is counted in), else undefined.
+ */
+export function lapsedAt(
+  record: Pick<RunRecord, 'honestReports' | 'observations' | 'measuredOffset' | 'marginMs'>,
+  limit: VendorLimit,
+  t: number,
+): ReportRecord | undefined {
+  const item = learnedItemAt(record, t);
+  if (inForce(item, t).some((l) => l.limit <= limit.limit && l.windowSeconds >= limit.windowSeconds))
+    return undefined;
+  const naming = record.honestReports
+    .filter((r) => r.reached && r.limit === limit.limit && r.at >= limit.from && r.at <= t)
+    .at(-1);
+  if (!naming) return undefined;
+  // T2's least end of that report's word: half its window (T3 writes a renewal only when it moves the end by half
+  // a window or more, so a report that would move it less leaves it at least that long after the report) plus
+  // three margins, its window at least what its reset certainly leaves (I3 a).
+  const reset = resetInLedgerTime(naming.reset, record.measuredOffset);
+  const windowMs = learnedWindowFor(Math.max(1, Math.ceil((reset.earliest - naming.at) / 1000))) * 1000;
+  const leastEnd = naming.at + windowMs / 2 + PROVISIONAL_MARGINS * record.marginMs;
+  return t >= leastEnd ? naming : undefined;
+}
+
+/**
+ * When the class last learned the family limit `limit` from its shorter limits' history (-Infinity: never): the
+ * last honest report naming it (reached, while it was the vendor's) that found the learned item holding no limit in
+ * force of a window as long. Its first naming, or one after one caller's word on it lapsed (T2) with no longer
+ * limit in force: the class is then where it was without it, and the ring of its window starts, as at its first
+ * learning, with the grants of the class's shorter rings at the latest times they allow (docs/class-limits.md,
+ * "How learning uses a report", 1: a safe guess, which may hold the class longer than the vendor does). A window
+ * a longer ring covers starts with that ring's grants instead (M3), as they were.
+ */
+export function learnedLastAt(
+  record: Pick<RunRecord, 'honestReports' | 'observations'>,
+  limit: VendorLimit,
+): number {
+  const learning = record.honestReports.filter(
+    (r) =>
+      r.reached &&
+      r.limit === limit.limit &&
+      r.at >= limit.from &&
+      !inForce(learnedItemAt(record, r.at - 1), r.at).some(
+        (l) => l.windowSeconds >= learnedWindowFor(limit.windowSeconds),
+      ),
+  );
+  return learning.at(-1)?.at ?? Number.NEGATIVE_INFINITY;
+}
+
+/** The class's learned limits as the item held them at `t`: its newest version observed by then. */
+function learnedItemAt(record: Pick<RunRecord, 'observations'>, t: number): LearnedLimit[] {
+  let newest: RunRecord['observations'][number] | undefined;
+  for (const o of record.observations)
+    if (o.at <= t && (newest === undefined || o.version >= newest.version)) newest = o;
+  return newest?.classes[FAMILY] ?? [];
+}
+
 /** The vendor refused `send` by `limit` (a family's or a general one). */
 const refusedBy = (send: LoggedSend, limit: VendorLimit): boolean =>
   !send.served &&
@@ -257,6 +363,22 @@ export function capacityWithHistory(
   }
 }
 
+/**
+ * How much later than the vendor frees room a cap of an honest answer may end (C1): its reset `R` is a whole
+ * second rounded up, read at its latest `R − oLo` with the vendor's clock `offsetMs` ahead of ours, so up to
+ * 1 s + (offsetMs − oLo) after the vendor's own reset.
+ */
+export const readingSlackMs = (record: Pick<RunRecord, 'offsetMs' | 'measuredOffset'>): number =>
+  1000 + Math.max(0, record.offsetMs - record.measuredOffset.lo);
+
+/**
+ * The most a denial's wait is spread (docs/vend-api.md, "How long a denial says to wait": up to 1 % of the set's
+ * shortest general window, at most 1 s), which the run's callers wait: so that callers told to wait do not come
+ * back together. Beside the family's windows of a few seconds it is no small part of a window.
+ */
+export const hintSpreadMs = (scenario: Pick<Scenario, 'general'>): number =>
+  Math.min(1000, 10 * Math.min(...scenario.general.map((g) => g.windowSeconds)));
+
 /** The phases' busy spans, in ledger time. */
 function busySpans(record: RunRecord): { from: number; to: number }[] {
   const spans: { from: number; to: number }[] = [];
@@ -278,7 +400,9 @@ function useOf(record: RunRecord, sends: readonly LoggedSend[]): RunVerdict['use
   const named = family.map((l) => namedAt(record, l)).filter(Number.isFinite);
   if (named.length === 0) return { excluded: 'never learned' };
   const longest = Math.max(...family.map((l) => learnedWindowFor(l.windowSeconds))) * 1000;
-  const after = [Math.max(...named)];
+  // Learned again after one caller's word on it lapsed (T2), from the shorter rings: from then, as from its first
+  // naming.
+  const after = [Math.max(...named, ...family.map((l) => learnedLastAt(record, l)))];
   if (scenario.liar && record.liarReports.length > 0) {
     const last = Math.max(...record.liarReports.map((r) => r.at));
     const general = Math.max(...scenario.general.map((g) => g.windowSeconds));
@@ -287,13 +411,9 @@ function useOf(record: RunRecord, sends: readonly LoggedSend[]): RunVerdict['use
   if (scenario.change) {
     after.push(record.start + scenario.change.atSeconds * 1000 + longest);
     if (scenario.change.to > (scenario.family[scenario.change.index] as Limit).limit) {
+      const window = riseWindowSeconds(record, scenario);
       const adopted = record.observations.find((o) =>
-        holdsAt(
-          o.classes[FAMILY] ?? [],
-          scenario.change?.to ?? 0,
-          learnedWindowFor((scenario.family[scenario.change?.index ?? 0] as Limit).windowSeconds),
-          o.at,
-        ),
+        holdsAt(o.classes[FAMILY] ?? [], scenario.change?.to ?? 0, window, o.at),
       );
       if (!adopted) return { excluded: 'a rise not adopted' };
       after.push(adopted.at);
@@ -308,8 +428,16 @@ function useOf(record: RunRecord, sends: readonly LoggedSend[]): RunVerdict['use
   const served = sends.filter((s) => s.served);
   const history = served.filter((s) => s.at < stretch.from).map((s) => s.at);
   // The ledger's promise is the vendor's limits each held over its window plus the margin (docs/design.md): that
-  // much is its design, not a loss (at most 4 % here: learned-property-world.ts marginMsOf).
-  const widened = final.map((l) => ({ limit: l.limit, windowSeconds: l.windowSeconds + marginMs / 1000 }));
+  // much is its design, not a loss (at most 4 % here: learned-property-world.ts marginMsOf). And a window's answers
+  // hold it to the latest their reset can mean (C1: a cap "r more until E", E = R − oLo): up to the header's whole
+  // second and the offset interval's low side (the true offset less oLo) after the vendor frees room, every
+  // window the class fills. Whichever is longer; and the callers come back when a denial says, which is spread
+  // (hintSpreadMs).
+  const widened = final.map((l) => ({
+    limit: l.limit,
+    windowSeconds:
+      l.windowSeconds + (Math.max(marginMs, readingSlackMs(record)) + hintSpreadMs(scenario)) / 1000,
+  }));
   const capacity = capacityWithHistory(widened, history, stretch.from, stretch.to);
   if (capacity < MIN_CAPACITY) return { excluded: 'too short to measure' };
   const got = served.filter((s) => s.at >= stretch.from && s.at <= stretch.to).length;
@@ -328,11 +456,10 @@ function riseOf(record: RunRecord): RunVerdict['rise'] {
   if (scenario.callers.length < 2) return { excluded: 'one honest caller' };
   const second = record.riseSecondReportAt;
   if (second === undefined) return { excluded: 'not reported by two honest callers' };
-  const boundMs = riseBound(learnedWindowFor(before.windowSeconds), record.marginMs);
+  const window = riseWindowSeconds(record, scenario);
+  const boundMs = riseBound(window, record.marginMs);
   const adopted = record.observations.find(
-    (o) =>
-      o.at >= second &&
-      holdsAt(o.classes[FAMILY] ?? [], change.to, learnedWindowFor(before.windowSeconds), o.at),
+    (o) => o.at >= second && holdsAt(o.classes[FAMILY] ?? [], change.to, window, o.at),
   );
   const adoptedWithinMs = adopted ? adopted.at - second : Number.POSITIVE_INFINITY;
   const check = record.riseCheck;

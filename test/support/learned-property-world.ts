@@ -139,6 +139,8 @@ export interface RunRecord {
   vendorLimits: VendorLimit[];
   sends: LoggedSend[];
   grants: { at: number; caller: number }[];
+  /** The liar's permits (never sent: what it reports is made up). */
+  liarGrants: number[];
   honestReports: ReportRecord[];
   liarReports: ReportRecord[];
   observations: LearnedObservation[];
@@ -227,6 +229,7 @@ export async function runScenario(
     vendorLimits: vendorLimitsOf(scenario, start, end),
     sends: [],
     grants: [],
+    liarGrants: [],
     honestReports: [],
     liarReports: [],
     observations,
@@ -293,9 +296,6 @@ export async function runScenario(
   const change = scenario.change;
   const raised = change && change.to > (scenario.family[change.index] as Limit).limit ? change : undefined;
   const raisedBy = new Set<number>();
-  const riseBoundMs = raised
-    ? riseBound(learnedWindowFor(scenario.family[raised.index]?.windowSeconds ?? 0), marginMs)
-    : 0;
 
   const reported = scenario.callers.map(() => new Set<string>());
   async function answered(
@@ -332,18 +332,14 @@ export async function runScenario(
         if (raisedBy.size === 2 && record.riseSecondReportAt === undefined) {
           const secondReportAt = clock.now();
           record.riseSecondReportAt = secondReportAt;
-          schedule(secondReportAt + riseBoundMs, async () => {
+          const window = riseWindowSeconds(record, scenario);
+          schedule(secondReportAt + riseBound(window, marginMs), async () => {
             const listed = (await operator.learned(setId))[FAMILY] ?? [];
             record.riseCheck = {
               secondReportAt,
               at: clock.now(),
               listed: listed.map(({ limit, windowSeconds }) => ({ limit, windowSeconds })),
-              adopted: holdsAt(
-                listed,
-                raised.to,
-                learnedWindowFor(scenario.family[raised.index]?.windowSeconds ?? 0),
-                clock.now(),
-              ),
+              adopted: holdsAt(listed, raised.to, window, clock.now()),
             };
           });
         }
@@ -390,6 +386,15 @@ export async function runScenario(
       const at = start + liar.startSeconds * 1000 + j * liar.everyMs;
       const last = j === liar.reports - 1;
       schedule(at, async () => {
+        // A consumer of the broker: it asks for a permit of the class, as any caller, and lies about the answer
+        // (I2: a report teaches only right after the ledger granted the class). It never sends the request.
+        const permit = await liarLedger
+          .acquire({ tokenId, caller: LIAR, count: 1, class: FAMILY, limits, setId })
+          .catch((error: unknown) => {
+            if (error instanceof LedgerUnavailableError) return undefined;
+            throw error;
+          });
+        if (permit?.granted) record.liarGrants.push(clock.now());
         const fields = liarReport(scenario, liar, j, Math.floor((clock.now() + scenario.offsetMs) / 1000));
         const reached = await report(liarLedger, LIAR, fields);
         record.liarReports.push({
@@ -434,7 +439,9 @@ export async function runScenario(
           // Its word: a limit of its that another caller corroborated (T4) is that caller's word too.
           .filter((l) => l.by === record.liarTag && l.until !== undefined)
           .map(({ limit, windowSeconds }) => ({ limit, windowSeconds })),
-        quiet: !record.grants.some((g) => g.at > clock.now() - quietMs),
+        quiet: ![...record.grants.map((g) => g.at), ...record.liarGrants].some(
+          (t) => t > clock.now() - quietMs,
+        ),
       };
       record.quietChecks.push(check);
       if (!check.quiet) return;
@@ -516,6 +523,28 @@ function vendorLimitsOf(scenario: Scenario, start: number, end: number): VendorL
  */
 export const riseBound = (windowSeconds: number, marginMs: number): number =>
   (3 + 1) * windowSeconds * 1000 + 4 * marginMs;
+
+/**
+ * The window (s) a rise of the scenario's changed limit is adopted on (R3: `L2/W` kept in place of the kept `L/W`):
+ * the window of the kept limit of the old value the class held last before the change, else the common length of
+ * the vendor's window. They differ where the class kept that limit over a shorter window than the vendor's (two
+ * callers' lower bounds, T4; P1 judges that, not P4).
+ */
+export function riseWindowSeconds(
+  record: Pick<RunRecord, 'observations' | 'start'>,
+  scenario: Pick<Scenario, 'family' | 'change'>,
+): number {
+  const change = scenario.change;
+  const before = change && scenario.family[change.index];
+  if (!change || !before) return 0;
+  let window = learnedWindowFor(before.windowSeconds);
+  for (const o of record.observations) {
+    if (o.at > record.start + change.atSeconds * 1000) break;
+    const kept = (o.classes[FAMILY] ?? []).find((l) => l.until === undefined && l.limit === before.limit);
+    if (kept) window = kept.windowSeconds;
+  }
+  return window;
+}
 
 /**
  * A raised limit is adopted when what the set learned holds its window at it: kept (R3's raise, or taught anew and

@@ -14,6 +14,7 @@ export function timelineOf(record: RunRecord): string {
   const resetIn = (r: { reset: number; at: number }) =>
     ((r.reset * 1000 - record.offsetMs - r.at) / 1000).toFixed(3);
   for (const g of record.grants) add(g.at, `grant to honest-${g.caller}`);
+  for (const at of record.liarGrants ?? []) add(at, 'grant to the liar');
   for (const send of record.sends)
     add(
       send.at,
