@@ -156,9 +156,13 @@ export interface SoakEvent {
   downMs?: number;
 }
 
-/** A consumer's class report the broker took (2xx), as its fetch saw it: from `sentAt` on, the ledger may know it. */
+/**
+ * A consumer's class report the broker took (2xx), as its fetch saw it: sent at `sentAt`, answered at `at`. The
+ * broker answers once the report is in the ledger: from then on the ledger knows the limit it names.
+ */
 export interface ClassReportSent {
   sentAt: number;
+  at: number;
   class: string;
   limit: number;
 }
@@ -170,9 +174,9 @@ export interface SoakTimeline {
   events: SoakEvent[];
   liarReports: LiarReport[];
   /**
-   * The consumers' class reports: a limit is named (to the ledger) by the first report of it sent, not by the
-   * answer a client got before reporting it (docs/class-limits.md, "How learning uses a report", 3). Absent (a
-   * record of an older run): by the first answer naming it that came back, as before.
+   * The consumers' class reports: a limit is named (to the ledger) by the first report of it the broker took, not
+   * by the answer a client got before reporting it (docs/class-limits.md, "How learning uses a report", 3). Absent
+   * (a record of an older run): by the first answer naming it that came back, as before.
    */
   classReports?: ClassReportSent[];
 }
@@ -358,13 +362,13 @@ export function classRows(
     const learning = refusedHere.filter((hit) => hit.sentAt < firstAnswer).length;
     // After learning, refused by a limit that no answer of the class had named before the request left.
     const refusingLimit = (hit: VendorHit) => byRequestId.get(hit.requestId ?? '')?.refusedBy?.limit;
-    // Named: a report of the limit had left for the broker before the request did (by the answers' return where
-    // the record has no reports). A request sent earlier was in flight for the ledger, which could not know it.
+    // Named: the broker had taken a report of the limit before the request left (by the answers' return where the
+    // record has no reports). A request sent earlier was in flight for the ledger, which could not know it.
     const reports = timeline?.classReports;
     const namedBefore = (limit: number | undefined, sentAt: number): boolean =>
       reports === undefined
         ? ofClass.some((answer) => answer.named === limit && answer.at < sentAt)
-        : reports.some((r) => r.class === family && r.limit === limit && r.sentAt < sentAt);
+        : reports.some((r) => r.class === family && r.limit === limit && r.at < sentAt);
     const unnamed = refusedHere
       .filter((hit) => hit.sentAt >= firstAnswer)
       .filter((hit) => !namedBefore(refusingLimit(hit), hit.sentAt));

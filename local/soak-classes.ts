@@ -140,11 +140,11 @@ export async function runClassesSoak(
     const response = await fetch(input, init);
     const url = String(input instanceof Request ? input.url : input);
     const bearer = authorizationOf(init);
-    // A class report that reached the broker names its limit to the ledger from its sending on (classRows).
+    // A class report the broker took names its limit to the ledger from then on (classRows).
     if (url.endsWith('/rate-limit-reports') && typeof init?.body === 'string') {
       const body = JSON.parse(init.body) as { class?: string; limit?: number };
       if (body.class !== undefined && body.limit !== undefined && response.ok)
-        classReports.push({ sentAt, class: body.class, limit: body.limit });
+        classReports.push({ sentAt, at: Date.now(), class: body.class, limit: body.limit });
     }
     if (bearer && url.startsWith(sandbox.url)) {
       hits.push({
@@ -367,6 +367,8 @@ export async function runClassesSoak(
     liarReports: liar?.reports ?? [],
     classReports,
   };
+  // The test file's runs too (local/soak-cli.ts: SOAK_CLASSES_RAW_DIR).
+  rawDir ??= process.env.SOAK_CLASSES_RAW_DIR || undefined;
   if (rawDir !== undefined) {
     const tokenIndex = new Map(
       [...new Set(hits.map((hit) => hit.token))].map((token, index) => [token, index]),
