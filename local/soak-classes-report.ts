@@ -156,12 +156,29 @@ export interface SoakEvent {
   downMs?: number;
 }
 
+/**
+ * A consumer's class report the broker took (2xx), as its fetch saw it: sent at `sentAt`, answered at `at`. The
+ * broker answers once the report is in the ledger: from then on the ledger knows the limit it names.
+ */
+export interface ClassReportSent {
+  sentAt: number;
+  at: number;
+  class: string;
+  limit: number;
+}
+
 /** The run's clock and what happened in it, for classRows. */
 export interface SoakTimeline {
   startedAt: number;
   endedAt: number;
   events: SoakEvent[];
   liarReports: LiarReport[];
+  /**
+   * The consumers' class reports: a limit is named (to the ledger) by the first report of it the broker took, not
+   * by the answer a client got before reporting it (docs/class-limits.md, "How learning uses a report", 3). Absent
+   * (a record of an older run): by the first answer naming it that came back, as before.
+   */
+  classReports?: ClassReportSent[];
 }
 
 export interface ClassesSoakResult {
@@ -307,6 +324,11 @@ function stretches(
   return found;
 }
 
+/** A change of a class's limits that lets more through (its fastest rate higher). */
+const raises = (from: readonly RateLimit[], to: readonly RateLimit[]): boolean =>
+  Math.max(...to.map((l) => l.limit / l.windowSeconds)) >
+  Math.max(...from.map((l) => l.limit / l.windowSeconds));
+
 /** The table's figures, from what the clients saw (send times, classes) and what the vendor logged. */
 export function classRows(
   settings: ClassesSoakSettings,
@@ -340,11 +362,16 @@ export function classRows(
     const learning = refusedHere.filter((hit) => hit.sentAt < firstAnswer).length;
     // After learning, refused by a limit that no answer of the class had named before the request left.
     const refusingLimit = (hit: VendorHit) => byRequestId.get(hit.requestId ?? '')?.refusedBy?.limit;
+    // Named: the broker had taken a report of the limit before the request left (by the answers' return where the
+    // record has no reports). A request sent earlier was in flight for the ledger, which could not know it.
+    const reports = timeline?.classReports;
+    const namedBefore = (limit: number | undefined, sentAt: number): boolean =>
+      reports === undefined
+        ? ofClass.some((answer) => answer.named === limit && answer.at < sentAt)
+        : reports.some((r) => r.class === family && r.limit === limit && r.at < sentAt);
     const unnamed = refusedHere
       .filter((hit) => hit.sentAt >= firstAnswer)
-      .filter(
-        (hit) => !ofClass.some((answer) => answer.named === refusingLimit(hit) && answer.at < hit.sentAt),
-      );
+      .filter((hit) => !namedBefore(refusingLimit(hit), hit.sentAt));
     const perUnnamed = new Map<number | undefined, number>();
     for (const hit of unnamed)
       perUnnamed.set(refusingLimit(hit), (perUnnamed.get(refusingLimit(hit)) ?? 0) + 1);
@@ -358,27 +385,59 @@ export function classRows(
       .filter((event) => event.family === undefined || event.family === family)
       .sort((a, b) => a.at - b.at);
     const changes = events.filter((event) => event.limits !== undefined);
+    const shown = family === undefined ? undefined : learnedFigures[family];
     const phases: PhaseFigure[] = [];
+    /** When the limits a change raised were adopted (the new limit's learnedAt as the broker listed it), if ever. */
+    const raisedAdoption = (before: readonly RateLimit[], change: SoakEvent): number | undefined => {
+      const to = change.limits ?? [];
+      if (!raises(before, to)) return undefined;
+      const values = new Set(to.map((l) => l.limit).filter((v) => !before.some((l) => l.limit === v)));
+      const view = shown?.history.find((v) => v.at >= change.at && v.limits.some((l) => values.has(l.limit)));
+      const listed = view?.limits.find((l) => values.has(l.limit));
+      return listed === undefined
+        ? undefined
+        : Math.max(change.at, Math.min(view?.at ?? 0, listed.learnedAt ?? Infinity));
+    };
     const partUses: { used: number; allowed: number }[] = [];
     const partRunUses: { used: number; allowed: number }[] = [];
     let phaseLimits: RateLimit[] = limits;
     [{ at: Number.NEGATIVE_INFINITY, label: 'start' } as const, ...events].forEach((event, index) => {
+      const before = phaseLimits;
       if ('limits' in event && event.limits) phaseLimits = event.limits;
       const from = event.at;
       const to = events[index]?.at ?? Number.POSITIVE_INFINITY;
       const inPart = (at: number) => at >= from && at < to;
       const after = (at: number) => inPart(at) && at >= firstAnswer;
+      // A raised limit is learned when the ledger adopts it: until then the contract spends the part learning it (a
+      // trial above a kept limit, R2-R3, or one caller's word lapsing to the probe and named again, T2, T6), which
+      // the adoption's own bound times (adoptBoundSeconds). The part's use counts from the adoption on; never
+      // adopted, all of it against the raised limit.
+      const adoptedAt = 'limits' in event && event.limits ? raisedAdoption(before, event) : undefined;
+      const cuts: [number, number, RateLimit[]][] =
+        adoptedAt !== undefined && adoptedAt < to
+          ? [[adoptedAt, to, phaseLimits]]
+          : [[from, to, phaseLimits]];
+      const sumOf = (uses: { used: number; allowed: number }[]) =>
+        uses.reduce((a, b) => ({ used: a.used + b.used, allowed: a.allowed + b.allowed }));
       partUses.push(
-        useOf(
-          afterLearning.filter((entry) => inPart(entry.at)),
-          phaseLimits,
+        sumOf(
+          cuts.map(([a, b, limitsOfCut]) =>
+            useOf(
+              afterLearning.filter((entry) => entry.at >= a && entry.at < b),
+              limitsOfCut,
+            ),
+          ),
         ),
       );
       // Of the run: learning included (the probe's request fills the vendor's first window too).
-      const partUse = useOf(
-        served.filter((entry) => inPart(entry.at)),
-        phaseLimits,
-        { from, to: Math.min(to, runEnd), tenures: keyTenures, all: servedByKey },
+      const partUse = sumOf(
+        cuts.map(([a, b, limitsOfCut]) =>
+          useOf(
+            served.filter((entry) => entry.at >= a && entry.at < b),
+            limitsOfCut,
+            { from: a, to: Math.min(b, runEnd), tenures: keyTenures, all: servedByKey },
+          ),
+        ),
       );
       partRunUses.push(partUse);
       phases.push({
@@ -411,7 +470,6 @@ export function classRows(
           })
         : sum(partRunUses);
 
-    const shown = family === undefined ? undefined : learnedFigures[family];
     const lastPollAt = shown?.lastPollAt ?? timeline?.endedAt ?? 0;
     const adoptions: Adoption[] = changes.map((change) => {
       const index = events.indexOf(change);
@@ -422,9 +480,7 @@ export function classRows(
       return {
         from,
         to,
-        raised:
-          Math.max(...to.map((l) => l.limit / l.windowSeconds)) >
-          Math.max(...from.map((l) => l.limit / l.windowSeconds)),
+        raised: raises(from, to),
         atSeconds: seconds(change.at),
         seconds: view === undefined ? undefined : Number(((view.at - change.at) / 1000).toFixed(1)),
         ...(view ? { shown: shownText(view.limits) } : {}),

@@ -8,7 +8,13 @@ import type { LoadedLocalConfig } from './config.js';
 import { ConsoleTelemetry } from './console-telemetry.js';
 import { type OperatorAccess, operatorStatus, watchLearnedClasses } from './learned-watch.js';
 import { authorizationOf, soakConfig } from './soak.js';
-import { type ClassesSoakResult, classRows, type SoakEvent, type VendorHit } from './soak-classes-report.js';
+import {
+  type ClassesSoakResult,
+  type ClassReportSent,
+  classRows,
+  type SoakEvent,
+  type VendorHit,
+} from './soak-classes-report.js';
 import { type ClassesSoakSettings, learnsClasses } from './soak-classes-settings.js';
 import { LIAR_CALLER, SoakLiar } from './soak-liar.js';
 import { spanExcesses } from './soak-report.js';
@@ -112,7 +118,10 @@ export async function runClassesSoak(
   });
   const config = classesConfig(settings, { dynamoDbEndpoint: store.endpoint, vendorBaseUrl: sandbox.url });
   const logs: string[] = [];
-  const telemetry = new ConsoleTelemetry({ level: 'info', write: (line) => logs.push(line) });
+  const telemetry = new ConsoleTelemetry({
+    level: process.env.SOAK_CLASSES_DEBUG ? 'debug' : 'info',
+    write: (line) => logs.push(line),
+  });
   let broker: LocalBroker;
   try {
     broker = await startLocalBroker(config, { telemetry });
@@ -125,11 +134,18 @@ export async function runClassesSoak(
   const restartConfig = { ...config, port: Number(new URL(broker.vendUrl).port) };
   const events: SoakEvent[] = [];
   const hits: VendorHit[] = [];
+  const classReports: ClassReportSent[] = [];
   const recordingFetch: typeof fetch = async (input, init) => {
     const sentAt = Date.now();
     const response = await fetch(input, init);
     const url = String(input instanceof Request ? input.url : input);
     const bearer = authorizationOf(init);
+    // A class report the broker took names its limit to the ledger from then on (classRows).
+    if (url.endsWith('/rate-limit-reports') && typeof init?.body === 'string') {
+      const body = JSON.parse(init.body) as { class?: string; limit?: number };
+      if (body.class !== undefined && body.limit !== undefined && response.ok)
+        classReports.push({ sentAt, at: Date.now(), class: body.class, limit: body.limit });
+    }
     if (bearer && url.startsWith(sandbox.url)) {
       hits.push({
         sentAt,
@@ -349,7 +365,10 @@ export async function runClassesSoak(
     endedAt: deadline,
     events,
     liarReports: liar?.reports ?? [],
+    classReports,
   };
+  // The test file's runs too (local/soak-cli.ts: SOAK_CLASSES_RAW_DIR).
+  rawDir ??= process.env.SOAK_CLASSES_RAW_DIR || undefined;
   if (rawDir !== undefined) {
     const tokenIndex = new Map(
       [...new Set(hits.map((hit) => hit.token))].map((token, index) => [token, index]),
@@ -362,6 +381,8 @@ export async function runClassesSoak(
       timeline,
     };
     writeFileSync(path.join(rawDir, `classes-${settings.variant}-${started}.json`), JSON.stringify(record));
+    if (process.env.SOAK_CLASSES_DEBUG)
+      writeFileSync(path.join(rawDir, `classes-${settings.variant}-${started}.log`), logs.join('\n'));
   }
   const rows = classRows(settings, hits, log, learnedFigures, timeline);
   const secrets = [

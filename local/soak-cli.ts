@@ -7,7 +7,9 @@
  * `npm run soak -- classes [VARIANT...] [--variant VARIANT[,VARIANT]]... [--parallel N]`: the classes soak (issues
  * 24 and 32), `learned` and `configured` side by side unless variants are named (`all`: every one), at most N at a
  * time (default 2: the machine has two cores); not part of the default run. SOAK_CLASSES_SECONDS: seconds per
- * variant (default 300); SOAK_CLASSES_RAW_DIR: a folder for each run's record.
+ * variant (default 300); SOAK_CLASSES_RAW_DIR: a folder for each run's record (the test file's runs too);
+ * SOAK_CLASSES_DEBUG=1 with it: the broker's log at debug level beside each record (every permit decision and vendor
+ * report, for a class's timeline).
  */
 
 import { formatTable } from './format-table.js';

@@ -66,6 +66,25 @@ describe('vendor caps (pure core)', () => {
     ]);
   });
 
+  it("H3: a report of the next window does not inherit the window before's spent cap: that one is kept by the ring", () => {
+    const core = new LedgerCore(defaults);
+    // "10 left until +30 s", all 10 granted at +1 s: the cap is spent until +30 s.
+    core.feedback(T0, { limit: 50, remaining: 10, reset: seconds(T0) + 30 });
+    expect(core.acquire(T0 + 1000, 10).granted).toBe(true);
+    // The vendor's next window (a later reset, 40 left): before, put together with the spent cap, nothing more
+    // until +85 s, its reset.
+    core.feedback(T0 + 25_000, { limit: 50, remaining: 40, reset: seconds(T0) + 85 });
+    expect(core.state.caps).toEqual([{ scope: '*', remaining: 40, until: T0 + 85_000, windowMs: 60_000 }]);
+    // The spent cap still holds until its own end (the minute's ring, full until then)...
+    const held = core.acquire(T0 + 25_000, 1);
+    expect(held).toMatchObject({ granted: false, reason: 'QUOTA' });
+    expect(held.granted === false && held.retryAt).toBeGreaterThanOrEqual(T0 + 30_000);
+    expect(held.granted === false && held.retryAt).toBeLessThan(T0 + 32_000);
+    // ...and then the next window's 40, no more, until its reset.
+    expect(core.acquire(T0 + 32_000, 40).granted).toBe(true);
+    expect(core.acquire(T0 + 32_001, 1)).toMatchObject({ granted: false, retryAt: T0 + 85_000 });
+  });
+
   it('keeps one cap per limit: a tighter report replaces it, one that disagrees is put together within the limit', () => {
     const core = new LedgerCore(defaults);
     const reset = seconds(T0) + 40;

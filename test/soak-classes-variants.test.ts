@@ -162,7 +162,8 @@ describe('the classes soak variants, measured (no server)', () => {
         lastPollAt: 30_000,
         history: [
           { at: 100, limits: [{ limit: 2, windowSeconds: 10 }] },
-          { at: 23_000, limits: [{ limit: 4, windowSeconds: 10 }] },
+          // Adopted at 15.2 s (its learnedAt), listed at the poll of 23 s.
+          { at: 23_000, limits: [{ limit: 4, windowSeconds: 10, learnedAt: 15_200 }] },
         ],
       },
     };
@@ -187,6 +188,53 @@ describe('the classes soak variants, measured (no server)', () => {
       expect.objectContaining({ raised: true, atSeconds: 15, seconds: 8, shown: '4/10s' }),
     ]);
   });
+  it('counts a raised part from its adoption on: before it, the contract is learning the raised limit', () => {
+    const settings: ClassesSoakSettings = {
+      ...SHORT,
+      variant: 'limit-change',
+      families: [{ name: 'reports', pathPrefix: '/reports/', limits: [{ limit: 2, windowSeconds: 10 }] }],
+    };
+    // 2/10 s, raised to 4/10 s at 15 s; the trial (2 + 1 a window at a 0.5 s margin: 3/10 s) served 3 at 15.6 s,
+    // the rise was adopted at 23 s and 4 were served at 25.7 s: 4 of the 4 the raised limit allowed from 23 s.
+    const times = [0, 1, 10_000, 10_500, 15_600, 15_700, 15_800, 25_700, 25_800, 25_900, 26_000];
+    const log = times.map((at, n) => ({
+      requestId: `r${n}`,
+      at,
+      quotaKey: 'jti-1',
+      family: 'reports',
+      served: true,
+    }));
+    const watch = {
+      reports: {
+        learnedAt: 5,
+        probeFallbacks: 0,
+        changes: 1,
+        probeReturns: 0,
+        last: '4/10s',
+        lastPollAt: 35_000,
+        history: [
+          { at: 100, limits: [{ limit: 2, windowSeconds: 10 }] },
+          { at: 23_500, limits: [{ limit: 4, windowSeconds: 10, learnedAt: 23_000 }] },
+        ],
+      },
+    };
+    const change = {
+      at: 15_000,
+      label: 'limit change' as const,
+      family: 'reports',
+      limits: [{ limit: 4, windowSeconds: 10 }],
+    };
+    const timeline = { startedAt: 0, endedAt: 35_000, events: [change], liarReports: [] };
+    const [, reports] = classRows({ ...settings, marginSeconds: 0.5 }, [], log, watch, timeline);
+    expect(reports?.phases?.map((p) => [p.label, p.served, p.quotaUsedPct])).toEqual([
+      ['start', 4, 100],
+      ['limit change', 4, 100],
+    ]);
+    // Not adopted: the whole part against the raised limit.
+    const [, never] = classRows({ ...settings, marginSeconds: 0.5 }, [], log, {}, timeline);
+    expect(never?.phases?.[1]?.quotaUsedPct).toBeLessThan(100);
+  });
+
   it("measures the liar's hold from the vendor's log: from its first report, the class unserved though its limits had room", () => {
     const settings: ClassesSoakSettings = {
       ...SHORT,

@@ -1,8 +1,8 @@
 import type { LedgerState } from './ledger-state.js';
-import { GENERAL_SCOPE, type LimitPlan } from './limit-plan.js';
+import { GENERAL_SCOPE, type LimitPlan, type RingSpec } from './limit-plan.js';
 import { callerTag } from './receipts.js';
-import { emptyRing, usedAfter } from './ring.js';
-import { limitNamed, normalizeCaps, placeCap, shortestGeneral } from './vendor-caps.js';
+import { emptyRing, recordAt, usedAfter } from './ring.js';
+import { limitNamed, normalizeCaps, placeCap, shortestGeneral, type VendorCap } from './vendor-caps.js';
 
 export interface VendorFeedback {
   retryAfterSeconds?: number;
@@ -190,5 +190,29 @@ function addCap(
   // leaves the rest of the vendor's window to the cap alone (its class's other rings may let more through then).
   const lasting = !plan.learned.has(spec.scope) || (feedback.planUntil ?? Number.POSITIVE_INFINITY) >= until;
   if (lasting && remaining >= allowance) return false;
+  const held = state.caps.find((c) => c.scope === spec.scope && c.windowMs === spec.windowMs);
+  if (held && held.until < until && held.remaining < remaining) foldIntoRing(state, spec, g, held);
   return placeCap(state, { scope: spec.scope, remaining, until, windowMs: spec.windowMs });
+}
+
+/**
+ * H3 (docs/class-limits.md): a report of the next window (a later reset, more left) would be put together with the
+ * cap of the window before, spent by the grants since, as "the fewer until the later end": nothing more of the
+ * scope until the new window's end, a whole window held for a count the vendor has already let go of. Instead the
+ * cap before is kept by its limit's ring, which holds every grant of its scope too: as many grants recorded as
+ * ending at its end (`until − span`) as make the ring allow no more than it did until then. The new cap then takes
+ * the limit's place alone; both hold, as before, and neither past its own end. Where the cap before ends more than
+ * a span ahead (a reset read as late as C1 reads it, within a span of a report), a ring cannot hold it there, and
+ * the two are put together as before.
+ */
+function foldIntoRing(state: LedgerState, spec: RingSpec, g: number, held: VendorCap): void {
+  const from = held.until - spec.spanMs;
+  if (from > g) return;
+  const ring = state.rings.get(spec.key) ?? emptyRing();
+  const missing = spec.limit - Math.max(0, held.remaining) - usedAfter(spec, ring, g, from);
+  if (missing > 0) {
+    recordAt(ring, spec.slotMs, g, from, missing);
+    state.rings.set(spec.key, ring);
+  }
+  state.caps = state.caps.filter((c) => c !== held);
 }
