@@ -9,16 +9,20 @@
  * Rows: active/passive; active/active with the demand moving between the Regions (a sine of an hour); a Region
  * lost (its services fail over to the other; 20 runs, the loss at random moments against the renewals); a
  * 10-minute partition of one Region from the lease store (its services keep asking it). Two demand levels:
- * 1.2 asks/s (far above the hour limit's 0.28/s) and 0.35/s (just above it, bursting).
+ * 1.2 asks/s (far above the hour limit's 0.28/s) and 0.35/s (just above it, bursting). And one row of a learned
+ * class asked for in both Regions (half the asks, the demand moving between the Regions), learned 10 per 60 s after
+ * 5 minutes: its requests served against one ledger's (simulated, as every row).
  */
 import type { BenchRow, BenchTable } from '../local/format-table.js';
 import {
   type Ask,
   generateAsks,
+  type LearnedClassPlan,
   type Region,
   type RegionsSimOptions,
   type RegionsSimResult,
   simulateRegions,
+  singleLedger,
   singleLedgerServed,
 } from '../local/regions-sim.js';
 import { writeChart } from '../local/svg-chart.js';
@@ -205,6 +209,47 @@ function lossRow(name: string, rate: number): BenchRow {
   };
 }
 
+/**
+ * A learned class in both Regions: half of 0.35 asks/s (10.5 a minute, the class's 10 per 60 s binding), the
+ * demand moving between the Regions as in the shifting rows, the class taught 10 per 60 s by a report in home after
+ * 5 minutes (the probe until then). Served: the class's requests, against one ledger's on the same asks (its view
+ * learned at the same moment, seeded the same way); the vendor's check: the class's limit and the general ones.
+ */
+function learnedRow(): BenchRow {
+  const knownAt = 5 * MINUTE_MS;
+  const limits = rateLimitSettingsSchema.parse({ classes: { reports: [] } });
+  const learned: LearnedClassPlan = {
+    name: 'reports',
+    limits: [{ limit: 10, windowSeconds: 60 }],
+    part: 0.5,
+    knownAt,
+    learner: 'home',
+    answerLagMs: 1000,
+  };
+  const opts: RegionsSimOptions = {
+    ...options(5, 0.35, (t) => 0.5 + 0.45 * Math.sin((2 * Math.PI * t) / HOUR_MS)),
+    limits,
+    learned,
+  };
+  const asks = generateAsks(opts);
+  const result = simulateRegions(opts, asks);
+  const single = singleLedger(asks, limits, learned).classSendTimes;
+  const mine = result.classSendTimes;
+  return {
+    scenario: 'learned class 10/60 s in both Regions, its requests',
+    served: mine.length,
+    'single ledger': single.length,
+    'quota use vs single': percent(mine.length / single.length),
+    'in the hour from the event': percent(
+      between(mine, knownAt, knownAt + HOUR_MS) / between(single, knownAt, knownAt + HOUR_MS),
+    ),
+    'to full minute budget after loss': '-',
+    'hour held back after lapse (bound)': '-',
+    'lease writes per key per hour': ((result.storeWrites.home + result.storeWrites.peer) / 3).toFixed(0),
+    "429s (vendor's check)": result.vendor.rejected + result.classVendor.rejected,
+  };
+}
+
 export async function run(): Promise<BenchTable[]> {
   const rows: BenchRow[] = [];
   for (const [level, rate] of [
@@ -257,6 +302,7 @@ export async function run(): Promise<BenchTable[]> {
       }),
     ),
   );
+  rows.push(learnedRow());
   // The chart: a loss before the hour limit binds (0.9 asks/s for 10 minutes is 540 of the hour's 1000), so the
   // minute's use shows what the survivor's share lets through.
   const CHART_LOSS_AT = 10 * MINUTE_MS + 4321;

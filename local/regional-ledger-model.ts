@@ -1,24 +1,48 @@
-import type { RingSpec } from '../shared/ledger/limit-plan.js';
+import {
+  acquire,
+  emptyState,
+  type LedgerState,
+  seedLearnedRing,
+  type TaughtLimit,
+} from '../shared/ledger/ledger-state.js';
+import { type LimitPlan, parseRingKey, type RingSpec, ringLength } from '../shared/ledger/limit-plan.js';
 import {
   type Adoption,
   type AdoptionMode,
   adoptionOf,
+  heldPlan,
+  NO_SHARE,
   type RegionShare,
 } from '../shared/ledger/region-share.js';
-import { emptyRing, type Ring, recordGrant, shiftRing, slotIndex, usedAt } from '../shared/ledger/ring.js';
-import type { RingSnapshot } from '../shared/ledger/ring-snapshot.js';
+import {
+  emptyRing,
+  isEmptyRing,
+  type Ring,
+  recordGrant,
+  shiftRing,
+  slotIndex,
+  usedAt,
+} from '../shared/ledger/ring.js';
+import { type RingSnapshot, ringSnapshotOf } from '../shared/ledger/ring-snapshot.js';
 
 /**
  * A Region's regional ledger as the simulation runs it: the real ledger's rings (shared/ledger/ring.ts, the same
  * slots, sub-slots and spans, so a grant fits exactly when the DynamoDB ledger's would), held to the share the
  * Region adopted per ring and, after its fence (its own clock), to the floor; shares adopted by the real ledger's
- * rule (region-share.ts adoptionOf: a replace of an older version refused, a cap lowers and stamps). The general
- * rings only: classes and reservations are held to their shares by the same rule. No lease-store handle: the
- * grant path cannot call it.
+ * rule (region-share.ts adoptionOf: a replace of an older version refused, a cap lowers and stamps). A general ask
+ * is decided here on the general rings (the hot path); a class's ask by the real ledger's own decision
+ * (ledger-state.ts acquire) on the plan of the Region's learned view held to the share (region-share.ts
+ * heldPlan), on the same rings: it counts in every ring of its class the item holds (rule 1 of
+ * docs/class-limits.md, "Processes that disagree"), and a learned ring is seeded by the real ledger's rule
+ * (seedLearnedRing). Reservations are not modelled. No lease-store handle: the grant path cannot call it.
  */
 export class RegionalLedgerModel {
   readonly #specs: readonly RingSpec[];
-  #rings: Ring[];
+  /** By ring key, as the item keeps them (an empty ring goes, as stateAt drops it). */
+  readonly #rings = new Map<string, Ring>();
+  /** By ring key: its slot length and how many slots it keeps. */
+  readonly #shapes = new Map<string, { slotMs: number; length: number }>();
+  readonly #marginMs: number;
   #head: number | undefined;
   /** Undefined before the first adoption: the floor only. */
   #share: RegionShare | undefined;
@@ -27,13 +51,17 @@ export class RegionalLedgerModel {
   /** Starts fenced (no share): a Region grants nothing beyond the floor before its first lease. */
   constructor(specs: readonly RingSpec[], floor = 0) {
     this.#specs = specs;
-    this.#rings = specs.map(() => emptyRing());
+    this.#marginMs = (specs[0] as RingSpec).spanMs - (specs[0] as RingSpec).windowMs;
     this.#share = undefined;
     this.#floor = floor;
   }
 
+  /** The share held per general ring (0 where none), and per class ring it names. */
   get shares(): Record<string, number> {
-    return Object.fromEntries(this.#specs.map((s) => [s.key, this.#share?.limits[s.key] ?? 0]));
+    return {
+      ...this.#share?.limits,
+      ...Object.fromEntries(this.#specs.map((s) => [s.key, this.#share?.limits[s.key] ?? 0])),
+    };
   }
 
   get fenceAt(): number {
@@ -56,13 +84,90 @@ export class RegionalLedgerModel {
   grant(now: number, count = 1): boolean {
     this.#advance(now);
     const fits = this.#specs.every(
-      (spec, i) => usedAt(spec, this.#rings[i] as Ring, now) + count <= this.limitAt(spec, now),
+      (spec) =>
+        usedAt(spec, this.#rings.get(spec.key) ?? emptyRing(), now) + count <= this.limitAt(spec, now),
     );
     if (!fits) return false;
-    this.#rings.forEach((ring, i) => {
-      recordGrant(ring, (this.#specs[i] as RingSpec).slotMs, now, count);
-    });
+    for (const spec of this.#specs) {
+      const ring = this.#rings.get(spec.key) ?? emptyRing();
+      recordGrant(ring, spec.slotMs, now, count);
+      this.#rings.set(spec.key, ring);
+    }
     return true;
+  }
+
+  /**
+   * One ask of class `cls` at `now`, decided as the regional DynamoDB ledger decides it: `plan` (the Region's
+   * learned view, learned-reports.ts planIn) held to the share (heldPlan: a ring the share does not name, and
+   * every ring from the fence on, to the floor 0), by ledger-state.ts acquire on the item's rings.
+   */
+  grantClass(now: number, plan: LimitPlan, cls: string): boolean {
+    const g = this.#advance(now);
+    const state = this.#state(g);
+    const granted = acquire(state, this.#held(plan, g), g, 1, cls).granted;
+    this.#keep(state);
+    return granted;
+  }
+
+  /**
+   * A report taught a learned ring of `cls` (`windowSeconds`): seeded as the real ledger seeds it
+   * (ledger-state.ts seedLearnedRing) with `counted`, the vendor's `limit - remaining`, and the class's grants
+   * in flight that this item's rings hold. Whether it recorded any.
+   */
+  seedLearned(
+    now: number,
+    plan: LimitPlan,
+    cls: string,
+    windowSeconds: number,
+    counted: number,
+    taught: readonly TaughtLimit[],
+  ): boolean {
+    const g = this.#advance(now);
+    const state = this.#state(g);
+    const seeded = seedLearnedRing(state, plan, g, cls, windowSeconds, counted, taught);
+    this.#keep(state);
+    return seeded;
+  }
+
+  /** heldPlan of the share held, kept while the plan, the share and which side of the fence g is on stay. */
+  #heldCache:
+    | { plan: LimitPlan; share: RegionShare | undefined; fenced: boolean; held: LimitPlan }
+    | undefined;
+
+  #held(plan: LimitPlan, g: number): LimitPlan {
+    const share = this.#share ?? NO_SHARE;
+    const fenced = g >= share.fenceAt;
+    const cached = this.#heldCache;
+    if (cached && cached.plan === plan && cached.share === this.#share && cached.fenced === fenced)
+      return cached.held;
+    const held = heldPlan(plan, share, g);
+    this.#heldCache = { plan, share: this.#share, fenced, held };
+    return held;
+  }
+
+  /** The item's state at `now` (its rings moved there) as ledger-state.ts sees it; the rings are this model's. */
+  #state(now: number): LedgerState {
+    return {
+      ...emptyState(1),
+      time: now,
+      rings: this.#rings,
+      ...(this.#share ? { share: this.#share } : {}),
+    };
+  }
+
+  /** Rings the state's operations added, and dropped (boundClassRings), stay so. */
+  #keep(state: LedgerState): void {
+    for (const key of state.rings.keys()) this.#shapeOf(key);
+  }
+
+  #shapeOf(key: string): { slotMs: number; length: number } {
+    let shape = this.#shapes.get(key);
+    if (!shape) {
+      const { windowMs, slotMs } = parseRingKey(key);
+      shape = { slotMs, length: ringLength(windowMs, this.#marginMs, slotMs) };
+      this.#shapes.set(key, shape);
+    }
+    return shape;
   }
 
   /**
@@ -84,30 +189,31 @@ export class RegionalLedgerModel {
     return adoption;
   }
 
-  /** snapshot of the contract: every slot with grants, with its start time, at the item's time (g = max(now, head)). */
-  snapshot(now: number): RingSnapshot {
-    this.#advance(now);
-    const head = Math.max(this.#head ?? now, now);
-    const rings: RingSnapshot['rings'] = {};
-    this.#specs.forEach((spec, i) => {
-      const headSlot = slotIndex(head, spec.slotMs);
-      const slots = (this.#rings[i] as Ring).counts
-        .map((count, j) => ({ start: (headSlot - j) * spec.slotMs, count }))
-        .filter((slot) => slot.count > 0);
-      rings[spec.key] = { windowMs: spec.windowMs, slotMs: spec.slotMs, slots };
-    });
-    return { at: head, rings };
+  /**
+   * snapshot of the contract: every slot with grants, with its start time, at the item's time (g = max(now, head)):
+   * the real ledger's (ring-snapshot.ts ringSnapshotOf), every ring of `plan` (the general rings if none is given)
+   * and every other ring the item holds.
+   */
+  snapshot(now: number, plan?: LimitPlan): RingSnapshot {
+    const head = this.#advance(now);
+    const of =
+      plan ?? ({ general: this.#specs, classes: new Map(), reserved: new Map() } as unknown as LimitPlan);
+    return ringSnapshotOf(this.#state(head), of, head);
   }
 
-  #advance(now: number): void {
-    if (this.#head !== undefined && now <= this.#head) return;
+  /** Moves the rings to `now` (never back): the item's time, g = max(now, head). */
+  #advance(now: number): number {
+    if (this.#head !== undefined && now <= this.#head) return this.#head;
     const from = this.#head ?? now;
-    this.#rings = this.#rings.map((ring, i) => {
-      const spec = this.#specs[i] as RingSpec;
+    for (const [key, ring] of this.#rings) {
+      const { slotMs, length } = this.#shapeOf(key);
       // Within one slot the ring is as it was (shiftRing would copy it for nothing: the simulation's hot path).
-      if (slotIndex(from, spec.slotMs) === slotIndex(now, spec.slotMs)) return ring;
-      return shiftRing(ring, spec.slotMs, from, now, spec.length);
-    });
+      if (slotIndex(from, slotMs) === slotIndex(now, slotMs)) continue;
+      const moved = shiftRing(ring, slotMs, from, now, length);
+      if (isEmptyRing(moved)) this.#rings.delete(key);
+      else this.#rings.set(key, moved);
+    }
     this.#head = now;
+    return now;
   }
 }

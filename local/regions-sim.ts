@@ -1,6 +1,9 @@
-import type { RateLimitSettings } from '../shared/config/rate-limits.js';
+import type { RateLimit, RateLimitSettings } from '../shared/config/rate-limits.js';
+import type { LearnedLimit } from '../shared/ledger/learned-limits.js';
+import { planIn } from '../shared/ledger/learned-reports.js';
+import { LEARNED_CACHE_MS } from '../shared/ledger/learned-store.js';
 import { ClockReference, DATE_LAG_MS, LedgerClock } from '../shared/ledger/ledger-clock.js';
-import { planFor, type RingSpec } from '../shared/ledger/limit-plan.js';
+import { GENERAL_SCOPE, type LimitPlan, planFor, type RingSpec } from '../shared/ledger/limit-plan.js';
 import type { RegionShare } from '../shared/ledger/region-share.js';
 import {
   type Budget,
@@ -16,7 +19,7 @@ import {
   renewsEarly,
   TARGET_FLOOR,
 } from '../shared/regions/lease.js';
-import { CLOCK_PROBE_MS } from '../shared/regions/renewer.js';
+import { CLOCK_PROBE_MS, leasedBudgets } from '../shared/regions/renewer.js';
 import {
   RENEWER_CLOCK_TOLERANCE_MS,
   type RenewalRefusal,
@@ -38,8 +41,15 @@ import { checkVendorWindows, type VendorCheck } from './vendor-window-check.js';
  * DynamoDB clock is apart from the other's; each renewer process has a clock of its own, corrected to its
  * Region's DynamoDB clock from the `Date` of its calls' answers by the real estimator (ledger-clock.ts,
  * renewer-clock.ts), refused where it cannot be; Regions lost (and back); demand per Region as a function of time.
+ * A learned class (docs/class-limits.md) may be asked for in both Regions: held to the probe until a report teaches
+ * its vendor limits at a given moment, then to the rings the real ledger makes of them (learned-reports.ts planIn),
+ * one view for both Regions (the MRSC table's `learned#` item, docs/multi-region.md "Learned limits") that each
+ * process sees within its cache (LEARNED_CACHE_MS); every renewer leases the rings of the view it sees
+ * (renewer.ts leasedBudgets), each Region's ledger decides a class's ask by the real ledger's rule on its view held
+ * to its share, and the report seeds the learned rings in the reporting Region's ledger (seedLearnedRing).
  * The vendor's side (vendor-window-check.ts) sees every granted request at the moment it is sent (within its
- * permit's validity). The tests and `npm run bench -- regions` both run it.
+ * permit's validity), and the class's own requests against the class's limits. The tests and
+ * `npm run bench -- regions` both run it.
  */
 export const REGIONS = ['home', 'peer'] as const;
 export type Region = (typeof REGIONS)[number];
@@ -50,6 +60,30 @@ export type Region = (typeof REGIONS)[number];
  * counts only the other Region's current share as its claim (a shrunk share is free at once).
  */
 export type ClaimRule = 'lease' | 'full-budget' | 'share-only';
+
+/**
+ * A learned class in both Regions: configured `[]` (`limits.classes[name]`), its vendor limits not told to the
+ * broker until a report teaches them (all at once, kept: as corroborated, T4) at `knownAt`.
+ */
+export interface LearnedClassPlan {
+  name: string;
+  /** The vendor's limits of the class (1 to 3 windows): what the report teaches, and what the vendor checks. */
+  limits: readonly RateLimit[];
+  /** Each ask of a Region's services is of the class with this probability (drawn when the asks are). */
+  part: number;
+  /** Real time (ms after the start) at which the report reaches `learner`'s ledger; undefined: never. */
+  knownAt?: number;
+  /** The Region whose vend function takes the report (the other one if it is lost then). */
+  learner: Region;
+  /** The vendor answered the request the report copies this long before `knownAt`: its count is of then. */
+  answerLagMs: number;
+}
+
+/**
+ * `leased` (default): the learned class's rings leased like any budget, the report seeding its Region's rings.
+ * `whole`, a CONTROL: each Region's ledger holds the class's rings to their whole limit (the class not leased).
+ */
+export type LearnedRule = 'leased' | 'whole';
 
 /** One renewer process of a Region: a run of its renewer (two at once when a run overlaps the next). */
 export interface RenewerProcessPlan {
@@ -108,6 +142,9 @@ export interface RegionsSimOptions {
   targets?: 'free' | 'fractions';
   /** A lost Region's services move their asks to the other Region (true by default). */
   failover?: boolean;
+  /** A learned class asked for in both Regions (`limits.classes[name]` must be `[]`). */
+  learned?: LearnedClassPlan;
+  learnedRule?: LearnedRule;
 }
 
 export interface Ask {
@@ -116,6 +153,8 @@ export interface Ask {
   region: Region;
   /** When the request would be sent after a grant: within the permit's validity. */
   sendDelayMs: number;
+  /** The learned class it is of, if any. */
+  cls?: string;
 }
 
 export interface Adoption {
@@ -171,6 +210,20 @@ export interface RegionsSimResult {
   renewers: RenewerFigures[];
   budgets: Budget[];
   specs: RingSpec[];
+  /** Real send times of the learned class's requests (also in sendTimes), and its asks. */
+  classSendTimes: number[];
+  classAsks: number;
+  /** The class's grants by Region once every process plans on the learned view (see classVendorSettled). */
+  classSettled: Record<Region, number>;
+  /** The vendor's check of the class's requests against the class's own limits (LearnedClassPlan.limits). */
+  classVendor: VendorCheck;
+  /**
+   * The same, of the class's requests granted once every process of both Regions plans on the learned view (its
+   * cache, LEARNED_CACHE_MS, after the report): every span of those requests alone.
+   */
+  classVendorSettled: VendorCheck;
+  /** Real time at which the report reached a ledger (undefined: never learned in the run). */
+  learnedAt?: number;
 }
 
 const RETRY_MS: readonly [number, number] = [500, 2000];
@@ -186,7 +239,13 @@ export function generateAsks(options: RegionsSimOptions): Ask[] {
       const count = poisson(random, (options.demand(region, t) * stepMs) / 1000);
       for (let i = 0; i < count; i++) {
         const at = t + random() * stepMs;
-        asks.push({ t: at, region: routeOf(options, region, at), sendDelayMs: random() * validityMs });
+        const cls = options.learned && random() < options.learned.part ? options.learned.name : undefined;
+        asks.push({
+          t: at,
+          region: routeOf(options, region, at),
+          sendDelayMs: random() * validityMs,
+          ...(cls === undefined ? {} : { cls }),
+        });
       }
     }
   }
@@ -224,12 +283,94 @@ export const budgetsOf = (specs: readonly RingSpec[]): Budget[] =>
 
 /** The same asks served by ONE ledger holding the whole budget: what a single-Region broker would serve. */
 export function singleLedgerServed(asks: readonly Ask[], limits: RateLimitSettings): number[] {
-  const ledger = new RegionalLedgerModel(planFor(limits).general);
-  ledger.adoptShare(
-    Object.fromEntries(planFor(limits).general.map((s) => [s.key, s.limit])),
-    Number.POSITIVE_INFINITY,
+  return singleLedger(asks, limits).sendTimes;
+}
+
+/**
+ * The same asks served by ONE ledger holding the whole budget, a learned class's too (learned at `knownAt` on its
+ * one view, no delay, its rings seeded as the Regions' learner seeds them): send times, all and the class's.
+ */
+export function singleLedger(
+  asks: readonly Ask[],
+  limits: RateLimitSettings,
+  learned?: LearnedClassPlan,
+): { sendTimes: number[]; classSendTimes: number[] } {
+  const base = planFor(limits);
+  const taughtPlan = learned ? learnedPlanOf(limits, base, learned, learned.knownAt ?? 0) : undefined;
+  const ledger = new RegionalLedgerModel(base.general);
+  ledger.adoptShare(fullShares([base, taughtPlan?.plan]), Number.POSITIVE_INFINITY);
+  const sendTimes: number[] = [];
+  const classSendTimes: number[] = [];
+  let taught = false;
+  for (const ask of asks) {
+    if (learned?.knownAt !== undefined && taughtPlan && !taught && ask.t >= learned.knownAt) {
+      taught = true;
+      seedAll(
+        ledger,
+        learned.knownAt,
+        taughtPlan,
+        learned,
+        classSendTimes,
+        learned.knownAt - learned.answerLagMs,
+      );
+    }
+    const granted =
+      ask.cls === undefined
+        ? ledger.grant(ask.t)
+        : ledger.grantClass(ask.t, taught && taughtPlan ? taughtPlan.plan : base, ask.cls);
+    if (!granted) continue;
+    sendTimes.push(ask.t + ask.sendDelayMs);
+    if (ask.cls !== undefined) classSendTimes.push(ask.t + ask.sendDelayMs);
+  }
+  return { sendTimes, classSendTimes };
+}
+
+/** Every ring of these plans at its whole limit: a ledger that holds the whole budget. */
+const fullShares = (plans: readonly (LimitPlan | undefined)[]): Record<string, number> =>
+  Object.fromEntries(plans.flatMap((plan) => (plan ? leasedBudgets(plan) : [])).map((b) => [b.key, b.limit]));
+
+/**
+ * The plan once the report taught the class: the real ledger's (learned-reports.ts planIn: learnedRingLimits of
+ * the kept limits), at ledger time `at`; and the limits as the learned item keeps them.
+ */
+function learnedPlanOf(
+  limits: RateLimitSettings,
+  base: LimitPlan,
+  learned: LearnedClassPlan,
+  at: number,
+): { plan: LimitPlan; taught: LearnedLimit[] } {
+  const taught: LearnedLimit[] = learned.limits.map((l) => ({ ...l, learnedAt: at, by: 'sim' }));
+  const view = { version: 1, classes: { [learned.name]: taught }, rises: {}, at };
+  return { plan: planIn(limits, base, view, at), taught };
+}
+
+/**
+ * The report reaching a ledger at ledger time g: each learned ring of the class seeded (shortest window first) with
+ * what the vendor had counted in its window when it answered (`answeredAt`, real time), as a report of that limit
+ * would say (`limit - remaining`).
+ */
+function seedAll(
+  ledger: RegionalLedgerModel,
+  g: number,
+  learnedPlan: { plan: LimitPlan; taught: LearnedLimit[] },
+  learned: LearnedClassPlan,
+  classSendTimes: readonly number[],
+  answeredAt: number,
+): void {
+  const specs = [...(learnedPlan.plan.classes.get(learned.name) ?? [])].sort(
+    (a, b) => a.windowMs - b.windowMs,
   );
-  return asks.filter((ask) => ledger.grant(ask.t)).map((ask) => ask.t + ask.sendDelayMs);
+  for (const spec of specs) {
+    const counted = classSendTimes.filter((s) => s <= answeredAt && s >= answeredAt - spec.windowMs).length;
+    ledger.seedLearned(
+      g,
+      learnedPlan.plan,
+      learned.name,
+      spec.windowSeconds,
+      Math.min(spec.limit, counted),
+      learnedPlan.taught,
+    );
+  }
 }
 
 interface Event {
@@ -263,6 +404,8 @@ interface Process {
   region: Region;
   /** Its Region's lives it belongs to (a Region back after a loss runs new processes). */
   life: number;
+  /** How long after the report its ledger's learned cache shows the learned view (up to LEARNED_CACHE_MS). */
+  learnedDelayMs: number;
   plan: RenewerProcessPlan;
   figures: RenewerFigures;
   reference: ClockReference;
@@ -287,6 +430,8 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
   const basePlan = planFor(options.limits);
   const specs = basePlan.general;
   const budgets = budgetsOf(specs);
+  const learned = options.learned;
+  const learnedRule = options.learnedRule ?? 'leased';
   const store = leaseStoreDouble();
   const agenda = new Agenda();
   const latency = options.store?.latencyMs ?? [20, 200];
@@ -319,6 +464,59 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     renewers: [],
     budgets,
     specs,
+    classSendTimes: [],
+    classAsks: 0,
+    classSettled: { home: 0, peer: 0 },
+    classVendor: { rejected: 0, mostInAnySpan: [] },
+    classVendorSettled: { rejected: 0, mostInAnySpan: [] },
+  };
+  // The learned class: the plan once taught (at the learner's ledger time of the report), and which Regions'
+  // ledgers plan on it (the learner's from the report on; the other's once one of its processes, each on its own
+  // cache, granted on it: no grant on an older view after that, docs/class-limits.md rule 2).
+  const knownAt = learned?.knownAt;
+  const learner: Region | undefined =
+    learned && knownAt !== undefined
+      ? isDown(options.regions[learned.learner], knownAt)
+        ? otherOf(learned.learner)
+        : learned.learner
+      : undefined;
+  const taughtPlan =
+    learned && knownAt !== undefined && learner
+      ? learnedPlanOf(options.limits, basePlan, learned, clock(learner, knownAt))
+      : undefined;
+  const onLearnedView: Record<Region, boolean> = { home: false, peer: false };
+  /** From then on every process of both Regions plans on the learned view (its cache shows it). */
+  const settledAt = knownAt === undefined ? undefined : knownAt + LEARNED_CACHE_MS;
+  const settledSends: number[] = [];
+  /** The plan a renewer process reads at real time t: the learned one once its cache shows it. */
+  const planOfProcess = (p: Process, t: number): LimitPlan =>
+    taughtPlan && knownAt !== undefined && t >= knownAt + p.learnedDelayMs ? taughtPlan.plan : basePlan;
+  /** The plan a vend process of the Region decides a class's ask on at real time t. */
+  const planOfAsk = (region: Region, t: number): LimitPlan => {
+    if (!taughtPlan || knownAt === undefined || t < knownAt) return basePlan;
+    return onLearnedView[region] || t >= knownAt + random() * LEARNED_CACHE_MS ? taughtPlan.plan : basePlan;
+  };
+  /** `whole` (a control): each class ring of the plan at its whole limit in the Region's share, not leased. */
+  const unleased = (plan: LimitPlan): Record<string, number> =>
+    learnedRule === 'whole'
+      ? Object.fromEntries(
+          leasedBudgets(plan)
+            .filter((b) => !b.key.startsWith(`${GENERAL_SCOPE}/`))
+            .map((b) => [b.key, b.limit]),
+        )
+      : {};
+  // The budgets a renewal leases on a plan, once per plan (the run has two).
+  const leased = new Map<LimitPlan, Budget[]>();
+  const leasedOf = (plan: LimitPlan): Budget[] => {
+    let found = leased.get(plan);
+    if (!found) {
+      found =
+        learnedRule === 'whole'
+          ? leasedBudgets(plan).filter((b) => b.key.startsWith(`${GENERAL_SCOPE}/`))
+          : leasedBudgets(plan);
+      leased.set(plan, found);
+    }
+    return found;
   };
   /** Proof step 2 at real time t: the ledger holds at most what its Region's latest record says. */
   const checkRecord = (region: Region, t: number): void => {
@@ -328,7 +526,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     const above =
       !latest ||
       held.fenceAt > latest.leaseUntil - CLOCK_BOUND_MS ||
-      specs.some((spec) => (held.limits[spec.key] ?? 0) > (latest.shares[spec.key] ?? 0));
+      Object.entries(held.limits).some(([key, limit]) => limit > (latest.shares[key] ?? 0));
     if (above) result.aboveRecord++;
   };
   const adopt = (
@@ -403,6 +601,8 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     return {
       region,
       life: lifeOf(options.regions[region], due),
+      // Drawn only in runs with a learned class: the others draw as they did before there was one.
+      learnedDelayMs: learned ? random() * LEARNED_CACHE_MS : 0,
       plan,
       figures,
       reference,
@@ -485,12 +685,14 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
 
   const view = (p: Process, t: number, item: ReturnType<typeof store.read>, conflicts: number): void => {
     const ledger = ledgers[p.region];
+    // The set's plan as this process's ledger reads it (its learned view): the rings it snapshots and leases.
+    const plan = planOfProcess(p, t);
     call(
       p,
       t,
       'ledger',
-      (m) => ledger.snapshot(clock(p.region, m)),
-      (snapshot, r) => decide(p, r, item, snapshot, conflicts),
+      (m) => ledger.snapshot(clock(p.region, m), plan),
+      (snapshot, r) => decide(p, r, item, snapshot, conflicts, plan),
       (r) => retry(p, r),
     );
   };
@@ -501,10 +703,12 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     item: ReturnType<typeof store.read>,
     ownSnapshot: ReturnType<RegionalLedgerModel['snapshot']>,
     conflicts: number,
+    plan: LimitPlan,
   ): void => {
     const { region } = p;
     simNow = t;
-    const reading = raw ? { at: localOf(p, t) } : renewerCheck(p.ledgerClock, [basePlan]);
+    const budgets = leasedOf(plan);
+    const reading = raw ? { at: localOf(p, t) } : renewerCheck(p.ledgerClock, [plan]);
     if ('refusal' in reading) {
       p.figures.refusals[reading.refusal] = (p.figures.refusals[reading.refusal] ?? 0) + 1;
       const at = t + (reading.refusal === 'skew' ? RENEW_MS : CLOCK_PROBE_MS);
@@ -544,8 +748,15 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
       t,
       'ledger',
       (m) => {
-        adopt(p, region, m, stamped({ limits: renewal.shares, fenceAt: renewal.fenceAt }), 'cap', t);
-        return ledgers[region].snapshot(clock(region, m));
+        adopt(
+          p,
+          region,
+          m,
+          stamped({ limits: { ...renewal.shares, ...unleased(plan) }, fenceAt: renewal.fenceAt }),
+          'cap',
+          t,
+        );
+        return ledgers[region].snapshot(clock(region, m), plan);
       },
       (snapshot, r) => {
         const record: LeaseRecord = {
@@ -586,7 +797,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
                   p,
                   region,
                   m,
-                  stamped({ limits: renewal.shares, fenceAt: renewal.fenceAt }),
+                  stamped({ limits: { ...renewal.shares, ...unleased(plan) }, fenceAt: renewal.fenceAt }),
                   'replace',
                   t,
                 ),
@@ -616,10 +827,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
         undefined,
         region,
         0,
-        {
-          limits: Object.fromEntries(specs.map((s) => [s.key, s.limit])),
-          fenceAt: Number.POSITIVE_INFINITY,
-        },
+        { limits: fullShares([basePlan, taughtPlan?.plan]), fenceAt: Number.POSITIVE_INFINITY },
         'replace',
       );
   } else {
@@ -641,6 +849,20 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     }
   }
 
+  if (learned && taughtPlan && learner && knownAt !== undefined)
+    agenda.at(knownAt, () => {
+      result.learnedAt = knownAt;
+      onLearnedView[learner] = true;
+      seedAll(
+        ledgers[learner],
+        clock(learner, knownAt),
+        taughtPlan,
+        learned,
+        result.classSendTimes,
+        knownAt - learned.answerLagMs,
+      );
+    });
+
   for (const ask of asks) {
     agenda.runUntil(ask.t);
     if (isDown(options.regions[ask.region], ask.t)) continue;
@@ -650,17 +872,36 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
     const pastFence = rule !== 'full-budget' && (!latest || now >= latest.leaseUntil - CLOCK_BOUND_MS);
     if (pastFence) result.asksPastFence++;
     const callsBefore = store.calls;
-    const granted = ledgers[ask.region].grant(now);
+    let granted: boolean;
+    if (ask.cls === undefined) granted = ledgers[ask.region].grant(now);
+    else {
+      result.classAsks++;
+      const plan = planOfAsk(ask.region, ask.t);
+      granted = ledgers[ask.region].grantClass(now, plan, ask.cls);
+      if (granted && plan !== basePlan) onLearnedView[ask.region] = true;
+    }
     result.storeCallsOnGrantPath += store.calls - callsBefore;
     if (!granted) continue;
     if (pastFence) result.grantsPastFence++;
     result.served[ask.region]++;
     result.grantTimes[ask.region].push(ask.t);
     result.sendTimes.push(ask.t + ask.sendDelayMs);
+    if (ask.cls !== undefined) {
+      result.classSendTimes.push(ask.t + ask.sendDelayMs);
+      if (settledAt !== undefined && ask.t >= settledAt) {
+        settledSends.push(ask.t + ask.sendDelayMs);
+        result.classSettled[ask.region]++;
+      }
+    }
   }
   result.vendor = checkVendorWindows(
     result.sendTimes,
     specs.map((s) => ({ limit: s.limit, windowMs: s.windowMs })),
   );
+  if (learned) {
+    const classLimits = learned.limits.map((l) => ({ limit: l.limit, windowMs: l.windowSeconds * 1000 }));
+    result.classVendor = checkVendorWindows(result.classSendTimes, classLimits);
+    result.classVendorSettled = checkVendorWindows(settledSends, classLimits);
+  }
   return result;
 }

@@ -269,6 +269,21 @@ describe('adoptionOf: monotone in the lease record (issue 33)', () => {
     expect(adoptionOf(capped, share(0, T0 + 35_000, 6), 'replace').outcome).toBe('adopted');
   });
 
+  it('a cap lowers a ring the record to be written does not name to 0 (a ring of another learned view)', () => {
+    // Run A, its learned cache showing a class's 60 s ring, wrote and adopted 5 of it; run B, its cache still on
+    // the probe, caps before writing a record that names only the probe. The other Region reads B's record: the
+    // 60 s ring unnamed, bounded there only by the probe's share (tailOf), which a plan on A's view does not check.
+    const learned = 'reports/1aao.c';
+    const probe = 'reports/7ps.c';
+    const held: RegionShare = { limits: { [MIN]: 50, [learned]: 5 }, fenceAt: T0 + 30_000, version: 6 };
+    const capped = adoptionOf(
+      held,
+      { limits: { [MIN]: 50, [probe]: 1 }, fenceAt: T0 + 31_000, version: 7 },
+      'cap',
+    );
+    expect(capped.share).toEqual({ limits: { [MIN]: 50, [learned]: 0 }, fenceAt: T0 + 30_000, version: 7 });
+  });
+
   it('a cap only lowers, whatever it meets, and its version never goes back', () => {
     const held = share(30, T0 + 20_000, 9);
     expect(adoptionOf(held, share(40, T0 + 40_000, 7), 'cap')).toEqual({ outcome: 'unchanged', share: held });

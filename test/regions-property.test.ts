@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type ClaimRule,
+  type LearnedRule,
   type RegionsSimOptions,
   type RegionsSimResult,
   simulateRegions,
@@ -10,6 +11,8 @@ import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { CLOCK_BOUND_MS } from '../shared/regions/lease.js';
 import { propertyRuns } from './support/property-runs.js';
 import {
+  learnedScenarioArb,
+  probeMostIn,
   type RegionsScenario,
   refusedOffset,
   regionsScenarioArb,
@@ -25,14 +28,26 @@ import { seededRandom } from './support/sandbox-http.js';
  * bound leaves them; one or two renewer runs per Region at once (overlapping runs) on container clocks skewed by
  * anything up to the ledger's limit of 10 minutes (corrected from DynamoDB's answers by the real estimator) and
  * beyond it (refused), with stalls of up to 20 s before any of their reads, writes and adoptions; demand split,
- * shifted, bursting. The vendor's exact sliding windows over every request sent (within its permit's validity): no
- * request over 50 in any 60 s nor 1000 in any 3600 s. The controls run the same scenarios (the racy ones for the
- * adoption rule) through the same checks, which must catch them: they can fail. Learned classes are not drawn:
- * `learned#` items are not shared between Regions yet (another change).
+ * shifted, bursting; in two runs of three a learned class in both Regions (docs/class-limits.md): a drawn part of
+ * each Region's asks, its vendor limits (1 to 3 windows, none tighter than the probe) taught by a report at a drawn
+ * moment (or never) in one Region, seeding that Region's rings (seedLearnedRing), on one view for both Regions (the
+ * MRSC `learned#` item) that each vend process and renewer sees within its cache (5 s), every renewer leasing the
+ * rings of the view it sees. The vendor's exact sliding windows over every request sent (within its permit's
+ * validity): no request over 50 in any 60 s nor 1000 in any 3600 s; no request of the class over any of its limits
+ * in any span of the requests granted once every process plans on the learned view. Across the learning itself a
+ * gap (found by this test, not fixed here): the Region that did not take the report starts its learned rings
+ * empty, and its own requests under the probe just before (which the vendor counted) are counted only in the
+ * reporting Region's ledger, which the lease sees only once that Region writes a record naming the rings (its
+ * record before counts no more than its probe share, lease.ts tailOf): the vendor refused up to 9 class requests in
+ * such a window (5 runs of 1000), never more than the probe lets through in one window of the limit, which is
+ * what the test holds it to. The controls run the same scenarios (the racy ones for the adoption rule, the ones
+ * with a class in both Regions for the class's) through the same checks, which must catch them: they can fail.
  */
 // `npm test` runs the first of the runs of test:long (the same seed), the controls on the same scenarios.
 const RUNS = Number(process.env.REGIONS_PROPERTY_RUNS ?? propertyRuns({ quick: 300, full: 1000 }));
 const CONTROL_RUNS = propertyRuns({ quick: 150, full: 300 });
+/** The learned class's control, and the same scenarios leased: a class in both Regions, each run longer. */
+const LEARNED_RUNS = propertyRuns({ quick: 50, full: 150 });
 const SEED = Number(process.env.REGIONS_PROPERTY_SEED ?? 20_261_128);
 const LIMITS = [50, 1000];
 
@@ -46,7 +61,7 @@ const racyScenarioArb = regionsScenarioArb.map(
 );
 
 function runAll(
-  change: Partial<RegionsSimOptions> & { claimRule?: ClaimRule },
+  change: Partial<RegionsSimOptions> & { claimRule?: ClaimRule; learnedRule?: LearnedRule },
   runs: number,
   arbitrary = regionsScenarioArb,
 ): { scenario: RegionsScenario; result: RegionsSimResult }[] {
@@ -67,6 +82,11 @@ describe('two Regions on leased shares', () => {
       refused: 0,
       refusals: 0,
       skewedRenewing: 0,
+      learned: 0,
+      classBothRegions: 0,
+      classSettled: 0,
+      seamRuns: 0,
+      seamMost: 0,
     };
     fc.assert(
       fc.property(regionsScenarioArb, (scenario) => {
@@ -80,6 +100,24 @@ describe('two Regions on leased shares', () => {
         expect(result.storeCallsOnGrantPath).toBe(0);
         expect(result.grantsPastFence).toBe(0);
         expect(result.aboveRecord).toBe(0);
+        // A learned class: none of its requests over any of its limits once every process plans on what was learned;
+        // across the learning, no more than the gap above (what the probe lets through in one window of a limit).
+        const learned = scenario.learned;
+        if (learned) {
+          expect(result.classVendorSettled.rejected).toBe(0);
+          result.classVendorSettled.mostInAnySpan.forEach((most, i) => {
+            expect(most).toBeLessThanOrEqual(learned.limits[i]?.limit as number);
+          });
+          const seam = result.classVendor.rejected;
+          expect(seam).toBeLessThanOrEqual(
+            learned.limits.reduce((sum, l) => sum + probeMostIn(l.windowSeconds), 0),
+          );
+          if (seam > 0) seen.seamRuns++;
+          seen.seamMost = Math.max(seen.seamMost, seam);
+          if (result.learnedAt !== undefined) seen.learned++;
+          seen.classSettled += result.classSettled.home + result.classSettled.peer;
+          if (result.classSettled.home > 0 && result.classSettled.peer > 0) seen.classBothRegions++;
+        }
         // A renewer whose clock is beyond what the ledger accepts renews nothing and adopts nothing.
         for (const renewer of result.renewers) {
           if (refusedOffset(renewer.clockOffsetMs)) {
@@ -106,6 +144,10 @@ describe('two Regions on leased shares', () => {
     expect(seen.refused).toBeGreaterThan(0);
     expect(seen.refusals).toBeGreaterThan(0);
     expect(seen.skewedRenewing).toBeGreaterThan(0);
+    // Classes learned in a third of the runs and more, served in both Regions after it in some.
+    expect(seen.learned).toBeGreaterThan(RUNS / 4);
+    expect(seen.classBothRegions).toBeGreaterThan(0);
+    console.info('regions property, learned classes', { runs: RUNS, ...seen });
   });
 
   it('the same check catches each Region holding the full budget', () => {
@@ -121,6 +163,24 @@ describe('two Regions on leased shares', () => {
   it("the same check catches renewers on their containers' own clocks (the renewer before issue 33)", () => {
     const runs = runAll({ renewerClock: 'raw' }, CONTROL_RUNS);
     expect(runs.filter((r) => r.result.vendor.rejected > 0).length).toBeGreaterThan(0);
+  });
+
+  it("the class's check catches each Region holding a learned class's rings whole (the class not leased)", () => {
+    const runs = runAll({ learnedRule: 'whole' }, LEARNED_RUNS, learnedScenarioArb);
+    const caught = runs.filter((r) => r.result.classVendorSettled.rejected > 0).length;
+    expect(caught).toBeGreaterThan(0);
+    // The same scenarios with the class leased: never, and the class served in both Regions.
+    const leased = runAll({}, LEARNED_RUNS, learnedScenarioArb);
+    expect(leased.filter((r) => r.result.classVendorSettled.rejected > 0)).toEqual([]);
+    const both = leased.filter(
+      (r) => r.result.classSettled.home > 0 && r.result.classSettled.peer > 0,
+    ).length;
+    expect(both).toBeGreaterThan(LEARNED_RUNS / 2);
+    console.info('control: learned rings whole in each Region', {
+      runs: LEARNED_RUNS,
+      caught,
+      leasedInBoth: both,
+    });
   });
 
   it('catches overlapping runs adopting by fence alone (the rule before issue 33): a ledger above its record', () => {

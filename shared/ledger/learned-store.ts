@@ -35,6 +35,8 @@ export interface LearnedView {
   at: number;
 }
 
+/** How long a process plans on a learned view it read before reading it again (docs/class-limits.md). */
+export const LEARNED_CACHE_MS = 5000;
 const MAX_CONFLICTS = 10;
 const LIMIT_FIELDS = ['limit', 'windowSeconds', 'learnedAt'] as const;
 
@@ -128,7 +130,7 @@ export class LearnedStore {
     this.#client = options.client;
     this.#tableName = options.tableName;
     this.#clock = options.clock;
-    this.#cacheMs = options.cacheMs ?? 5000;
+    this.#cacheMs = options.cacheMs ?? LEARNED_CACHE_MS;
   }
 
   /** The set's view: cached for a short while, or read fresh (`fresh`: always). */

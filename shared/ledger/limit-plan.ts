@@ -163,13 +163,22 @@ export const windowCode = (windowMs: number): string =>
 export const ringLength = (windowMs: number, marginMs: number, slotMs: number): number =>
   Math.ceil((windowMs + marginMs) / slotMs) + 1;
 
+/** Ring keys read so far (a process sees a few): every item's rings are read by key at every operation. */
+const parsedRingKeys = new Map<string, Readonly<{ scope: string; windowMs: number; slotMs: number }>>();
+const MAX_PARSED_RING_KEYS = 1000;
+
 /** What a ring key says: its scope, window and slot length (every process reads a stored ring the same way). */
-export function parseRingKey(key: string): { scope: string; windowMs: number; slotMs: number } {
+export function parseRingKey(key: string): Readonly<{ scope: string; windowMs: number; slotMs: number }> {
+  const known = parsedRingKeys.get(key);
+  if (known) return known;
   const at = key.lastIndexOf('/');
   const [window = '', slots] = key.slice(at + 1).split('.');
   const windowMs = Number.parseInt(window, 36);
   const perWindow = slots === undefined ? SLOTS_PER_WINDOW : Number.parseInt(slots, 36);
-  return { scope: key.slice(0, at), windowMs, slotMs: slotMsFor(windowMs, perWindow) };
+  const parsed = { scope: key.slice(0, at), windowMs, slotMs: slotMsFor(windowMs, perWindow) };
+  if (parsedRingKeys.size >= MAX_PARSED_RING_KEYS) parsedRingKeys.clear();
+  parsedRingKeys.set(key, parsed);
+  return parsed;
 }
 
 /** The rings of the learned classes, as learned-limits.ts learnedRingLimits says (absent: the probe). */

@@ -88,9 +88,10 @@ export const sameShare = (a: RegionShare | undefined, b: RegionShare | undefined
  * How an adoption changes the share held (DynamoRateLedger.adoptShare, on the item as the write finds it):
  * - `replace` (after the lease write was acknowledged): the share of that record, with its version, replaces the
  *   held one unless the held one is newer: a later version, or (where either has none) a later fence;
- * - `cap` (before the lease write): every ring the held share names is lowered to at most the wanted limit, the
- *   fence to at most the wanted fence, floor and home stay, and the held version rises to the wanted one (never
- *   falls). A cap is safe whatever it meets: it only lowers.
+ * - `cap` (before the lease write): every ring the held share names is lowered to at most the wanted limit (0
+ *   where the wanted share does not name it: a ring of another learned view), the fence to at most the wanted
+ *   fence, floor and home stay, and the held version rises to the wanted one (never falls). A cap is safe whatever
+ *   it meets: it only lowers.
  */
 export type AdoptionMode = 'replace' | 'cap';
 
@@ -115,9 +116,12 @@ export interface Adoption {
 export function adoptionOf(held: RegionShare | undefined, wanted: RegionShare, mode: AdoptionMode): Adoption {
   if (mode === 'cap') {
     const base: RegionShare = held ?? { limits: {}, fenceAt: 0 };
-    const limits = { ...base.limits };
-    for (const [key, limit] of Object.entries(wanted.limits))
-      if (limits[key] !== undefined) limits[key] = Math.min(limits[key] as number, limit);
+    // A ring the record to be written does not name goes to 0: the other Region reads that record, and a ring it
+    // does not name may be bounded there only by a shorter ring of its class (lease.ts tailOf) that a plan on
+    // another learned view does not check (two renewer runs on views a cache apart, issue 33's property test).
+    const limits: Record<string, number> = {};
+    for (const [key, limit] of Object.entries(base.limits))
+      limits[key] = Math.min(limit, wanted.limits[key] ?? 0);
     const version = wanted.version === undefined ? base.version : Math.max(wanted.version, base.version ?? 0);
     // The fence too, should the record to be written end sooner (a renewer whose clock reads a little behind the
     // last one's): the ledger never fences later than its Region's latest record says.

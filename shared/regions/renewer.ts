@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
 import type { DynamoRateLedger, RegionShare, RingSnapshot } from '../ledger/index.js';
-import { allRings, GENERAL_SCOPE } from '../ledger/limit-plan.js';
+import { allRings, GENERAL_SCOPE, type LimitPlan } from '../ledger/limit-plan.js';
 import { DIMENSION_REASON, Metric } from '../metric-names.js';
 import type { Telemetry } from '../telemetry.js';
 import type { TokenStore } from '../tokens/token-store.js';
@@ -81,6 +81,16 @@ export interface KeyRenewal {
   reason?: RenewalRefusal;
   error?: string;
 }
+
+/**
+ * The budgets a renewal leases for a plan (the set's learned view as the renewer's ledger reads it): every general
+ * ring and every class ring, a learned class's as learned (its probe until then); not the reservations' parts,
+ * which the share of their window holds (region-share.ts heldPlan).
+ */
+export const leasedBudgets = (plan: LimitPlan): Budget[] =>
+  allRings(plan)
+    .filter((spec) => spec.scope === GENERAL_SCOPE || plan.classes.has(spec.scope))
+    .map(({ key, limit, windowMs, spanMs }) => ({ key, limit, windowMs, spanMs }));
 
 /** Lost races with the other Region's renewer in one renewal before it gives up until the next one. */
 const MAX_CONFLICTS = 5;
@@ -202,9 +212,7 @@ export class LeaseRenewer {
     const limits = set.rateLimits;
     try {
       const plan = await ledger.planOf(limits, set.id);
-      const budgets: Budget[] = allRings(plan)
-        .filter((spec) => spec.scope === GENERAL_SCOPE || plan.classes.has(spec.scope))
-        .map(({ key, limit, windowMs, spanMs }) => ({ key, limit, windowMs, spanMs }));
+      const budgets = leasedBudgets(plan);
       // The reserved consumers homed here (their reservation's `region`): their reservations hold in this share.
       const home = (limits.reservations ?? []).filter((r) => r.region === region).map((r) => r.consumer);
       let item: LeaseItem = await leases.read(set.id, ledgerKey);

@@ -41,6 +41,37 @@ const renewersArb = fc.array(renewerOffsetArb, { minLength: 1, maxLength: 2 });
 /** Renewer clocks that the ledger would refuse (renewer-clock.ts): such a process must renew nothing. */
 export const refusedOffset = (offsetMs: number): boolean => Math.abs(offsetMs) > MAX_LEDGER_CLOCK_SKEW_MS;
 
+/** The learned class's name in the drawn settings (`classes: { reports: [] }`). */
+export const LEARNED_CLASS = 'reports';
+
+/**
+ * The most the probe (1 per 10 s and the 3 s margin, docs/class-limits.md) lets the vendor see in a window of
+ * `windowSeconds`: one grant per 13 s span, each sent within its 2 s validity. The vendor's class limits are drawn
+ * at least this loose: a tighter one is refused once before it is named (the promise "at most one request per limit
+ * not yet named", which test/classes-learned-property.test.ts checks), and this property counts every 429.
+ */
+export const probeMostIn = (windowSeconds: number): number => Math.floor((windowSeconds + 2) / 13) + 1;
+
+/** A vendor limit of a learned class: a common window and a limit no tighter than the probe. */
+const classLimitArb = fc
+  .record({
+    windowSeconds: fc.constantFrom(10, 15, 30, 60, 120, 300),
+    above: fc.integer({ min: 0, max: 30 }),
+  })
+  .map(({ windowSeconds, above }) => ({ windowSeconds, limit: probeMostIn(windowSeconds) + above }));
+
+/**
+ * A learned class asked for in both Regions: its share of each Region's asks, its vendor limits (1 to 3 windows),
+ * when a report teaches them (never, in some runs) and in which Region, how long before that the vendor answered.
+ */
+const learnedArb = fc.record({
+  part: fc.double({ min: 0.05, max: 0.6, noNaN: true }),
+  limits: fc.uniqueArray(classLimitArb, { minLength: 1, maxLength: 3, selector: (l) => l.windowSeconds }),
+  knownAtS: fc.option(fc.integer({ min: 0, max: 20 * 60 }), { freq: 8 }),
+  learner: fc.constantFrom<Region>('home', 'peer'),
+  answerLagMs: fc.integer({ min: 0, max: 3000 }),
+});
+
 const burstArb = fc.record({
   region: fc.constantFrom<Region>('home', 'peer'),
   atS: fc.integer({ min: 0, max: 24 * 60 }),
@@ -88,8 +119,30 @@ export const regionsScenarioArb = fc.record({
   latencyMaxMs: fc.integer({ min: 20, max: 1500 }),
   /** The bound holds whatever the targets: both ways of setting them are drawn. */
   targets: fc.constantFrom<'free' | 'fractions'>('free', 'fractions'),
+  /** A learned class in both Regions, in two runs of three. */
+  learned: fc.option(learnedArb, { freq: 3 }),
 });
 export type RegionsScenario = typeof regionsScenarioArb extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * Where a learned class is put to it in both Regions: the class learned within the first two minutes, asked for in
+ * both Regions (each with a quarter to three quarters of the demand, no shift).
+ */
+export const learnedScenarioArb = fc
+  .tuple(
+    regionsScenarioArb,
+    learnedArb,
+    fc.double({ min: 0.25, max: 0.75, noNaN: true }),
+    fc.integer({ min: 0, max: 120 }),
+  )
+  .map(
+    ([scenario, learned, split, knownAtS]): RegionsScenario => ({
+      ...scenario,
+      split,
+      shiftTo: null,
+      learned: { ...learned, knownAtS },
+    }),
+  );
 
 /** The most two Regions' DynamoDB clocks may differ: the bound less both renewers' tolerance. */
 const REGIONS_APART_MS = CLOCK_BOUND_MS * (1 - 2 * RENEWER_CLOCK_SHARE);
@@ -111,7 +164,7 @@ export function simOptionsOf(s: RegionsScenario): RegionsSimOptions {
   return {
     random: seededRandom(s.seed),
     durationMs: s.minutes * MINUTE_MS,
-    limits: rateLimitSettingsSchema.parse({}),
+    limits: rateLimitSettingsSchema.parse(s.learned ? { classes: { [LEARNED_CLASS]: [] } } : {}),
     demand: (region, t) => {
       const home = s.shiftTo !== null && t >= s.shiftAtS * 1000 ? s.shiftTo : s.split;
       const part = region === 'home' ? home : 1 - home;
@@ -124,5 +177,17 @@ export function simOptionsOf(s: RegionsScenario): RegionsSimOptions {
     store: { failure: s.failure, lostAnswer: s.lostAnswer, latencyMs: [10, s.latencyMaxMs] },
     stalls: s.stalls,
     targets: s.targets,
+    ...(s.learned
+      ? {
+          learned: {
+            name: LEARNED_CLASS,
+            limits: s.learned.limits,
+            part: s.learned.part,
+            ...(s.learned.knownAtS !== null ? { knownAt: s.learned.knownAtS * 1000 } : {}),
+            learner: s.learned.learner,
+            answerLagMs: s.learned.answerLagMs,
+          },
+        }
+      : {}),
   };
 }
