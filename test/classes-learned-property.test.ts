@@ -9,7 +9,6 @@ import { checkRun, type RunVerdict } from './support/learned-checks.js';
 import { runScenario, type WorldParts } from './support/learned-property-world.js';
 import { type Scenario, scenarioArb } from './support/learned-scenarios.js';
 import { timelineOf } from './support/learned-timeline.js';
-import { propertyRuns } from './support/property-runs.js';
 
 /**
  * Issue 32, build point 5: learned class limits (docs/class-limits.md) against the vendor sandbox, model-based.
@@ -31,12 +30,11 @@ import { propertyRuns } from './support/property-runs.js';
  * of that property with fast-check.
  */
 /**
- * 200 runs an engine in `npm test`, 400 in `npm run test:long` (propertyRuns: the same seed, its first runs): a run
- * is about 100 DynamoDB calls of 2 to 3 ms and 0.25 s of this process's CPU, so 200 runs take about 95 s on DynamoDB
- * Local and 115 s on dynalite, side by side, on a 2-core machine shared with other work. LEARNED_PROPERTY_RUNS sets
- * another count (1000: about 10 minutes an engine).
+ * 200 runs an engine, in `npm test`: a run is about 100 DynamoDB calls of 2 to 3 ms and 0.25 s of this process's
+ * CPU, so 200 runs take about 95 s on DynamoDB Local and 115 s on dynalite, side by side, on a 2-core machine shared
+ * with other work. LEARNED_PROPERTY_RUNS sets another count (1000: about 10 minutes an engine).
  */
-const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? propertyRuns({ quick: 200, full: 400 }));
+const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? 200);
 const SEED = Number(process.env.LEARNED_PROPERTY_SEED ?? 20_261_129);
 const REPLAY = process.env.LEARNED_PROPERTY_REPLAY;
 const SHRINK = process.env.LEARNED_PROPERTY_SHRINK;
