@@ -7,8 +7,9 @@ import { splitTestFiles, type TestSuite } from './test/support/test-projects.js'
 // on real time: `npm test` runs `unit` and `dynamodb`; the real-time files are in `long` and `long-dynamodb`,
 // which `npm run test:long` runs. `npx vitest run <file>` runs any file, in its project.
 //
-// `npm run test:long` sets TEST_LONG=1: then the two projects are `long` and `long-dynamodb`, with the real-time
-// files and the files whose property runs have a long form (test/support/property-runs.ts), at their full runs.
+// `npm run test:long` sets TEST_LONG=1: then the projects are `long` and `long-dynamodb`, the real-time files, and
+// `full` and `full-dynamodb`, the files whose property runs have a long form (test/support/property-runs.ts) at their
+// full runs; package.json runs the first two one file at a time, then the other two.
 const { unit, dynamodb, long, longDynamodb, fullRuns } = splitTestFiles(import.meta.dirname);
 const testLong = process.env.TEST_LONG === '1';
 
@@ -53,10 +54,20 @@ export default defineConfig({
     reporters: process.env.CI ? ['verbose'] : ['default'],
     projects: testLong
       ? [
-          project('long', [...long, ...fullRuns.filter((file) => unit.includes(file))], 'test:long', false),
+          // The real-time files (`npm run test:long` runs them first, one file at a time: a soak's figures are
+          // real time, and a second CPU-bound file beside it on two cores takes their margins)...
+          project('long', long, 'test:long', false),
+          project('long-dynamodb', longDynamodb, 'test:long', true),
+          // ...then the property files at their full runs, two at a time.
           project(
-            'long-dynamodb',
-            [...longDynamodb, ...fullRuns.filter((file) => dynamodb.includes(file))],
+            'full',
+            fullRuns.filter((file) => unit.includes(file)),
+            'test:long',
+            false,
+          ),
+          project(
+            'full-dynamodb',
+            fullRuns.filter((file) => dynamodb.includes(file)),
             'test:long',
             true,
           ),
