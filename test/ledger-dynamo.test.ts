@@ -17,6 +17,7 @@ import {
   fillLedgerItem,
   granted,
 } from './support/ledger-harness.js';
+import { propertyRuns } from './support/property-runs.js';
 
 /** With a class, in item format 2 (packed): the format that keeps a class within one write unit. */
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
@@ -27,6 +28,11 @@ const TOKEN = '3f9a0c1d2b4e5f60';
 /** The default margin and validity: a minute's grants are counted over 60 s plus the margin. */
 const MARGIN_MS = limits.marginSeconds * 1000;
 const VALIDITY_MS = limits.permitValiditySeconds * 1000;
+/**
+ * Steps of the adversarial use (a permit every 4 s, a two-process sweep every 600): `npm test` runs the first 1200
+ * (80 minutes: the hour's rings all in use, two sweeps), test:long all 2400 (four sweeps).
+ */
+const ADVERSARIAL_STEPS = propertyRuns({ quick: 1200, full: 2400 });
 
 describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
   let dynamo: LocalDynamo;
@@ -306,7 +312,7 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
       const tight = rateLimitSettingsSchema.parse({ ...limits, marginSeconds: 5 });
       // A permit every 4 s, every third in a class: every slot of the hour rings in use, kept under the
       // hour's 1000 so that the sweeps below are granted.
-      for (let step = 0; step < 2400; step++) {
+      for (let step = 0; step < ADVERSARIAL_STEPS; step++) {
         await clock.advance(4000 + (step % 7));
         const cls = step % 3 === 0 ? 'reports' : undefined;
         const decision = await a.acquire({ tokenId: TOKEN, count: 1, class: cls, limits: tight });
