@@ -7,11 +7,14 @@ import { splitTestFiles, type TestSuite } from './test/support/test-projects.js'
 // on real time: `npm test` runs `unit` and `dynamodb`; the real-time files are in `long` and `long-dynamodb`,
 // which `npm run test:long` runs. `npx vitest run <file>` runs any file, in its project.
 //
-// `npm run test:long` sets TEST_LONG=1: then the projects are `long` and `long-dynamodb`, the real-time files, and
-// `full` and `full-dynamodb`, the files whose property runs have a long form (test/support/property-runs.ts) at their
-// full runs; package.json runs the first two one file at a time, then the other two.
+// `npm run test:long` sets TEST_LONG=1: then the projects are `long-measured` (the classes soaks), `long` and
+// `long-dynamodb` (the other real-time files), and `full` and `full-dynamodb`, the files whose property runs have a
+// long form (test/support/property-runs.ts) at their full runs; package.json runs the first alone, one file at a
+// time, then the others.
 const { unit, dynamodb, long, longDynamodb, fullRuns } = splitTestFiles(import.meta.dirname);
 const testLong = process.env.TEST_LONG === '1';
+/** The real-time files that measure use (the classes soaks): test:long runs them alone. */
+const measured = long.filter((file) => file.startsWith('test/soak-classes'));
 
 /** One project: its files, whether it starts DynamoDB Local, and its suite (provided to its files). */
 function project(
@@ -54,11 +57,19 @@ export default defineConfig({
     reporters: process.env.CI ? ['verbose'] : ['default'],
     projects: testLong
       ? [
-          // The real-time files (`npm run test:long` runs them first, one file at a time: a soak's figures are
-          // real time, and a second CPU-bound file beside it on two cores takes their margins)...
-          project('long', long, 'test:long', false),
+          // The soaks that measure use in real time (the classes soaks: use of the class limits, time to learn),
+          // which `npm run test:long` runs first, one file at a time: a CPU-bound file beside one on two cores eats
+          // the margins it measures...
+          project('long-measured', measured, 'test:long', false),
+          // ...then the other real-time files (they assert bounds and counts, not use) and the property files at
+          // their full runs, two at a time.
+          project(
+            'long',
+            long.filter((file) => !measured.includes(file)),
+            'test:long',
+            false,
+          ),
           project('long-dynamodb', longDynamodb, 'test:long', true),
-          // ...then the property files at their full runs, two at a time.
           project(
             'full',
             fullRuns.filter((file) => unit.includes(file)),
