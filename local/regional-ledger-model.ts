@@ -33,8 +33,9 @@ import { type RingSnapshot, ringSnapshotOf } from '../shared/ledger/ring-snapsho
  * is decided here on the general rings (the hot path); a class's ask by the real ledger's own decision
  * (ledger-state.ts acquire) on the plan of the Region's learned view held to the share (region-share.ts
  * heldPlan), on the same rings: it counts in every ring of its class the item holds (rule 1 of
- * docs/class-limits.md, "Processes that disagree"), and a learned ring is seeded by the real ledger's rule
- * (seedLearnedRing). Reservations are not modelled. No lease-store handle: the grant path cannot call it.
+ * docs/class-limits.md, "Processes that disagree"), and a learned ring is seeded by the real ledger's rules: by
+ * the report in the Region that took it (seedLearnedRing), from the learned item's seed in the other (acquire's
+ * seedFromLearned). Reservations are not modelled. No lease-store handle: the grant path cannot call it.
  */
 export class RegionalLedgerModel {
   readonly #specs: readonly RingSpec[];
@@ -47,6 +48,8 @@ export class RegionalLedgerModel {
   /** Undefined before the first adoption: the floor only. */
   #share: RegionShare | undefined;
   readonly #floor: number;
+  /** LedgerState.learnedVersion: the report's write, or a seed from the learned item (seedFromLearned), set it. */
+  #learnedVersion = 0;
 
   /** Starts fenced (no share): a Region grants nothing beyond the floor before its first lease. */
   constructor(specs: readonly RingSpec[], floor = 0) {
@@ -112,7 +115,8 @@ export class RegionalLedgerModel {
   /**
    * A report taught a learned ring of `cls` (`windowSeconds`): seeded as the real ledger seeds it
    * (ledger-state.ts seedLearnedRing) with `counted`, the vendor's `limit - remaining`, and the class's grants
-   * in flight that this item's rings hold. Whether it recorded any.
+   * in flight that this item's rings hold; the item then holds grants of the learned view `version` (the report's
+   * write sets it, dynamo-ledger.ts). Whether it recorded any.
    */
   seedLearned(
     now: number,
@@ -121,10 +125,12 @@ export class RegionalLedgerModel {
     windowSeconds: number,
     counted: number,
     taught: readonly TaughtLimit[],
+    version = 0,
   ): boolean {
     const g = this.#advance(now);
     const state = this.#state(g);
     const seeded = seedLearnedRing(state, plan, g, cls, windowSeconds, counted, taught);
+    state.learnedVersion = Math.max(state.learnedVersion, version);
     this.#keep(state);
     return seeded;
   }
@@ -151,12 +157,14 @@ export class RegionalLedgerModel {
       ...emptyState(1),
       time: now,
       rings: this.#rings,
+      learnedVersion: this.#learnedVersion,
       ...(this.#share ? { share: this.#share } : {}),
     };
   }
 
   /** Rings the state's operations added, and dropped (boundClassRings), stay so. */
   #keep(state: LedgerState): void {
+    this.#learnedVersion = state.learnedVersion;
     for (const key of state.rings.keys()) this.#shapeOf(key);
   }
 

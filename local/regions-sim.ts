@@ -80,10 +80,13 @@ export interface LearnedClassPlan {
 }
 
 /**
- * `leased` (default): the learned class's rings leased like any budget, the report seeding its Region's rings.
- * `whole`, a CONTROL: each Region's ledger holds the class's rings to their whole limit (the class not leased).
+ * `leased` (default): the learned class's rings leased like any budget, the report seeding its Region's rings and
+ * its count kept on the learned item, from which the other Region's ledger seeds its own (ledger-state.ts
+ * seedFromLearned). `whole`, a CONTROL: each Region's ledger holds the class's rings to their whole limit (the
+ * class not leased). `unseeded`, a CONTROL: leased, but the learned item keeps no count (the rule before: the other
+ * Region's learned rings start with its own grants alone, the first learning's gap).
  */
-export type LearnedRule = 'leased' | 'whole';
+export type LearnedRule = 'leased' | 'whole' | 'unseeded';
 
 /** One renewer process of a Region: a run of its renewer (two at once when a run overlaps the next). */
 export interface RenewerProcessPlan {
@@ -338,30 +341,35 @@ function learnedPlanOf(
   base: LimitPlan,
   learned: LearnedClassPlan,
   at: number,
-): { plan: LimitPlan; taught: LearnedLimit[] } {
+): { plan: LimitPlan; taught: LearnedLimit[]; seeds: Map<string, { n: number; at: number; v: number }> } {
   const taught: LearnedLimit[] = learned.limits.map((l) => ({ ...l, learnedAt: at, by: 'sim' }));
   const view = { version: 1, classes: { [learned.name]: taught }, rises: {}, at };
-  return { plan: planIn(limits, base, view, at), taught };
+  // The learned item's seeds (learned-store.ts `sd`), which seedAll writes as the report's write does.
+  const seeds = new Map<string, { n: number; at: number; v: number }>();
+  return { plan: { ...planIn(limits, base, view, at), seeds }, taught, seeds };
 }
 
 /**
  * The report reaching a ledger at ledger time g: each learned ring of the class seeded (shortest window first) with
  * what the vendor had counted in its window when it answered (`answeredAt`, real time), as a report of that limit
- * would say (`limit - remaining`).
+ * would say (`limit - remaining`); and that count kept on the learned item with the report's time (its seed, version
+ * 1), from which the other Region's ledger seeds its rings when it first decides on the learned view (acquire).
  */
 function seedAll(
   ledger: RegionalLedgerModel,
   g: number,
-  learnedPlan: { plan: LimitPlan; taught: LearnedLimit[] },
+  learnedPlan: ReturnType<typeof learnedPlanOf>,
   learned: LearnedClassPlan,
   classSendTimes: readonly number[],
   answeredAt: number,
+  keepSeed = true,
 ): void {
   const specs = [...(learnedPlan.plan.classes.get(learned.name) ?? [])].sort(
     (a, b) => a.windowMs - b.windowMs,
   );
   for (const spec of specs) {
     const counted = classSendTimes.filter((s) => s <= answeredAt && s >= answeredAt - spec.windowMs).length;
+    if (keepSeed) learnedPlan.seeds.set(spec.key, { n: Math.min(spec.limit, counted), at: g, v: 1 });
     ledger.seedLearned(
       g,
       learnedPlan.plan,
@@ -369,6 +377,7 @@ function seedAll(
       spec.windowSeconds,
       Math.min(spec.limit, counted),
       learnedPlan.taught,
+      1,
     );
   }
 }
@@ -860,6 +869,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
         learned,
         result.classSendTimes,
         knownAt - learned.answerLagMs,
+        learnedRule !== 'unseeded',
       );
     });
 

@@ -12,7 +12,6 @@ import { CLOCK_BOUND_MS } from '../shared/regions/lease.js';
 import { propertyRuns } from './support/property-runs.js';
 import {
   learnedScenarioArb,
-  probeMostIn,
   type RegionsScenario,
   refusedOffset,
   regionsScenarioArb,
@@ -34,13 +33,9 @@ import { seededRandom } from './support/sandbox-http.js';
  * MRSC `learned#` item) that each vend process and renewer sees within its cache (5 s), every renewer leasing the
  * rings of the view it sees. The vendor's exact sliding windows over every request sent (within its permit's
  * validity): no request over 50 in any 60 s nor 1000 in any 3600 s; no request of the class over any of its limits
- * in any span of the requests granted once every process plans on the learned view. Across the learning itself a
- * gap (found by this test, not fixed here): the Region that did not take the report starts its learned rings
- * empty, and its own requests under the probe just before (which the vendor counted) are counted only in the
- * reporting Region's ledger, which the lease sees only once that Region writes a record naming the rings (its
- * record before counts no more than its probe share, lease.ts tailOf): the vendor refused up to 9 class requests in
- * such a window (5 runs of 1000), never more than the probe lets through in one window of the limit, which is
- * what the test holds it to. The controls run the same scenarios (the racy ones for the adoption rule, the ones
+ * in any span, across the learning too: the Region that did not take the report seeds its learned rings from the
+ * count the report kept on the learned item (ledger-state.ts seedFromLearned; before, they started with its own
+ * grants alone, and the vendor refused up to 9 class requests in 5 runs of 1000, the `unseeded` control). The controls run the same scenarios (the racy ones for the adoption rule, the ones
  * with a class in both Regions for the class's) through the same checks, which must catch them: they can fail.
  */
 // `npm test` runs the first of the runs of test:long (the same seed), the controls on the same scenarios.
@@ -85,8 +80,6 @@ describe('two Regions on leased shares', () => {
       learned: 0,
       classBothRegions: 0,
       classSettled: 0,
-      seamRuns: 0,
-      seamMost: 0,
     };
     fc.assert(
       fc.property(regionsScenarioArb, (scenario) => {
@@ -100,20 +93,14 @@ describe('two Regions on leased shares', () => {
         expect(result.storeCallsOnGrantPath).toBe(0);
         expect(result.grantsPastFence).toBe(0);
         expect(result.aboveRecord).toBe(0);
-        // A learned class: none of its requests over any of its limits once every process plans on what was learned;
-        // across the learning, no more than the gap above (what the probe lets through in one window of a limit).
+        // A learned class: none of its requests over any of its limits in any span, across the learning too.
         const learned = scenario.learned;
         if (learned) {
-          expect(result.classVendorSettled.rejected).toBe(0);
-          result.classVendorSettled.mostInAnySpan.forEach((most, i) => {
+          expect(result.classVendor.rejected).toBe(0);
+          result.classVendor.mostInAnySpan.forEach((most, i) => {
             expect(most).toBeLessThanOrEqual(learned.limits[i]?.limit as number);
           });
-          const seam = result.classVendor.rejected;
-          expect(seam).toBeLessThanOrEqual(
-            learned.limits.reduce((sum, l) => sum + probeMostIn(l.windowSeconds), 0),
-          );
-          if (seam > 0) seen.seamRuns++;
-          seen.seamMost = Math.max(seen.seamMost, seam);
+          expect(result.classVendorSettled.rejected).toBe(0);
           if (result.learnedAt !== undefined) seen.learned++;
           seen.classSettled += result.classSettled.home + result.classSettled.peer;
           if (result.classSettled.home > 0 && result.classSettled.peer > 0) seen.classBothRegions++;
@@ -169,9 +156,9 @@ describe('two Regions on leased shares', () => {
     const runs = runAll({ learnedRule: 'whole' }, LEARNED_RUNS, learnedScenarioArb);
     const caught = runs.filter((r) => r.result.classVendorSettled.rejected > 0).length;
     expect(caught).toBeGreaterThan(0);
-    // The same scenarios with the class leased: never, and the class served in both Regions.
+    // The same scenarios with the class leased: never, across the learning too, and the class served in both Regions.
     const leased = runAll({}, LEARNED_RUNS, learnedScenarioArb);
-    expect(leased.filter((r) => r.result.classVendorSettled.rejected > 0)).toEqual([]);
+    expect(leased.filter((r) => r.result.classVendor.rejected > 0)).toEqual([]);
     const both = leased.filter(
       (r) => r.result.classSettled.home > 0 && r.result.classSettled.peer > 0,
     ).length;
@@ -181,6 +168,21 @@ describe('two Regions on leased shares', () => {
       caught,
       leasedInBoth: both,
     });
+  });
+
+  it("the class's check across the learning catches the other Region's learned rings unseeded (the rule before)", () => {
+    // The main property's scenarios that learn a class, up to the first caught: the gap is rare (5 runs of 1000
+    // learned 16 class requests refused, at most 9 in one; the first within the first 300).
+    let runs = 0;
+    let refused = 0;
+    for (const scenario of fc.sample(regionsScenarioArb, { numRuns: RUNS, seed: SEED })) {
+      if (scenario.learned?.knownAtS == null) continue;
+      runs++;
+      refused = simulateRegions({ ...simOptionsOf(scenario), learnedRule: 'unseeded' }).classVendor.rejected;
+      if (refused > 0) break;
+    }
+    expect(refused).toBeGreaterThan(0);
+    console.info('control: learned rings unseeded in the other Region', { runs, refused });
   });
 
   it('catches overlapping runs adopting by fence alone (the rule before issue 33): a ledger above its record', () => {

@@ -428,7 +428,7 @@ export class DynamoRateLedger implements RateLedger {
         if (learning && !refreshed && state.learnedVersion > version)
           return { change: 'none', result: STALE_VIEW };
         const held = this.#held(plan, state, g);
-        const outcome = acquire(state, held, g, count, cls, consumer);
+        const outcome = acquire(state, held, g, count, cls, consumer, tokenId);
         if (outcome.granted) {
           // The item's grants are from this view on: a process on an older one reads it first (STALE_VIEW).
           if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
@@ -464,6 +464,7 @@ export class DynamoRateLedger implements RateLedger {
             count,
             cls,
             consumer,
+            tokenId,
           );
           fit = Math.min(fit, then.granted ? next.at : Math.max(next.at, then.retryAt));
         }
@@ -638,6 +639,7 @@ export class DynamoRateLedger implements RateLedger {
         offset: report.vendorOffsetMs ?? UNMEASURED_OFFSET,
         limits: report.limits,
         wholeHistory: !this.#regional,
+        ledgerKey: tokenId,
       },
       state,
       g,

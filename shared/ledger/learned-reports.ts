@@ -11,8 +11,8 @@ import {
   teach,
 } from './learned-limits.js';
 import { observeRise, type RiseState, trialLimitOf, trialsOf } from './learned-rise.js';
-import type { LearnedStore, LearnedView } from './learned-store.js';
-import type { LedgerState } from './ledger-state.js';
+import type { LearnedSeed, LearnedStore, LearnedView, Seeds } from './learned-store.js';
+import { type LedgerState, seedKeyOf } from './ledger-state.js';
 import { GENERAL_SCOPE, type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
 import type { VendorFeedbackResult } from './types.js';
 
@@ -44,7 +44,15 @@ export function planIn(
       now,
       trialsOf(view.rises[cls], base.marginMs),
     ) as RateLimitSettings['general'];
-  return planFor(limits, rings as LearnedRings);
+  const plan = planFor(limits, rings as LearnedRings);
+  // The seeds still within their ring's span (past it, the cached plan as before).
+  const seeds = new Map<string, { n: number; at: number; v: number; k?: string }>();
+  for (const cls of base.learned)
+    for (const seed of view.seeds?.[cls] ?? []) {
+      const spec = plan.classes.get(cls)?.find((s) => s.windowMs === seed.w * 1000);
+      if (spec && now < seed.at + spec.spanMs) seeds.set(spec.key, seed);
+    }
+  return seeds.size > 0 ? { ...plan, seeds } : plan;
 }
 
 /**
@@ -60,6 +68,33 @@ export function nextPlanIn(
   if (base.learned.size === 0) return undefined;
   const at = nextEnd(Object.fromEntries([...base.learned].map((cls) => [cls, view.classes[cls] ?? []])), now);
   return Number.isFinite(at) ? { at, plan: planIn(limits, base, view, at) } : undefined;
+}
+
+/**
+ * The seeds after a write at ledger time `at` (learned-store.ts `sd`): a taught window's count (`seed`, when the
+ * report taught a limit and said what remained) replaces that window's; a class's seeds are kept only for windows
+ * it holds a limit of, and while the vendor's window of their report and a span's margin can still hold what they
+ * counted (so the item stays within a seed per kept window).
+ */
+function seedsAfter(
+  seeds: Seeds,
+  cls: string,
+  learned: readonly LearnedLimit[],
+  at: number,
+  marginMs: number,
+  seed: Partial<LearnedSeed>,
+): Seeds {
+  const out: Seeds = {};
+  for (const [name, list] of Object.entries(seeds)) {
+    const kept = list.filter(
+      (s) =>
+        s.at + s.w * 1000 + 2 * marginMs > at &&
+        (name !== cls || (s.w !== seed.w && learned.some((l) => l.windowSeconds === s.w))),
+    );
+    if (kept.length > 0) out[name] = kept;
+  }
+  if (seed.w !== undefined) out[cls] = [...(out[cls] ?? []), seed as LearnedSeed];
+  return out;
 }
 
 /**
@@ -92,6 +127,8 @@ export interface ClassReportInput {
   limits: RateLimitSettings;
   /** The ledger item holds every grant of the token (not a regional ledger's part): I3 (b) may read it. */
   wholeHistory: boolean;
+  /** The ledger key (token) the report is of: its seed seeds that key's items only. */
+  ledgerKey?: string;
 }
 
 export interface Learning {
@@ -157,7 +194,7 @@ export async function learnFromReport(
   let evidence: ClassEvidence | undefined;
   let limitsChanged = false;
   let raised: NonNullable<VendorFeedbackResult['learned']>['raised'];
-  const { view } = await store.update(report.setId, ({ classes, rises }) => {
+  const { view } = await store.update(report.setId, ({ classes, rises, seeds = {} }, version) => {
     const current = classes[cls] ?? [];
     const taught = teachReport(
       current,
@@ -180,7 +217,22 @@ export async function learnFromReport(
     if (!limitsChanged && !rise.changed) return undefined;
     const nextRises = { ...rises, [cls]: rise.rises };
     if (rise.rises.length === 0) delete nextRises[cls];
-    return { classes: { ...classes, [cls]: rise.learned ?? taught.next ?? current }, rises: nextRises };
+    const learned = rise.learned ?? taught.next ?? current;
+    return {
+      classes: { ...classes, [cls]: learned },
+      rises: nextRises,
+      seeds: seedsAfter(seeds, cls, learned, at, base.marginMs, {
+        ...(taught.next && report.remaining !== undefined
+          ? {
+              w: evidence.windowSeconds,
+              n: Math.max(0, report.limit - report.remaining),
+              at,
+              v: version,
+              ...(report.ledgerKey === undefined ? {} : { k: seedKeyOf(report.ledgerKey) }),
+            }
+          : {}),
+      }),
+    };
   });
   return {
     view,

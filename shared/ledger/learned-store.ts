@@ -17,8 +17,12 @@ import type { RiseState, Rises } from './learned-rise.js';
  * `lease#...`), with a version every write increments (conditional on the version read: two processes learning at
  * once never lose one another's) and the classes' limits as JSON (`c`): each with when it was learned and the tag
  * of the caller who taught it, and the rises under way (`rs`, learned-rise.ts). No TTL. Release N-1 reads `c` (a
- * limit's fields it does not know are ignored) and not `rs`, which a write of it drops: a rise's evidence then
- * starts again.
+ * limit's fields it does not know are ignored) and not `rs` nor `sd`, which a write of it drops: a rise's evidence
+ * then starts again, and a seed is not there for a Region's first learned ring (a gap of one window, as before it).
+ *
+ * `sd` (seeds): per learned class, per window a report taught, what the vendor had counted (`limit - remaining`) and
+ * the ledger time of the report, and the version of the write that put it there: the ledger of a Region that did
+ * not take the report seeds its new ring from it (ledger-state.ts seedFromLearned; docs/multi-region.md).
  *
  * Where: the ledger table in a one-Region stage; in a two-Region stage the MRSC table (LEARNED_TABLE_NAME), so that
  * both Regions hold and lease one learned view (docs/multi-region.md, "Learned limits"). There a write that meets
@@ -31,6 +35,8 @@ export interface LearnedView {
   version: number;
   classes: LearnedClasses;
   rises: Rises;
+  /** What reports counted, for the rings of the windows they taught (`sd`; none: {}). */
+  seeds?: Seeds;
   /** Clock time it was read. */
   at: number;
 }
@@ -65,10 +71,46 @@ function lostToAnotherWriter(error: unknown): boolean {
   );
 }
 
+/**
+ * A report's count for a window it taught (compact: it is kept on the item): `w` the window in seconds, `n` what
+ * the vendor had counted in it, `at` the ledger time of the report, `v` the version of the write that put it there,
+ * `k` the tag of the report's ledger key (ledger-state.ts seedKeyOf: the vendor counted that token's requests).
+ */
+export interface LearnedSeed {
+  w: number;
+  n: number;
+  at: number;
+  v: number;
+  k?: string;
+}
+
+/** By class: at most one seed per window. */
+export type Seeds = Record<string, LearnedSeed[]>;
+
 /** What a change of the learned item works on. */
 export interface Learned {
   classes: LearnedClasses;
   rises: Rises;
+  seeds?: Seeds;
+}
+
+/** The stored seeds, checked: anything malformed is read as no seed (the ring starts as it did without). */
+function parseSeeds(text: string | undefined): Seeds {
+  if (text === undefined) return {};
+  try {
+    const parsed = JSON.parse(text) as Record<string, LearnedSeed[]>;
+    const out: Seeds = {};
+    for (const [name, seeds] of Object.entries(parsed))
+      if (Array.isArray(seeds))
+        out[name] = seeds.filter(
+          (s) =>
+            [s?.w, s?.n, s?.at, s?.v].every((x) => Number.isFinite(x) && x >= 0) &&
+            (s.k === undefined || typeof s.k === 'string'),
+        );
+    return out;
+  } catch {
+    return {};
+  }
 }
 
 /** The stored rises, checked: anything malformed is read as no rise (no trial: the kept limits hold). */
@@ -141,19 +183,23 @@ export class LearnedStore {
   }
 
   /**
-   * Changes what the set learned: `change` gets the classes and rises as read and returns them changed, or
-   * undefined for no change. Conditional on the version read; on a conflict, again on a fresh read. Returns the
-   * view after.
+   * Changes what the set learned: `change` gets the classes, rises and seeds as read (and the version it would
+   * write) and returns them changed, or undefined for no change. Conditional on the version read; on a conflict,
+   * again on a fresh read. Returns the view after.
    */
   async update(
     setId: string,
-    change: (learned: Learned) => Learned | undefined,
+    change: (learned: Learned, version: number) => Learned | undefined,
   ): Promise<{ view: LearnedView; changed: boolean }> {
     for (let conflicts = 0; conflicts <= MAX_CONFLICTS; conflicts++) {
       const read = await this.#read(setId);
-      const next = change(structuredClone({ classes: read.classes, rises: read.rises }));
-      if (next === undefined) return { view: read, changed: false };
       const version = read.version + 1;
+      const got = change(
+        structuredClone({ classes: read.classes, rises: read.rises, seeds: read.seeds ?? {} }),
+        version,
+      );
+      if (got === undefined) return { view: read, changed: false };
+      const next = { ...got, seeds: got.seeds ?? read.seeds ?? {} };
       try {
         await this.#send(() =>
           this.#client.send(
@@ -164,6 +210,7 @@ export class LearnedStore {
                 v: { N: String(version) },
                 c: { S: JSON.stringify(next.classes) },
                 ...(Object.keys(next.rises).length > 0 ? { rs: { S: JSON.stringify(next.rises) } } : {}),
+                ...(Object.keys(next.seeds).length > 0 ? { sd: { S: JSON.stringify(next.seeds) } } : {}),
               },
               ConditionExpression: read.version === 0 ? 'attribute_not_exists(#v)' : '#v = :v',
               ExpressionAttributeNames: { '#v': 'v' },
@@ -197,6 +244,7 @@ export class LearnedStore {
       version: Number.isSafeInteger(version) && version > 0 ? version : 0,
       classes: parseClasses(Item?.c?.S),
       rises: parseRises(Item?.rs?.S),
+      seeds: parseSeeds(Item?.sd?.S),
       at: this.#clock.now(),
     };
     this.#cache.set(setId, view);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { PROBE_LIMIT } from './learned-limits.js';
 import {
   CLASS_SLOTS_PER_WINDOW,
@@ -231,10 +232,14 @@ export function acquire(
   k: number,
   cls: string | undefined,
   consumer?: string,
+  ledgerKey?: string,
 ): AcquireOutcome {
   // Caps an older release wrote since (vendor-caps.ts): each to its limit, so the item keeps one per limit.
   normalizeCaps(state, plan, g);
-  if (cls !== undefined) restoreClassRings(state, plan, cls, g);
+  if (cls !== undefined) {
+    seedFromLearned(state, plan, cls, g, ledgerKey);
+    restoreClassRings(state, plan, cls, g);
+  }
   // Reservations other than those the rings were kept by, while rings hold grants: see LimitPlan.reservationsKey.
   if (state.reservationsKey !== plan.reservationsKey) {
     if (state.rings.size > 0) state.reservationsChangedAt = g;
@@ -321,6 +326,65 @@ function restoreClassRings(state: LedgerState, plan: LimitPlan, cls: string, g: 
     if (!isEmptyRing(ring)) state.rings.set(spec.key, ring);
   }
 }
+
+/**
+ * A learned ring seeded from what the report that taught it counted (the learned item's seed, LimitPlan.seeds), in a
+ * ledger that decides on the seed's view for the first time (the item's learnedVersion is older than the seed's
+ * write: in one Region, or in the Region that took the report, its report's write made it as new, and the report
+ * seeded the ring there, seedLearnedRing). What the ledger of the other Region of two holds then: its own grants of
+ * the class, not the other Region's that the vendor counted beside them. The ring is made to hold, after the
+ * report's time less the window (where the vendor counted), at least the vendor's count and this ledger's grants
+ * from two margins before the report on (in flight then, or since: the class's other rings hold them, rule 1 of
+ * docs/class-limits.md, "Processes that disagree"): what it lacks is recorded at the report's time. Those of its
+ * own grants the vendor counted are counted twice for at most a window: more, never fewer. Without it the other
+ * Region took the whole learned limit on top of the vendor's count until the reporting Region's lease record named
+ * the learned rings (docs/multi-region.md, "The first learning in two Regions").
+ */
+function seedFromLearned(
+  state: LedgerState,
+  plan: LimitPlan,
+  cls: string,
+  g: number,
+  ledgerKey: string | undefined,
+): void {
+  if (!plan.seeds || !plan.learned.has(cls)) return;
+  const decidedOn = state.learnedVersion;
+  const tag = ledgerKey === undefined ? undefined : seedKeyOf(ledgerKey);
+  for (const spec of plan.classes.get(cls) ?? []) {
+    const seed = plan.seeds.get(spec.key);
+    // Only the item of the report's ledger key counts what the vendor counted (a set's next token starts afresh).
+    if (!seed || (seed.k !== undefined && seed.k !== tag)) continue;
+    if (decidedOn >= seed.v || g >= seed.at + spec.spanMs) continue;
+    const since = seed.at - 2 * plan.marginMs;
+    let ring = state.rings.get(spec.key);
+    if (!ring) {
+      // Its grants since, from the class's rings (the fullest: each holds every grant of the class in its span).
+      const recent = Math.max(
+        0,
+        ...[...state.rings].map(([key, r]) => {
+          const { scope, slotMs } = parseRingKey(key);
+          return scope === cls ? usedAfter({ slotMs } as RingSpec, r, g, since) : 0;
+        }),
+      );
+      ring = emptyRing();
+      if (recent > 0) recordAt(ring, spec.slotMs, g, g, recent);
+    }
+    const own = usedAfter(spec, ring, g, since);
+    // What the ring holds where the vendor counted (whole slots only: fewer, never more).
+    const held = usedAfter(spec, ring, g, seed.at - spec.windowMs + spec.slotMs);
+    // Not capped by the limit: `spec` may be held to the Region's share (heldPlan), and the count is the vendor's.
+    const lacking = seed.n + own - held;
+    if (lacking > 0) recordAt(ring, spec.slotMs, g, seed.at, lacking);
+    if (!isEmptyRing(ring)) state.rings.set(spec.key, ring);
+    // Once: written with it, the item holds grants of the seed's view (a process on an older one reads it first).
+    state.learnedVersion = Math.max(state.learnedVersion, seed.v);
+  }
+  boundClassRings(state, plan, cls);
+}
+
+/** The ledger key a seed is of, on the learned item: 8 characters of its hash (the items' keys stay apart). */
+export const seedKeyOf = (ledgerKey: string): string =>
+  createHash('sha256').update(ledgerKey).digest('base64url').slice(0, 8);
 
 /**
  * Rule M3 (docs/class-limits.md): a learned class keeps in the item at most its plan's windows (learnedWindows)

@@ -147,6 +147,12 @@ export interface LimitPlan {
    * span after the reservations changed: a Region's share of the window (region-share.ts) is on the window.
    */
   checkReserved?: boolean;
+  /**
+   * By learned ring key: what a report counted for the window it taught (learned-store.ts `sd`: `n` at ledger time
+   * `at`, written at learned version `v`, of the ledger key tagged `k`), while it can still be in the ring's span: a
+   * ledger that first holds the ring seeds it from this (ledger-state.ts seedFromLearned).
+   */
+  seeds?: ReadonlyMap<string, { n: number; at: number; v: number; k?: string }>;
 }
 
 export const slotMsFor = (windowMs: number, slots = SLOTS_PER_WINDOW): number =>
