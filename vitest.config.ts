@@ -1,5 +1,5 @@
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
-import { splitTestFiles, type TestSuite } from './test/support/test-projects.js';
+import { mocksModules, splitTestFiles, type TestSuite } from './test/support/test-projects.js';
 
 // Projects by what the files import (docs/testing.md, test/support/test-projects.ts). Whether a file starts the
 // run's DynamoDB Local (a JVM, seconds on a loaded machine): `dynamodb` and `long-dynamodb` have the global setup
@@ -13,6 +13,13 @@ import { splitTestFiles, type TestSuite } from './test/support/test-projects.js'
 // time, then the others.
 const { unit, dynamodb, long, longDynamodb, fullRuns } = splitTestFiles(import.meta.dirname);
 const testLong = process.env.TEST_LONG === '1';
+/** npm test's files that mock a module: each in a fresh process (test/support/test-projects.ts, mocksModules). */
+const isolated = unit.filter((file) => mocksModules(file, import.meta.dirname));
+const mockingOnEngines = dynamodb.filter((file) => mocksModules(file, import.meta.dirname));
+if (mockingOnEngines.length > 0)
+  throw new Error(
+    `${mockingOnEngines.join(', ')}: a file on both engines that mocks a module needs a project of its own`,
+  );
 /** The real-time files that measure use (the classes soaks): test:long runs them alone. */
 const measured = long.filter((file) => file.startsWith('test/soak-classes'));
 
@@ -22,6 +29,7 @@ function project(
   files: string[],
   suite: TestSuite,
   engine: boolean,
+  isolate = suite === 'test:long',
 ): TestProjectInlineConfiguration {
   return {
     extends: true,
@@ -32,8 +40,9 @@ function project(
       provide: { testSuite: suite },
       // npm test's files share their worker's process, one after the other (about a third of the suite's CPU is
       // each file importing the same modules again in a fresh one); test/support/shared-process.ts checks that
-      // each leaves the environment as it found it. test:long's few, long files each get a fresh process.
-      ...(suite === 'npm test' ? { isolate: false, setupFiles: ['test/support/shared-process.ts'] } : {}),
+      // each leaves the environment as it found it. test:long's few, long files, and the files that mock a module
+      // (`unit-isolated`), each get a fresh process.
+      ...(isolate ? {} : { isolate: false, setupFiles: ['test/support/shared-process.ts'] }),
       // One DynamoDB Local (AWS's engine, a JVM) for the run: these files run on it and on dynalite. Vitest
       // runs a project's global setup only when the run has files of that project.
       ...(engine ? { globalSetup: ['test/global-setup.ts'] } : {}),
@@ -84,7 +93,13 @@ export default defineConfig({
           ),
         ]
       : [
-          project('unit', unit, 'npm test', false),
+          project(
+            'unit',
+            unit.filter((file) => !isolated.includes(file)),
+            'npm test',
+            false,
+          ),
+          project('unit-isolated', isolated, 'npm test', false, true),
           project('dynamodb', dynamodb, 'npm test', true),
           project('long', long, 'test:long', false),
           project('long-dynamodb', longDynamodb, 'test:long', true),

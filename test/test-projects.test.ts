@@ -2,7 +2,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { requireDynamoDbLocal, requireLongSuite, splitTestFiles } from './support/test-projects.js';
+import {
+  mocksModules,
+  requireDynamoDbLocal,
+  requireLongSuite,
+  splitTestFiles,
+} from './support/test-projects.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 // Spelt apart, so that this file's own text neither asks for the engine nor imports the real engines.ts (either
@@ -133,6 +138,14 @@ describe('test projects: which files wait on real time (npm run test:long), and 
     expect(fullRuns).toContain('test/ledger-property.test.ts');
     expect(fullRuns).toContain('test/ledger-clock-skew.test.ts');
     expect(fullRuns.filter((file) => !npmTest.includes(file))).toEqual([]);
+  });
+
+  it('runs the files that mock a module in a fresh process of their own (unit-isolated), and only those', () => {
+    const { unit } = splitTestFiles(ROOT);
+    const mocking = unit.filter((file) => mocksModules(file, ROOT));
+    // The mutants mock learned-limits.ts and its neighbours: in a shared process, a file that loaded them first
+    // left the mutants off (all six uncaught in a clean clone's run).
+    expect(mocking).toEqual(['test/classes-learned-mutants.test.ts']);
   });
 
   it("in npm test's projects, a file that waits on real time fails with the reason", () => {

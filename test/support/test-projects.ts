@@ -121,6 +121,18 @@ function reachOf(file: string, root: string, known: Map<string, Reach>): Reach {
   return visit(file);
 }
 
+/** A module mock of vitest's (`vi.mock`, `vi.doMock`): hoisted per file, it needs the file's own module graph. */
+const MOCKS_A_MODULE = /\bvi\.(?:mock|doMock)\(/;
+
+/**
+ * Whether the test file `file` (relative to `root`) mocks a module. npm test's files share their worker's process
+ * and its module cache (vitest.config.ts, `isolate: false`): a module another file loaded first would reach a mock
+ * unmocked, so such a file runs isolated, in a fresh process of its own (project `unit-isolated`).
+ */
+export function mocksModules(file: string, root: string): boolean {
+  return MOCKS_A_MODULE.test(readFileSync(path.resolve(root, file), 'utf8'));
+}
+
 /** The TypeScript source a relative `.js` specifier names, when it is a test module. */
 function resolveTestModule(from: string, specifier: string, testDir: string): string | undefined {
   const target = path.resolve(from, specifier);
