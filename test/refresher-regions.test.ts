@@ -73,8 +73,10 @@ describe.each(ENGINES)('two Regions sharing the token table on %s', (engine) => 
     faulty.faults.stats.log.filter((attempt) => attempt.fault === 'replicatedWriteConflict').length;
 
   /**
-   * The peer's lease write waits until the home Region's lease write has applied, then meets MRSC's conflict on
-   * every attempt: the home Region wrote first.
+   * Both Regions read the token item before either writes the lease (the home Region's lease write waits for the
+   * peer's first call to answer: on a busy machine the home Region could otherwise finish before the peer reads,
+   * and the peer would find the token and never race); the peer's lease write waits until the home Region's has
+   * applied, then meets MRSC's conflict on every attempt: the home Region wrote first.
    */
   function homeWritesTheLeaseFirst(): void {
     let homeLeaseWritten: () => void = () => undefined;
@@ -86,8 +88,13 @@ describe.each(ENGINES)('two Regions sharing the token table on %s', (engine) => 
         command: (context.commandName ?? '').replace(/Command$/, ''),
         input: input as Attempt['input'],
       });
+    let peerHasRead: () => void = () => undefined;
+    const peerRead = new Promise<void>((resolve) => {
+      peerHasRead = resolve;
+    });
     home.client.middlewareStack.add(
       (next, context) => async (args) => {
+        if (isLeaseWrite(context, args.input)) await peerRead;
         const result = await next(args);
         if (isLeaseWrite(context, args.input)) homeLeaseWritten();
         return result;
@@ -97,7 +104,9 @@ describe.each(ENGINES)('two Regions sharing the token table on %s', (engine) => 
     peer.client.middlewareStack.add(
       (next, context) => async (args) => {
         if (isLeaseWrite(context, args.input)) await written;
-        return next(args);
+        const result = await next(args);
+        peerHasRead();
+        return result;
       },
       { step: 'initialize', name: 'peerAfterHome' },
     );
