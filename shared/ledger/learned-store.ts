@@ -1,10 +1,5 @@
-import {
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  GetItemCommand,
-  PutItemCommand,
-  ReplicatedWriteConflictException,
-} from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { lostToAnotherWriter } from '../aws/lost-write.js';
 import { PARTITION_KEY } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
 import { LedgerUnavailableError } from './errors.js';
@@ -56,20 +51,6 @@ export const LEARNED_KEY_PREFIX = 'learned#';
 export const LEARNED_TABLE_ENV = 'LEARNED_TABLE_NAME';
 
 export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `${LEARNED_KEY_PREFIX}${setId}` } });
-
-/**
- * Another writer got there first: the condition failed, or (MRSC) the other Region's write to the item was in flight
- * and this one was refused unapplied. Either way a fresh read decides.
- */
-function lostToAnotherWriter(error: unknown): boolean {
-  const name = (error as Error | undefined)?.name;
-  return (
-    error instanceof ConditionalCheckFailedException ||
-    error instanceof ReplicatedWriteConflictException ||
-    name === 'ConditionalCheckFailedException' ||
-    name === 'ReplicatedWriteConflictException'
-  );
-}
 
 /**
  * A report's count for a window it taught (compact: it is kept on the item): `w` the window in seconds, `n` what

@@ -1,11 +1,11 @@
 import {
   type AttributeValue,
-  ConditionalCheckFailedException,
-  ReplicatedWriteConflictException,
+  type ConditionalCheckFailedException,
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { lostToAnotherWriter } from '../aws/lost-write.js';
 import { PARTITION_KEY } from '../aws/tables.js';
 import { leaseIdsOf, purgeAtFor, setKey } from './dynamo-token-item.js';
 import { DynamoTokenReader } from './dynamo-token-reader.js';
@@ -204,18 +204,4 @@ export class DynamoTokenStore extends DynamoTokenReader implements TokenStore {
       throw this.unavailable(operation, credentialSetId, error);
     }
   }
-}
-
-/**
- * Another writer got there first: the condition failed, or (MRSC) the other Region's write to the item was in
- * flight and this one was refused unapplied. Either way the item, read afresh, decides.
- */
-function lostToAnotherWriter(error: unknown): boolean {
-  const name = (error as Error | undefined)?.name;
-  return (
-    error instanceof ConditionalCheckFailedException ||
-    error instanceof ReplicatedWriteConflictException ||
-    name === 'ConditionalCheckFailedException' ||
-    name === 'ReplicatedWriteConflictException'
-  );
 }
