@@ -71,19 +71,27 @@ describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
     set = credentialSet({ id: 'uat-advisor', vendorBaseUrl: uat.url });
     world.storeCredentialsOf(set, 'uat-advisor', uat);
     tokenId = (await world.refresher('home-refresher', [set]).runScheduled()).sets[0]?.tokenId as string;
-    tables = { ledger: {}, leases: await dynamo.createTable('leases') };
+    await freshTables();
+  });
+
+  /**
+   * Tables of their own (the lease item's, each Region's ledger), and the vend function's ledger in each Region: on
+   * time (Lambda's clock), regional.
+   */
+  async function freshTables(): Promise<void> {
+    const fresh: typeof tables = { ledger: {}, leases: await dynamo.createTable('leases') };
     for (const region of [HOME, PEER]) {
-      tables.ledger[region] = await dynamo.createTable(`ledger-${region}`);
-      // The vend function's ledger in each Region: on time (Lambda's clock), regional.
+      fresh.ledger[region] = await dynamo.createTable(`ledger-${region}`);
       vend[region] = new DynamoRateLedger({
         client: dynamo.client,
-        tableName: tables.ledger[region] as string,
+        tableName: fresh.ledger[region] as string,
         clock: truth,
         telemetry: new MemoryTelemetry(),
         regional: true,
       });
     }
-  });
+    tables = fresh;
+  }
 
   const ask = async (region: string): Promise<boolean> =>
     (
@@ -124,17 +132,7 @@ describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
   async function skewedRun(homeOffsetMs: number) {
     // Each run on tables of its own, from T0.
     truth.set(T0);
-    tables = { ledger: {}, leases: await dynamo.createTable('leases') };
-    for (const region of [HOME, PEER]) {
-      tables.ledger[region] = await dynamo.createTable(`ledger-${region}`);
-      vend[region] = new DynamoRateLedger({
-        client: dynamo.client,
-        tableName: tables.ledger[region] as string,
-        clock: truth,
-        telemetry: new MemoryTelemetry(),
-        regional: true,
-      });
-    }
+    await freshTables();
     const random = seededRandom(33);
     const telemetry = new MemoryTelemetry();
     // Home's services ask in bursts (60 asks, 5 a second, every 2 minutes), peer's about once in 7.5 s.
