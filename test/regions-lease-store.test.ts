@@ -5,12 +5,12 @@ import {
   ReplicatedWriteConflictException,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { leaseKey } from '../shared/aws/keys.js';
 import {
   InvalidLeaseRecordError,
   type LeaseItem,
   LeaseStore,
   LeaseStoreUnavailableError,
-  leaseKey,
   type StoredLeaseRecord,
 } from '../shared/regions/lease-store.js';
 import type { LocalDynamo } from './support/dynalite.js';

@@ -6,6 +6,7 @@ import {
   ReplicatedWriteConflictException,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { leaseKey } from '../aws/keys.js';
 import { PARTITION_KEY } from '../aws/tables.js';
 import { BrokerError } from '../errors.js';
 import {
@@ -54,10 +55,6 @@ export type LeaseWriteOutcome =
 
 const RECORD_PREFIX = 'r:';
 const SET_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-export const leaseKey = (setId: string, quotaKey: string): Record<string, AttributeValue> => ({
-  [PARTITION_KEY]: { S: `lease#${setId}#${quotaKey}` },
-});
 
 function checkKey(setId: string, quotaKey: string): void {
   if (typeof setId !== 'string' || !SET_ID.test(setId))

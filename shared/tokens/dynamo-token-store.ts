@@ -5,9 +5,9 @@ import {
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { setKey } from '../aws/keys.js';
 import { lostToAnotherWriter } from '../aws/lost-write.js';
-import { PARTITION_KEY } from '../aws/tables.js';
-import { leaseIdsOf, purgeAtFor, setKey } from './dynamo-token-item.js';
+import { leaseIdsOf, purgeAtFor } from './dynamo-token-item.js';
 import { DynamoTokenReader } from './dynamo-token-reader.js';
 import { TokenStoreUnavailableError } from './errors.js';
 import type {
@@ -179,7 +179,7 @@ export class DynamoTokenStore extends DynamoTokenReader implements TokenStore {
       const output = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
+          Key: setKey(credentialSetId),
           ...update,
           // DynamoDB (and DynamoDB Local) return the item with a failed condition, which saves the read below.
           // It holds tokens: that exception is never kept as a cause, nor logged.
