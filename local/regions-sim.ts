@@ -141,8 +141,6 @@ export interface RegionsSimOptions {
   early?: boolean;
   /** shareTargets' floor: the least share of a Region with demand (a share of the limit). */
   targetFloor?: number;
-  /** How targets are set: `free` (default) splits the free part of each budget, `fractions` the limit. */
-  targets?: 'free' | 'fractions';
   /** A lost Region's services move their asks to the other Region (true by default). */
   failover?: boolean;
   /** A learned class asked for in both Regions (`limits.classes[name]` must be `[]`). */
@@ -419,7 +417,6 @@ interface Process {
   figures: RenewerFigures;
   reference: ClockReference;
   ledgerClock: LedgerClock;
-  previousTargets?: Record<string, Record<string, number>>;
   /** Real time of its next regular renewal. */
   due: number;
 }
@@ -734,8 +731,7 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
       budgets,
       now,
       targetFloor: options.targetFloor ?? TARGET_FLOOR,
-      ...(p.previousTargets ? { previousTargets: p.previousTargets } : {}),
-      ...(options.targets === 'fractions' ? {} : { ownSnapshot }),
+      ownSnapshot,
       claim,
     });
     // Between regular renewals, a poll renews only where the plan moved enough (once decided, a lost race plans
@@ -796,7 +792,6 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
               if (conflicts + 1 > MAX_CONFLICTS) return retry(p, r2);
               return view(p, r2, written.current, conflicts + 1);
             }
-            p.previousTargets = renewal.targets;
             call(
               p,
               r2,

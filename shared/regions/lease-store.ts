@@ -179,28 +179,4 @@ export class LeaseStore {
       throw new LeaseStoreUnavailableError('lease store did not answer', { cause: error });
     }
   }
-
-  /**
-   * Read, decide, write, until the write holds: `decide` gets the item as it is and returns this Region's next
-   * record (undefined: nothing to write). At most `maxConflicts` lost races, then LeaseStoreUnavailableError.
-   */
-  async renew(
-    setId: string,
-    quotaKey: string,
-    decide: (item: LeaseItem) => StoredLeaseRecord | undefined,
-    maxConflicts = 10,
-  ): Promise<LeaseItem> {
-    let item = await this.read(setId, quotaKey);
-    for (let conflicts = 0; ; conflicts++) {
-      const record = decide(item);
-      if (record === undefined) return item;
-      const written = await this.writeOwn(setId, quotaKey, record, item.version);
-      if (written.ok) return written.item;
-      if (conflicts >= maxConflicts)
-        throw new LeaseStoreUnavailableError(
-          `lease store busy: ${conflicts + 1} conflicting writes in a row`,
-        );
-      item = written.current;
-    }
-  }
 }
