@@ -66,7 +66,9 @@ function placeholders(expressions: string[], input: Record<string, unknown>) {
  * write whose answer was lost, the copy fails its condition; when a write fails (its condition, or for good
  * after the SDK's retries), the item decides: the one DynamoDB returns with the failed condition (ALL_OLD), or
  * else a consistent read. If it carries this attempt's lease id, the write applied and is answered as such;
- * if not, someone else won the race (a failed condition) or the table failed (anything else).
+ * if not, someone else won the race (a failed condition) or the table failed (anything else). The lease id, not a
+ * write id of its own as the ledger has: one writer at a time by construction, and the id is in the item already
+ * (shared/aws/lost-write.ts compares the stores' ways).
  *
  * On an MRSC table (a two-Region stage, docs/multi-region.md) both Regions' refreshers write here, and a write
  * that meets the other Region's write in flight is refused unapplied with ReplicatedWriteConflictException: the
