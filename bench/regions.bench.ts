@@ -263,6 +263,16 @@ export async function run(): Promise<BenchTable[]> {
         simulate(options(2, rate, (t) => 0.5 + 0.45 * Math.sin((2 * Math.PI * t) / HOUR_MS))),
       ),
     );
+    if (rate < 1)
+      rows.push(
+        plainRow(
+          `(the same, targets as fractions of the limit), ${level}`,
+          simulate({
+            ...options(2, rate, (t) => 0.5 + 0.45 * Math.sin((2 * Math.PI * t) / HOUR_MS)),
+            targets: 'fractions',
+          }),
+        ),
+      );
     rows.push(lossRow(`a Region lost at 1 h, ${level}`, rate));
     rows.push(
       plainRow(

@@ -224,7 +224,8 @@ export function shareTargets(
   return targets;
 }
 
-function splitBudget(
+/** `limit` split by demand with `floor` of it for each Region with demand (shareTargets; all evenly if none has). */
+export function splitBudget(
   regions: readonly string[],
   demands: Record<string, number>,
   limit: number,
@@ -301,6 +302,8 @@ export function planRenewal(input: {
   options?: LeaseOptions;
   /** The claim rule: claimOf. Another only for the simulation's controls, which must be caught. */
   claim?: (other: LeaseRecord | undefined, budget: Budget, now: number) => number;
+  /** The targets rule: shareTargets. Another only for the simulation's alternatives (local/fraction-targets.ts). */
+  targets?: typeof shareTargets;
 }): RenewalPlan {
   const { region, other, budgets, now } = input;
   const otherName = other?.region ?? OTHER;
@@ -330,7 +333,7 @@ export function planRenewal(input: {
       ]),
     ),
   };
-  const targets = shareTargets(demands, budgets, input.targetFloor, used);
+  const targets = (input.targets ?? shareTargets)(demands, budgets, input.targetFloor, used);
   const shares: Record<string, number> = {};
   for (const budget of budgets) {
     const target = targets[region]?.[budget.key] ?? 0;

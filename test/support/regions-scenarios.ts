@@ -12,7 +12,7 @@ import { seededRandom } from './sandbox-http.js';
  * shift once, bursts, a Region lost (and maybe back), a partition from the lease store, the lease store's own
  * faults, the Regions' DynamoDB clocks apart by up to what the bound leaves them (its ends included), one or two
  * renewer processes per Region (overlapping runs) on container clocks skewed by anything up to the ledger's
- * limit and beyond it (refused), and stalls before any of their calls.
+ * limit and beyond it (refused), stalls before any of their calls, and either way of setting the targets.
  */
 const MINUTE_MS = 60_000;
 
@@ -117,6 +117,8 @@ export const regionsScenarioArb = fc.record({
   failure: fc.double({ min: 0, max: 0.3, noNaN: true }),
   lostAnswer: fc.double({ min: 0, max: 0.2, noNaN: true }),
   latencyMaxMs: fc.integer({ min: 20, max: 1500 }),
+  /** The bound holds whatever the targets: both ways of setting them are drawn. */
+  targets: fc.constantFrom<'free' | 'fractions'>('free', 'fractions'),
   /** A learned class in both Regions, in two runs of three. */
   learned: fc.option(learnedArb, { freq: 3 }),
 });
@@ -174,6 +176,7 @@ export function simOptionsOf(s: RegionsScenario): RegionsSimOptions {
     regions: { home: plan('home'), peer: plan('peer') },
     store: { failure: s.failure, lostAnswer: s.lostAnswer, latencyMs: [10, s.latencyMaxMs] },
     stalls: s.stalls,
+    targets: s.targets,
     ...(s.learned
       ? {
           learned: {
