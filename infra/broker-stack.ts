@@ -7,9 +7,9 @@ import { Key } from 'aws-cdk-lib/aws-kms';
 import { FunctionUrlAuthType, InvokeMode } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { KEY_PREFIX } from '../shared/aws/keys.js';
 import { verifyBrokerConfig } from '../shared/config/broker-config.js';
-import { LEARNED_KEY_PREFIX, LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
-import { SET_KEY_PREFIX } from '../shared/tokens/dynamo-token-item.js';
+import { LEARNED_TABLE_ENV } from '../shared/ledger/learned-store.js';
 import { LEDGER_REGIONAL_ENV } from '../shared/vend/vend-config.js';
 import { AlarmTopic } from './constructs/alarm-topic.js';
 import { BrokerAlarms } from './constructs/broker-alarms.js';
@@ -114,7 +114,7 @@ export class BrokerStack extends Stack {
     // (docs/multi-region.md), and there only the set items (`set#…`), not the leases beside them. The stack's
     // own tokens table stays (empty, unwatched), so that the stage can go back to one Region without replacing it.
     const tokens = globalTable
-      ? { table: globalTable, leadingKeys: [`${SET_KEY_PREFIX}*`] }
+      ? { table: globalTable, leadingKeys: [`${KEY_PREFIX.set}*`] }
       : { table: tables.tokens, leadingKeys: undefined };
 
     const refresher = new BrokerFunction(this, 'Refresher', {
@@ -161,11 +161,11 @@ export class BrokerStack extends Stack {
     // `learned#` item whole, on the condition of its version; read with the GetItem above. Kept in a two-Region
     // stage too, where the learned items are on the MRSC table: the deploy that adds `regions` shifts the vend
     // function's `live` alias gradually, and the version before it, on this same role, still learns here.
-    vend.grantItems(tables.ledger, ['PutItem'], [`${LEARNED_KEY_PREFIX}*`]);
+    vend.grantItems(tables.ledger, ['PutItem'], [`${KEY_PREFIX.learned}*`]);
     // A two-Region stage: the learned items on the MRSC table, one view that both Regions learn into and lease
     // (docs/multi-region.md, "Learned limits"), and there only those (the token and lease items are not its).
     if (globalTable)
-      vend.bindTable(globalTable, LEARNED_TABLE_ENV, ['GetItem', 'PutItem'], [`${LEARNED_KEY_PREFIX}*`]);
+      vend.bindTable(globalTable, LEARNED_TABLE_ENV, ['GetItem', 'PutItem'], [`${KEY_PREFIX.learned}*`]);
     // On-demand re-logins go through the refresher; the vend function itself never sees credentials.
     vend.addToRolePolicy(
       new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [refresher.functionArn] }),

@@ -97,7 +97,6 @@ export const rolloutSettingsSchema = z.strictObject({
    */
   vendReservedConcurrency: z.number().int().min(1).max(1000).optional(),
 });
-export type RolloutSettings = z.infer<typeof rolloutSettingsSchema>;
 
 /**
  * Where alarm descriptions point: the runbook as a page of the Git host, absolute so that a pager or an e-mail

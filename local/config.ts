@@ -26,7 +26,6 @@ const callerSchema = z.strictObject({
   secretAccessKey: z.string().min(16),
   principalArn: consumerSchema.shape.principalArn,
 });
-export type LocalCallerConfig = z.infer<typeof callerSchema>;
 
 const localSetSchema = credentialSetSchema.extend({
   /** Absent: the local sandbox of the set's environment. */
@@ -80,7 +79,6 @@ export const localConfigSchema = z.strictObject({
   operators: z.array(operatorSchema).default([]),
 });
 export type LocalConfig = z.infer<typeof localConfigSchema>;
-export type LocalSetConfig = LocalConfig['credentialSets'][number];
 
 export interface LoadedLocalConfig extends LocalConfig {
   /** Absolute path of the file it came from. */

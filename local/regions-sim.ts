@@ -26,6 +26,7 @@ import {
   renewerCheck,
 } from '../shared/regions/renewer-clock.js';
 import type { Telemetry } from '../shared/telemetry.js';
+import { fractionTargets } from './fraction-targets.js';
 import { leaseStoreDouble } from './lease-store-double.js';
 import { RegionalLedgerModel } from './regional-ledger-model.js';
 import { checkVendorWindows, type VendorCheck } from './vendor-window-check.js';
@@ -141,7 +142,10 @@ export interface RegionsSimOptions {
   early?: boolean;
   /** shareTargets' floor: the least share of a Region with demand (a share of the limit). */
   targetFloor?: number;
-  /** How targets are set: `free` (default) splits the free part of each budget, `fractions` the limit. */
+  /**
+   * How targets are set: `free` (default, the renewer's: shareTargets) splits the free part of each budget,
+   * `fractions` the limit (fraction-targets.ts, the alternative docs/multi-region.md compares).
+   */
   targets?: 'free' | 'fractions';
   /** A lost Region's services move their asks to the other Region (true by default). */
   failover?: boolean;
@@ -419,6 +423,7 @@ interface Process {
   figures: RenewerFigures;
   reference: ClockReference;
   ledgerClock: LedgerClock;
+  /** With `targets: 'fractions'`: the targets of its last renewal (their hysteresis). */
   previousTargets?: Record<string, Record<string, number>>;
   /** Real time of its next regular renewal. */
   due: number;
@@ -734,9 +739,9 @@ export function simulateRegions(options: RegionsSimOptions, asks = generateAsks(
       budgets,
       now,
       targetFloor: options.targetFloor ?? TARGET_FLOOR,
-      ...(p.previousTargets ? { previousTargets: p.previousTargets } : {}),
-      ...(options.targets === 'fractions' ? {} : { ownSnapshot }),
+      ownSnapshot,
       claim,
+      ...(options.targets === 'fractions' ? { targets: fractionTargets(p.previousTargets) } : {}),
     });
     // Between regular renewals, a poll renews only where the plan moved enough (once decided, a lost race plans
     // again and writes).

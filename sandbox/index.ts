@@ -9,11 +9,6 @@
  * The 5xx and 413 errorCodes (SERVICE_UNAVAILABLE, INTERNAL_ERROR, BAD_GATEWAY, GATEWAY_TIMEOUT,
  * PAYLOAD_TOO_LARGE) are the sandbox's own invention: the vendor documents none.
  */
-export { ERROR_CODE_STATUS, SANDBOX_STATUS_CODES } from './answers.js';
-export { familyFor, limitLabel } from './families.js';
-export type { FaultTarget, InjectedFault } from './faults.js';
-export type { RateLimitState } from './rate-limiter.js';
-export type { LoggedRequest } from './request-log.js';
 export { type Sandbox, startSandbox } from './server.js';
 export {
   DEFAULT_FAMILIES,
@@ -23,6 +18,4 @@ export {
   type SandboxSettings,
   type WindowKind,
 } from './settings.js';
-export type { LoginCounts, QuotaCounts, RateLimitCounts, SandboxStats } from './stats.js';
-export type { SandboxTokenClaims } from './tokens.js';
-export { defaultSandboxUsers, type SandboxUser } from './users.js';
+export { defaultSandboxUsers } from './users.js';

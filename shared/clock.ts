@@ -46,8 +46,6 @@ export function dateHeaderOffset(
   return { lo: second - receivedAt, hi: second + 1000 + lateMs - sentAt };
 }
 
-export const nowSeconds = (clock: Clock): number => Math.floor(clock.now() / 1000);
-
 interface Sleeper {
   at: number;
   seq: number;

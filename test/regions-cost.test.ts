@@ -1,11 +1,12 @@
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../sandbox/index.js';
+import { leaseKey } from '../shared/aws/keys.js';
 import { ManualClock } from '../shared/clock.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { RENEW_MS } from '../shared/regions/lease.js';
-import { LeaseStore, leaseKey } from '../shared/regions/lease-store.js';
+import { LeaseStore } from '../shared/regions/lease-store.js';
 import { LeaseRenewer } from '../shared/regions/renewer.js';
 import { DynamoTokenStore } from '../shared/tokens/index.js';
 import type { LocalDynamo } from './support/dynalite.js';

@@ -5,12 +5,11 @@ import {
   ReplicatedWriteConflictException,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { leaseKey } from '../shared/aws/keys.js';
 import {
   InvalidLeaseRecordError,
-  type LeaseItem,
   LeaseStore,
   LeaseStoreUnavailableError,
-  leaseKey,
   type StoredLeaseRecord,
 } from '../shared/regions/lease-store.js';
 import type { LocalDynamo } from './support/dynalite.js';
@@ -121,35 +120,6 @@ describe.each(ENGINES)('lease store on %s', (engine) => {
     const second = await peer.writeOwn('other-set', KEY, record('eu-central-1', T0), 0);
     expect(fresh.ok).toBe(true);
     expect(second).toMatchObject({ ok: false, current: { version: 1 } });
-  });
-
-  it('renew decides again on a fresh read after losing a race', async () => {
-    await store.writeOwn(SET, KEY, record('eu-west-1', T0), 0);
-    const away = record('eu-central-1', T0 + 500);
-    // The other Region writes between renew's read and its first write.
-    let writes = 0;
-    faulty.client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'UpdateItemCommand' && writes++ === 0)
-          await peer.writeOwn(SET, KEY, away, 1);
-        return next(args);
-      },
-      { step: 'initialize', name: 'peerWritesFirst' },
-    );
-    const seen: LeaseItem[] = [];
-    const item = await store.renew(SET, KEY, (current) => {
-      seen.push(current);
-      return record('eu-west-1', T0 + 10_000 + seen.length);
-    });
-    expect(seen.map((read) => read.version)).toEqual([1, 2]);
-    expect(seen[1]?.records['eu-central-1']).toEqual(away);
-    expect(item).toEqual({
-      version: 3,
-      records: { 'eu-west-1': record('eu-west-1', T0 + 10_002), 'eu-central-1': away },
-    });
-    // Nothing to write: nothing written.
-    expect(await store.renew(SET, KEY, () => undefined)).toEqual(item);
-    expect(writes).toBe(2);
   });
 
   it('a write whose answer is lost is applied once, and the SDK re-send changes nothing', async () => {

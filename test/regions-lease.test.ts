@@ -130,9 +130,11 @@ describe('allowedShare', () => {
 
 describe('shareTargets', () => {
   const budgets = [MINUTE, HOUR];
+  /** Nothing in use: the whole limit is free. */
+  const idle = {};
 
-  it('splits by demand with a floor, every budget adding up to its limit', () => {
-    const t = shareTargets({ home: 9, peer: 1 }, budgets, 0.2);
+  it('splits what is free by demand with a floor, every budget adding up to its limit', () => {
+    const t = shareTargets({ home: 9, peer: 1 }, budgets, 0.2, idle);
     // 10 each (a fifth of 50), the other 30 nine to one.
     expect(t.home?.[MINUTE.key]).toBe(37);
     expect(t.peer?.[MINUTE.key]).toBe(13);
@@ -141,35 +143,31 @@ describe('shareTargets', () => {
   });
 
   it('gives a Region without demand nothing (active/passive: the active Region holds the whole budget)', () => {
-    const t = shareTargets({ home: 3, peer: 0 }, budgets, 0.1);
+    const t = shareTargets({ home: 3, peer: 0 }, budgets, 0.1, idle);
     expect(t.home).toEqual({ [MINUTE.key]: 50, [HOUR.key]: 1000 });
     expect(t.peer).toEqual({ [MINUTE.key]: 0, [HOUR.key]: 0 });
   });
 
-  it('keeps the previous targets while demand moves less than the hysteresis', () => {
-    const previous = shareTargets({ home: 1, peer: 1 }, budgets, 0.1);
-    expect(shareTargets({ home: 1.1, peer: 1 }, budgets, 0.1, { previous })).toEqual(previous);
-    const moved = shareTargets({ home: 3, peer: 1 }, budgets, 0.1, { previous });
-    expect(moved.home?.[MINUTE.key]).toBeGreaterThan(previous.home?.[MINUTE.key] ?? 0);
+  it('gives a Region with any demand, however small, at least the floor', () => {
+    const t = shareTargets({ home: 1, peer: 0.01 }, budgets, 0.02, idle);
+    // The floor (1 of 50, 20 of 1000) and its part of the rest by demand: 0.5 of 48 (the odd unit to home's
+    // larger remainder), 9.5 of 960 (the odd unit its own).
+    expect(t.peer?.[MINUTE.key]).toBe(1);
+    expect(t.peer?.[HOUR.key]).toBe(30);
   });
 
-  it('moves at once when a Region with no share gets demand, however small', () => {
-    const previous = shareTargets({ home: 1, peer: 0 }, budgets, 0.02);
-    const t = shareTargets({ home: 1, peer: 0.01 }, budgets, 0.02, { previous });
-    expect(t.peer?.[MINUTE.key]).toBeGreaterThan(0);
+  it('with no demand anywhere: an even split of what is free', () => {
+    expect(shareTargets({ home: 0, peer: 0 }, budgets, 0.1, idle).peer?.[MINUTE.key]).toBe(25);
+    const used = { home: { [MINUTE.key]: 10 }, peer: { [MINUTE.key]: 30 } };
+    expect(shareTargets({ home: 0, peer: 0 }, [MINUTE], 0.1, used)).toEqual({
+      home: { [MINUTE.key]: 15 },
+      peer: { [MINUTE.key]: 35 },
+    });
   });
 
-  it('with no demand anywhere: the previous targets, else an even split', () => {
-    const previous = shareTargets({ home: 1, peer: 0 }, budgets, 0.1);
-    expect(shareTargets({ home: 0, peer: 0 }, budgets, 0.1, { previous })).toEqual(previous);
-    expect(shareTargets({ home: 0, peer: 0 }, budgets, 0.1).peer?.[MINUTE.key]).toBe(25);
-  });
-});
-
-describe('shareTargets on what each Region uses', () => {
   it('splits only the free part by demand, on top of each Region’s use, adding up to the limit', () => {
     const used = { home: { [MINUTE.key]: 10 }, peer: { [MINUTE.key]: 30 } };
-    const t = shareTargets({ home: 3, peer: 1 }, [MINUTE], 0, { used });
+    const t = shareTargets({ home: 3, peer: 1 }, [MINUTE], 0, used);
     // 10 free: 7.5 and 2.5, the odd unit to the larger remainder (home, first in order on a tie).
     expect(t.home?.[MINUTE.key]).toBe(18);
     expect(t.peer?.[MINUTE.key]).toBe(32);
@@ -177,13 +175,15 @@ describe('shareTargets on what each Region uses', () => {
 
   it('a Region without demand keeps what it uses and gets nothing of what is free', () => {
     const used = { home: { [MINUTE.key]: 5 }, peer: { [MINUTE.key]: 20 } };
-    const t = shareTargets({ home: 1, peer: 0 }, [MINUTE], 0.1, { used });
+    const t = shareTargets({ home: 1, peer: 0 }, [MINUTE], 0.1, used);
     expect(t).toEqual({ home: { [MINUTE.key]: 30 }, peer: { [MINUTE.key]: 20 } });
   });
 });
 
 describe('planRenewal: the renew and adopt order', () => {
-  const base = { region: 'home', demand: 1, budgets: [MINUTE, HOUR], now: T0, targetFloor: 0.1 };
+  /** The own ledger's snapshot: nothing granted yet. */
+  const ownSnapshot: RingSnapshot = { at: T0, rings: {} };
+  const base = { region: 'home', demand: 1, budgets: [MINUTE, HOUR], now: T0, targetFloor: 0.1, ownSnapshot };
   const held = (minute: number, hour: number, fence = T0 + 5_000): RegionShare => ({
     limits: { [MINUTE.key]: minute, [HOUR.key]: hour },
     fenceAt: fence,

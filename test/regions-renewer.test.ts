@@ -216,6 +216,37 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
     ]);
   });
 
+  it('plans again on the item it found when the other Region writes first, and writes once more', async () => {
+    const faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint });
+    try {
+      const home = renewer(HOME, faulty.client);
+      const peer = renewer(PEER);
+      // Peer renews between home's read of the lease item and home's first write of it.
+      let writes = 0;
+      faulty.client.middlewareStack.add(
+        (next, context) => async (args) => {
+          if (context.commandName === 'UpdateItemCommand' && writes++ === 0)
+            expect((await peer.renewAll()).map((r) => r.outcome)).toEqual(['renewed']);
+          return next(args);
+        },
+        { step: 'initialize', name: 'peerWritesFirst' },
+      );
+      expect((await home.renewAll()).map((r) => r.outcome)).toEqual(['renewed']);
+      expect(writes).toBe(2);
+      const item = await new LeaseStore({ client: dynamo.client, tableName: leaseTable }).read(
+        set.id,
+        tokenId,
+      );
+      expect(item.version).toBe(2);
+      // Peer, alone when it planned, took the whole minute; home's second plan saw it and left it.
+      const minute = Object.keys(item.records[PEER]?.shares ?? {})[0] as string;
+      expect(item.records[PEER]?.shares[minute]).toBe(50);
+      expect(item.records[HOME]?.shares[minute]).toBe(0);
+    } finally {
+      faulty.client.destroy();
+    }
+  });
+
   it('adopts nothing new when its lease write fails, counts the failure, and renews on the next round', async () => {
     const faulty = createFaultyDynamoDbClient({ endpoint: dynamo.endpoint, seed: 27 });
     const telemetry = new MemoryTelemetry();

@@ -1,9 +1,8 @@
 import { UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PARTITION_KEY } from '../shared/aws/tables.js';
+import { setKey } from '../shared/aws/keys.js';
 import type { VendorFeedbackReport } from '../shared/ledger/index.js';
 import { MAX_VENDOR_OFFSET_MS } from '../shared/ledger/validation.js';
-import { setKey } from '../shared/tokens/dynamo-token-item.js';
 import { LOGIN_ROUND_TRIP_ALLOWANCE_MS, vendorOffsetOf } from '../shared/tokens/index.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
@@ -88,7 +87,7 @@ describe.each(ENGINES)('rate-limit reports on %s carry the token’s vendor cloc
     await harness.dynamo.client.send(
       new UpdateItemCommand({
         TableName: harness.tokensTable,
-        Key: { [PARTITION_KEY]: { S: setKey('uat-advisor') } },
+        Key: setKey('uat-advisor'),
         UpdateExpression: 'REMOVE #current.#offset SET #version = #version + :one',
         ExpressionAttributeNames: {
           '#current': 'current',

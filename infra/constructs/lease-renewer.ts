@@ -8,21 +8,18 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { QueryDefinition, QueryString, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import { KEY_PREFIX } from '../../shared/aws/keys.js';
 import type { BrokerConfigDocument } from '../../shared/config/broker-config.js';
-import { LEARNED_KEY_PREFIX, LEARNED_TABLE_ENV } from '../../shared/ledger/learned-store.js';
+import { LEARNED_TABLE_ENV } from '../../shared/ledger/learned-store.js';
 import { MAX_LEDGER_CLOCK_SKEW_MS } from '../../shared/ledger/ledger-clock.js';
 import { Metric, type MetricName } from '../../shared/metric-names.js';
 import { RENEWER_CLOCK_TOLERANCE_MS } from '../../shared/regions/renewer-clock.js';
-import { SET_KEY_PREFIX } from '../../shared/tokens/dynamo-token-item.js';
 import { serviceMetric } from '../broker-metrics.js';
 import { RENEWER_MEMORY_MB, RENEWER_RESERVED_CONCURRENCY, RENEWER_TIMEOUT } from '../function-sizing.js';
 import { dynamoDbKeyAccess } from '../least-privilege.js';
 import { alarmDescription, type RunbookAnchor, RunbookSection } from '../runbook.js';
 import { BrokerFunction } from './broker-function.js';
 import { RENEWER_LOG_QUERIES } from './log-queries.js';
-
-/** The leading key of every lease item (shared/regions/lease-store.ts: `lease#<setId>#<quotaKey>`). */
-export const LEASE_KEY_PREFIX = 'lease#';
 
 /** The renewer's environment: both tables and which Region is whose in the lease item. */
 export const RENEWER_ENV = {
@@ -89,16 +86,16 @@ export class LeaseRenewer extends Construct {
     });
     this.fn.bindTable(props.ledger, RENEWER_ENV.ledgerTable, ['GetItem', 'UpdateItem']);
     // Which tokens' ledger keys to lease: the token items (`set#…`) in the same table, read only.
-    this.fn.bindTable(props.globalTable, RENEWER_ENV.tokensTable, ['GetItem'], [`${SET_KEY_PREFIX}*`]);
+    this.fn.bindTable(props.globalTable, RENEWER_ENV.tokensTable, ['GetItem'], [`${KEY_PREFIX.set}*`]);
     // Which rings to lease: the sets' learned limits, which both Regions' vend functions keep there. Read only:
     // learning is the vend functions' (a report), planning a renewal only reads what was learned.
-    this.fn.bindTable(props.globalTable, RENEWER_ENV.learnedTable, ['GetItem'], [`${LEARNED_KEY_PREFIX}*`]);
+    this.fn.bindTable(props.globalTable, RENEWER_ENV.learnedTable, ['GetItem'], [`${KEY_PREFIX.learned}*`]);
     this.fn.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [props.globalTable.tableArn],
         // Only the lease items are written: the token items beside them (`set#…`) are read, never written.
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${LEASE_KEY_PREFIX}*`] } },
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${KEY_PREFIX.lease}*`] } },
       }),
     );
     if (props.globalTable.encryptionKey) dynamoDbKeyAccess(this.fn, props.globalTable.encryptionKey);

@@ -1,6 +1,6 @@
 import { type DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { learnedKey } from '../aws/keys.js';
 import { lostToAnotherWriter } from '../aws/lost-write.js';
-import { PARTITION_KEY } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
 import { LedgerUnavailableError } from './errors.js';
 import type { LearnedClasses, LearnedLimit } from './learned-limits.js';
@@ -41,16 +41,11 @@ export const LEARNED_CACHE_MS = 5000;
 const MAX_CONFLICTS = 10;
 const LIMIT_FIELDS = ['limit', 'windowSeconds', 'learnedAt'] as const;
 
-/** The leading key of every learned item (infra grants by it: `dynamodb:LeadingKeys`). */
-export const LEARNED_KEY_PREFIX = 'learned#';
-
 /**
  * The environment variable naming the table of the learned items, set in a two-Region stage only (the MRSC table);
  * unset, a ledger keeps them in its own table.
  */
 export const LEARNED_TABLE_ENV = 'LEARNED_TABLE_NAME';
-
-export const learnedKey = (setId: string) => ({ [PARTITION_KEY]: { S: `${LEARNED_KEY_PREFIX}${setId}` } });
 
 /**
  * A report's count for a window it taught (compact: it is kept on the item): `w` the window in seconds, `n` what

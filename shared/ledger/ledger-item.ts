@@ -1,4 +1,5 @@
 import type { AttributeValue, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import { tokenKey } from '../aws/keys.js';
 import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
 import type { HeadAddition } from './fast-grant.js';
 import { WRITE_IDS_LIMIT } from './receipts.js';
@@ -27,9 +28,7 @@ import type { StoredLedger } from './state-codec.js';
  * Head attributes are top-level because only top-level attributes can be ADDed to, and ADD is what lets
  * concurrent grants in one slot commute.
  */
-export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
-  [PARTITION_KEY]: { S: `token#${tokenId}` },
-});
+export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => tokenKey(tokenId);
 
 const HEAD = 'h:';
 const SUBS = 's:';

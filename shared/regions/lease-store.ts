@@ -1,11 +1,11 @@
 import {
   type AttributeValue,
-  ConditionalCheckFailedException,
   type DynamoDBClient,
   GetItemCommand,
-  ReplicatedWriteConflictException,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { leaseKey } from '../aws/keys.js';
+import { lostToAnotherWriter } from '../aws/lost-write.js';
 import { PARTITION_KEY } from '../aws/tables.js';
 import { BrokerError } from '../errors.js';
 import {
@@ -29,7 +29,9 @@ export type { StoredLeaseRecord } from './lease-record-codec.js';
  * Lost answers: when an applied write's answer is lost, the SDK re-sends it and the copy fails its condition
  * (the version moved); when a write fails for good, the item is read. Either way, the Region's record in the item
  * being the one written says the write applied (each record is written by its Region's renewer alone, with a new
- * renewal time): it is then taken for applied, never applied again on top.
+ * renewal time): it is then taken for applied, never applied again on top. The record names the write, where the
+ * ledger carries write ids and the token store its lease id (shared/aws/lost-write.ts says why each): one writer per
+ * record, a whole record per write, and nothing added to an item without TTL.
  */
 export class LeaseStoreUnavailableError extends BrokerError {
   readonly code = 'LEASE_STORE_UNAVAILABLE';
@@ -54,10 +56,6 @@ export type LeaseWriteOutcome =
 
 const RECORD_PREFIX = 'r:';
 const SET_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-export const leaseKey = (setId: string, quotaKey: string): Record<string, AttributeValue> => ({
-  [PARTITION_KEY]: { S: `lease#${setId}#${quotaKey}` },
-});
 
 function checkKey(setId: string, quotaKey: string): void {
   if (typeof setId !== 'string' || !SET_ID.test(setId))
@@ -165,8 +163,7 @@ export class LeaseStore {
       return { ok: true, item: decodeItem(Attributes) };
     } catch (error) {
       if (error instanceof InvalidLeaseRecordError) throw error;
-      const lost =
-        error instanceof ConditionalCheckFailedException || error instanceof ReplicatedWriteConflictException;
+      const lost = lostToAnotherWriter(error);
       // Whatever went wrong, the item says whether this write (an earlier attempt of it) applied.
       let current: LeaseItem;
       try {
@@ -180,30 +177,6 @@ export class LeaseStore {
         return { ok: true, item: current };
       if (lost) return { ok: false, current };
       throw new LeaseStoreUnavailableError('lease store did not answer', { cause: error });
-    }
-  }
-
-  /**
-   * Read, decide, write, until the write holds: `decide` gets the item as it is and returns this Region's next
-   * record (undefined: nothing to write). At most `maxConflicts` lost races, then LeaseStoreUnavailableError.
-   */
-  async renew(
-    setId: string,
-    quotaKey: string,
-    decide: (item: LeaseItem) => StoredLeaseRecord | undefined,
-    maxConflicts = 10,
-  ): Promise<LeaseItem> {
-    let item = await this.read(setId, quotaKey);
-    for (let conflicts = 0; ; conflicts++) {
-      const record = decide(item);
-      if (record === undefined) return item;
-      const written = await this.writeOwn(setId, quotaKey, record, item.version);
-      if (written.ok) return written.item;
-      if (conflicts >= maxConflicts)
-        throw new LeaseStoreUnavailableError(
-          `lease store busy: ${conflicts + 1} conflicting writes in a row`,
-        );
-      item = written.current;
     }
   }
 }

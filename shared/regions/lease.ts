@@ -46,8 +46,6 @@ export function demandOf(asks: readonly { windowMs: number; count: number }[]): 
 }
 /** The most two Regions' clocks may differ (ms); the fence and the claims count it. */
 export const CLOCK_BOUND_MS = 1_000;
-/** Targets move only when some Region's target moved by more than this share of the limit (no flapping). */
-export const DEFAULT_HYSTERESIS = 0.1;
 
 /** One limit of one quota key, as the ledger's LimitPlan has it (a RingSpec fits). */
 export interface Budget {
@@ -195,60 +193,39 @@ export function claimDropsAt(
 export const allowedShare = (target: number, otherClaim: number, budget: Pick<Budget, 'limit'>): number =>
   Math.max(0, Math.min(target, budget.limit - otherClaim));
 
-export interface TargetOptions {
-  /**
-   * By Region and ring key, what each Region's grants occupy of the span now (the own snapshot; for the other
-   * Region, its claim). With it, the targets split only what is FREE, on top of what each Region already uses.
-   */
-  used?: Record<string, Record<string, number>>;
-  /** The targets in force: kept while no Region's target moved by more than the hysteresis (without `used`). */
-  previous?: Record<string, Record<string, number>>;
-  /** A share of the limit; DEFAULT_HYSTERESIS unless set. */
-  hysteresis?: number;
-}
-
 /**
- * Each Region's target share of every budget from its recent demand: a Region with no demand gets 0 (so an
- * active/passive pair gives the active Region the whole budget), every Region with demand at least `floor` of
- * the limit (so it can serve at once when its demand grows), the rest in proportion to demand; the targets of a
- * budget add up to its limit (the largest remainders get the odd units). With no demand anywhere the previous
- * targets stand (or an even split). Targets move only when one moves by more than the hysteresis, or a Region's
- * demand appears from nothing: shares that flap cost the other Region, since a lowered share frees nothing until
- * the grants made under it leave the span.
- *
- * With `used` (what planRenewal passes): each Region's target is what it uses now plus its part (by demand, with
- * the floor) of what is free, so the targets still add up to the limit and a budget freed by old grants leaving
- * the span goes where the demand is, as a single ledger would give it. These targets move with every renewal and
- * need no hysteresis: a share that stays at least the Region's use never strands anything, since the other
- * Region's claim of it is its snapshot anyway.
+ * Each Region's target share of every budget: what it uses now (`used`, by Region and ring key: what its grants
+ * occupy of the span, planRenewal says how each Region's is known) plus its part of what is FREE, split by recent
+ * demand: a Region with no demand gets nothing of it (so an active/passive pair gives the active Region the whole
+ * budget), every Region with demand at least `floor` of the limit (so it can serve at once when its demand grows),
+ * the rest in proportion to demand; with no demand anywhere, evenly. The targets of a budget add up to its limit
+ * (the largest remainders get the odd units), and a budget freed by old grants leaving the span goes where the
+ * demand is, as a single ledger would give it. They move with every renewal and need no hysteresis: a share that
+ * stays at least the Region's use never strands anything, since the other Region's claim of it is its snapshot
+ * anyway. (Targets as fractions of the limit would need one, a lowered share freeing nothing until the grants
+ * made under it leave the span: docs/multi-region.md measured both.)
  */
 export function shareTargets(
   demands: Record<string, number>,
   budgets: readonly Pick<Budget, 'key' | 'limit'>[],
   floor: number,
-  options: TargetOptions = {},
+  used: Record<string, Record<string, number>>,
 ): Record<string, Record<string, number>> {
   const regions = Object.keys(demands).sort();
   const targets: Record<string, Record<string, number>> = Object.fromEntries(regions.map((r) => [r, {}]));
   for (const budget of budgets) {
-    const used = options.used;
-    if (used) {
-      const inUse = regions.map((r) => Math.max(0, used[r]?.[budget.key] ?? 0));
-      const free = Math.max(0, budget.limit - inUse.reduce((a, b) => a + b, 0));
-      const split = splitBudget(regions, demands, free, (floor * budget.limit) / Math.max(1, free));
-      regions.forEach((r, i) => {
-        (targets[r] as Record<string, number>)[budget.key] = (inUse[i] ?? 0) + (split[r] ?? 0);
-      });
-      continue;
-    }
-    const fresh = splitBudget(regions, demands, budget.limit, floor);
-    const kept = keepPrevious(regions, demands, budget, fresh, options);
-    for (const region of regions) (targets[region] as Record<string, number>)[budget.key] = kept[region] ?? 0;
+    const inUse = regions.map((r) => Math.max(0, used[r]?.[budget.key] ?? 0));
+    const free = Math.max(0, budget.limit - inUse.reduce((a, b) => a + b, 0));
+    const split = splitBudget(regions, demands, free, (floor * budget.limit) / Math.max(1, free));
+    regions.forEach((r, i) => {
+      (targets[r] as Record<string, number>)[budget.key] = (inUse[i] ?? 0) + (split[r] ?? 0);
+    });
   }
   return targets;
 }
 
-function splitBudget(
+/** `limit` split by demand with `floor` of it for each Region with demand (shareTargets; all evenly if none has). */
+export function splitBudget(
   regions: readonly string[],
   demands: Record<string, number>,
   limit: number,
@@ -279,34 +256,11 @@ function splitBudget(
   return split;
 }
 
-function keepPrevious(
-  regions: readonly string[],
-  demands: Record<string, number>,
-  budget: Pick<Budget, 'key' | 'limit'>,
-  fresh: Record<string, number>,
-  options: TargetOptions,
-): Record<string, number> {
-  const previous = options.previous;
-  if (!previous) return fresh;
-  const before = regions.map((r) => previous[r]?.[budget.key]);
-  if (before.some((x) => x === undefined) || before.reduce((a = 0, b = 0) => a + b, 0) !== budget.limit)
-    return fresh;
-  const noDemand = regions.every((r) => (demands[r] ?? 0) <= 0);
-  if (noDemand) return Object.fromEntries(regions.map((r, i) => [r, before[i] ?? 0]));
-  const threshold = Math.max(1, Math.ceil((options.hysteresis ?? DEFAULT_HYSTERESIS) * budget.limit));
-  const moved = regions.some((r, i) => {
-    const was = before[i] ?? 0;
-    const now = fresh[r] ?? 0;
-    return Math.abs(now - was) >= threshold || (was === 0 && now > 0);
-  });
-  return moved ? fresh : Object.fromEntries(regions.map((r, i) => [r, before[i] ?? 0]));
-}
-
 /** The name the other Region goes by in the targets while it has never written a record. */
 const OTHER = '~other';
 
 export interface RenewalPlan {
-  /** Both Regions' targets as this renewer sees them: pass them back as previousTargets next time. */
+  /** Both Regions' targets as this renewer sees them (renewsEarly compares the other's with its share). */
   targets: Record<string, Record<string, number>>;
   /**
    * The shares to write in the record. The own ledger is capped at them BEFORE the write (every ring the ledger
@@ -340,17 +294,16 @@ export function planRenewal(input: {
   /** The least share of a Region with demand, as a share of the limit (shareTargets). */
   targetFloor: number;
   /**
-   * The own ledger's snapshot at `now`: with it the targets split only the free part of each budget, on top of
-   * what each Region uses (shareTargets' `used`), so a budget freed by one Region's grants leaving the span goes to
-   * where the demand is. Without it, the targets are fractions of the limit.
+   * The own ledger's snapshot at `now`: the targets split only the free part of each budget, on top of what each
+   * Region uses (shareTargets' `used`), so a budget freed by one Region's grants leaving the span goes to where
+   * the demand is.
    */
-  ownSnapshot?: RingSnapshot;
-  /** The targets this renewer computed last (kept while demand moves less than the hysteresis). */
-  previousTargets?: Record<string, Record<string, number>>;
-  hysteresis?: number;
+  ownSnapshot: RingSnapshot;
   options?: LeaseOptions;
   /** The claim rule: claimOf. Another only for the simulation's controls, which must be caught. */
   claim?: (other: LeaseRecord | undefined, budget: Budget, now: number) => number;
+  /** The targets rule: shareTargets. Another only for the simulation's alternatives (local/fraction-targets.ts). */
+  targets?: typeof shareTargets;
 }): RenewalPlan {
   const { region, other, budgets, now } = input;
   const otherName = other?.region ?? OTHER;
@@ -361,34 +314,26 @@ export function planRenewal(input: {
   const demands = { [region]: input.demand, ...(otherHolds ? { [otherName]: other.demand ?? 0 } : {}) };
   const claim = input.claim ?? ((record, budget, at) => claimOf(record, budget, at, input.options));
   const own = input.ownSnapshot;
-  const used = own
-    ? {
-        [region]: Object.fromEntries(
-          budgets.map((b) => [b.key, snapshotInSpan(own, b.key, now - b.spanMs, 0)]),
-        ),
-        // What the other uses, not what it holds: its part of what is free is its own to claim at its renewal,
-        // and a Region that renews more often (early) must not take it first. While its lease holds its claim only
-        // caps the share (allowedShare); once lapsed, its claim (its tail) is what it may still have used.
-        [otherName]: Object.fromEntries(
-          budgets.map((b) => [
-            b.key,
-            otherHolds
-              ? snapshotInSpan(
-                  other.snapshot,
-                  b.key,
-                  now - b.spanMs,
-                  input.options?.clockBoundMs ?? CLOCK_BOUND_MS,
-                )
-              : claim(other, b, now),
-          ]),
-        ),
-      }
-    : undefined;
-  const targets = shareTargets(demands, budgets, input.targetFloor, {
-    ...(used ? { used } : {}),
-    ...(input.previousTargets ? { previous: input.previousTargets } : {}),
-    ...(input.hysteresis !== undefined ? { hysteresis: input.hysteresis } : {}),
-  });
+  const used = {
+    [region]: Object.fromEntries(budgets.map((b) => [b.key, snapshotInSpan(own, b.key, now - b.spanMs, 0)])),
+    // What the other uses, not what it holds: its part of what is free is its own to claim at its renewal, and a
+    // Region that renews more often (early) must not take it first. While its lease holds its claim only caps the
+    // share (allowedShare); once lapsed, its claim (its tail) is what it may still have used.
+    [otherName]: Object.fromEntries(
+      budgets.map((b) => [
+        b.key,
+        otherHolds
+          ? snapshotInSpan(
+              other.snapshot,
+              b.key,
+              now - b.spanMs,
+              input.options?.clockBoundMs ?? CLOCK_BOUND_MS,
+            )
+          : claim(other, b, now),
+      ]),
+    ),
+  };
+  const targets = (input.targets ?? shareTargets)(demands, budgets, input.targetFloor, used);
   const shares: Record<string, number> = {};
   for (const budget of budgets) {
     const target = targets[region]?.[budget.key] ?? 0;

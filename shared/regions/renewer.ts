@@ -10,9 +10,11 @@ import {
   type Budget,
   claimDropsAt,
   demandOf,
+  type LeaseRecord,
   POLL_MS,
   planRenewal,
   RENEW_MS,
+  type RenewalPlan,
   renewsEarly,
   snapshotInSpan,
   TARGET_FLOOR,
@@ -106,8 +108,6 @@ export const CLOCK_PROBE_MS = 143;
 export class LeaseRenewer {
   readonly #deps: RenewerDeps;
   readonly #time: RenewerTime;
-  /** By ledger key: the targets of the last renewal (their hysteresis), as planRenewal asks. */
-  readonly #targets = new Map<string, Record<string, Record<string, number>>>();
   /** By ledger key: the item's count of denied asks at each reading of the longest window (the demand they show). */
   readonly #asked = new Map<string, { asked: number; at: number }[]>();
   /** By ledger key: when (the process's clock) its next regular renewal is due. */
@@ -208,136 +208,158 @@ export class LeaseRenewer {
     ledgerKey: string,
     options: { early?: boolean } = {},
   ): Promise<KeyRenewal> {
-    const { region, ledger, leases, clock, telemetry } = this.#deps;
-    const limits = set.rateLimits;
     try {
-      const plan = await ledger.planOf(limits, set.id);
-      const budgets = leasedBudgets(plan);
-      // The reserved consumers homed here (their reservation's `region`): their reservations hold in this share.
-      const home = (limits.reservations ?? []).filter((r) => r.region === region).map((r) => r.consumer);
-      let item: LeaseItem = await leases.read(set.id, ledgerKey);
-      let early = options.early === true;
-      for (let conflicts = 0; ; conflicts++) {
-        const view = await ledger.regionView(ledgerKey, limits, set.id);
-        const now = this.#time.now([plan]);
-        const other = otherRecord(item, region);
-        const demand = this.#demand(ledgerKey, view.snapshot, view.asked, now, budgets);
-        const renewal = planRenewal({
-          region,
-          demand,
-          other,
-          budgets,
-          now,
-          targetFloor: this.#deps.targetFloor ?? TARGET_FLOOR,
-          ownSnapshot: view.snapshot,
-          ...(this.#targets.has(ledgerKey) ? { previousTargets: this.#targets.get(ledgerKey) } : {}),
-        });
-        const own = item.records[region];
-        if (early && !renewsEarly({ region, plan: renewal, own, other, demand, budgets })) {
-          const due = this.#due.get(ledgerKey) ?? clock.now();
-          return {
-            setId: set.id,
-            ledgerKey,
-            outcome: 'polled',
-            nextAt: Math.min(due, clock.now() + POLL_MS),
-          };
-        }
-        // Decided: a lost race below plans again from the item it found, and writes.
-        early = false;
-        // The version this renewal's write gives the item: the ledger is capped and stamped with it first, so no
-        // adoption of an older record (another run's, however slow) can raise the share from here on.
-        const version = item.version + 1;
-        const capped = await ledger.adoptShare(
-          ledgerKey,
-          limits,
-          set.id,
-          { limits: renewal.shares, fenceAt: renewal.fenceAt, version },
-          { mode: 'cap' },
-        );
-        const record: StoredLeaseRecord = {
-          region,
-          renewedAt: renewal.renewedAt,
-          leaseUntil: renewal.leaseUntil,
-          shares: renewal.shares,
-          snapshot: capped.snapshot,
-          demand,
-        };
-        const written = await leases.writeOwn(set.id, ledgerKey, record, item.version);
-        if (!written.ok) {
-          if (conflicts >= MAX_CONFLICTS)
-            throw new Error(`${conflicts + 1} conflicting lease writes in a row`);
-          item = written.current;
-          continue;
-        }
-        this.#targets.set(ledgerKey, renewal.targets);
+      return await this.#renew(set, ledgerKey, options.early === true);
+    } catch (error) {
+      return this.#unrenewed(set, ledgerKey, error);
+    }
+  }
+
+  /** Read, plan, cap, write (again from the item it found after a lost race), then adopt (#adopt). */
+  async #renew(set: CredentialSetConfig, ledgerKey: string, early: boolean): Promise<KeyRenewal> {
+    const { region, ledger, leases, clock } = this.#deps;
+    const limits = set.rateLimits;
+    const plan = await ledger.planOf(limits, set.id);
+    const budgets = leasedBudgets(plan);
+    let item: LeaseItem = await leases.read(set.id, ledgerKey);
+    let polling = early;
+    for (let conflicts = 0; ; conflicts++) {
+      const view = await ledger.regionView(ledgerKey, limits, set.id);
+      const now = this.#time.now([plan]);
+      const other = otherRecord(item, region);
+      const demand = this.#demand(ledgerKey, view.snapshot, view.asked, now, budgets);
+      const renewal = planRenewal({
+        region,
+        demand,
+        other,
+        budgets,
+        now,
+        targetFloor: this.#deps.targetFloor ?? TARGET_FLOOR,
+        ownSnapshot: view.snapshot,
+      });
+      const own = item.records[region];
+      if (polling && !renewsEarly({ region, plan: renewal, own, other, demand, budgets })) {
+        const due = this.#due.get(ledgerKey) ?? clock.now();
+        return { setId: set.id, ledgerKey, outcome: 'polled', nextAt: Math.min(due, clock.now() + POLL_MS) };
+      }
+      // Decided: a lost race below plans again from the item it found, and writes.
+      polling = false;
+      // The version this renewal's write gives the item: the ledger is capped and stamped with it first, so no
+      // adoption of an older record (another run's, however slow) can raise the share from here on.
+      const version = item.version + 1;
+      const capped = await ledger.adoptShare(
+        ledgerKey,
+        limits,
+        set.id,
+        { limits: renewal.shares, fenceAt: renewal.fenceAt, version },
+        { mode: 'cap' },
+      );
+      const record: StoredLeaseRecord = {
+        region,
+        renewedAt: renewal.renewedAt,
+        leaseUntil: renewal.leaseUntil,
+        shares: renewal.shares,
+        snapshot: capped.snapshot,
+        demand,
+      };
+      const written = await leases.writeOwn(set.id, ledgerKey, record, item.version);
+      if (written.ok) {
+        const homed = homeConsumers(set, region);
         const share: RegionShare = {
           ...(capped.share.floor ? { floor: capped.share.floor } : {}),
-          ...(home.length > 0 ? { home } : {}),
+          ...(homed.length > 0 ? { home: homed } : {}),
           limits: renewal.shares,
           fenceAt: renewal.fenceAt,
           version,
         };
-        const adopted = await ledger.adoptShare(ledgerKey, limits, set.id, share);
-        if (adopted.outcome === 'stale')
-          throw new Error(
-            `a newer renewal of this Region adopted first (its version ${adopted.share.version ?? '-'}, ours ${version})`,
-          );
-        // Next: the regular renewal, or sooner where the other Region's claim drops (a lost Region's tail ends), as
-        // late as this renewer's time may read behind: renewing a moment early would find the claim still there.
-        const drops = claimDropsAt(other, budgets, now).filter((at) => at > now);
-        const due =
-          clock.now() + Math.min(RENEW_MS, ...drops.map((at) => at - now + RENEWER_CLOCK_TOLERANCE_MS));
-        this.#due.set(ledgerKey, due);
-        telemetry.info('lease renewed', {
-          credentialSetId: set.id,
-          ledgerKey,
-          region,
-          shares: renewal.shares,
-          leaseUntil: renewal.leaseUntil,
-          version,
-          early: options.early === true,
-          otherRegionLeased: other !== undefined && other.leaseUntil > now,
-        });
-        return {
-          setId: set.id,
-          ledgerKey,
-          outcome: 'renewed',
-          shares: renewal.shares,
-          leaseUntil: renewal.leaseUntil,
-          nextAt: Math.min(due, clock.now() + POLL_MS),
-        };
+        return this.#adopt(set, ledgerKey, { share, renewal, other, budgets, now, early });
       }
-    } catch (error) {
-      const refusal = refusalOf(error);
-      if (refusal) {
-        // Renewed nothing, adopted nothing: the ledger fences itself at the fence it holds.
-        telemetry.metric(Metric.LeaseRenewalRefused, 'Count', 1, {}, { [DIMENSION_REASON]: refusal.reason });
-        telemetry.warn('lease renewal refused', {
-          credentialSetId: set.id,
-          ledgerKey,
-          region,
-          reason: refusal.reason,
-          offsetMs: refusal.offsetMs,
-          error: refusal.message,
-        });
-        const wait = refusal.reason === 'skew' ? RENEW_MS : CLOCK_PROBE_MS;
-        return {
-          setId: set.id,
-          ledgerKey,
-          outcome: 'refused',
-          reason: refusal.reason,
-          nextAt: clock.now() + wait,
-          error: refusal.message,
-        };
-      }
-      const message = error instanceof Error ? error.message : String(error);
-      // The share and fence the ledger holds stay as they were: it fences itself if no renewal lands in time.
-      telemetry.metric(Metric.LeaseRenewalFailed, 'Count', 1);
-      telemetry.warn('lease renewal failed', { credentialSetId: set.id, ledgerKey, region, error: message });
-      return { setId: set.id, ledgerKey, outcome: 'failed', nextAt: clock.now() + RETRY_MS, error: message };
+      if (conflicts >= MAX_CONFLICTS) throw new Error(`${conflicts + 1} conflicting lease writes in a row`);
+      item = written.current;
     }
   }
+
+  /** Adopts the share its acknowledged write leased, and schedules the key's next renewal. */
+  async #adopt(
+    set: CredentialSetConfig,
+    ledgerKey: string,
+    written: {
+      share: RegionShare;
+      renewal: RenewalPlan;
+      other: LeaseRecord | undefined;
+      budgets: readonly Budget[];
+      now: number;
+      early: boolean;
+    },
+  ): Promise<KeyRenewal> {
+    const { region, ledger, clock, telemetry } = this.#deps;
+    const { share, renewal, other, budgets, now } = written;
+    const adopted = await ledger.adoptShare(ledgerKey, set.rateLimits, set.id, share);
+    if (adopted.outcome === 'stale')
+      throw new Error(
+        `a newer renewal of this Region adopted first (its version ${adopted.share.version ?? '-'}, ours ${share.version})`,
+      );
+    // Next: the regular renewal, or sooner where the other Region's claim drops (a lost Region's tail ends), as
+    // late as this renewer's time may read behind: renewing a moment early would find the claim still there.
+    const drops = claimDropsAt(other, budgets, now).filter((at) => at > now);
+    const due = clock.now() + Math.min(RENEW_MS, ...drops.map((at) => at - now + RENEWER_CLOCK_TOLERANCE_MS));
+    this.#due.set(ledgerKey, due);
+    telemetry.info('lease renewed', {
+      credentialSetId: set.id,
+      ledgerKey,
+      region,
+      shares: renewal.shares,
+      leaseUntil: renewal.leaseUntil,
+      version: share.version,
+      early: written.early,
+      otherRegionLeased: other !== undefined && other.leaseUntil > now,
+    });
+    return {
+      setId: set.id,
+      ledgerKey,
+      outcome: 'renewed',
+      shares: renewal.shares,
+      leaseUntil: renewal.leaseUntil,
+      nextAt: Math.min(due, clock.now() + POLL_MS),
+    };
+  }
+
+  /** A renewal that did not land: refused (ledger time not known well enough) or failed; nothing more adopted. */
+  #unrenewed(set: CredentialSetConfig, ledgerKey: string, error: unknown): KeyRenewal {
+    const { region, clock, telemetry } = this.#deps;
+    const refusal = refusalOf(error);
+    if (refusal) {
+      // Renewed nothing, adopted nothing: the ledger fences itself at the fence it holds.
+      telemetry.metric(Metric.LeaseRenewalRefused, 'Count', 1, {}, { [DIMENSION_REASON]: refusal.reason });
+      telemetry.warn('lease renewal refused', {
+        credentialSetId: set.id,
+        ledgerKey,
+        region,
+        reason: refusal.reason,
+        offsetMs: refusal.offsetMs,
+        error: refusal.message,
+      });
+      const wait = refusal.reason === 'skew' ? RENEW_MS : CLOCK_PROBE_MS;
+      return {
+        setId: set.id,
+        ledgerKey,
+        outcome: 'refused',
+        reason: refusal.reason,
+        nextAt: clock.now() + wait,
+        error: refusal.message,
+      };
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    // The share and fence the ledger holds stay as they were: it fences itself if no renewal lands in time.
+    telemetry.metric(Metric.LeaseRenewalFailed, 'Count', 1);
+    telemetry.warn('lease renewal failed', { credentialSetId: set.id, ledgerKey, region, error: message });
+    return { setId: set.id, ledgerKey, outcome: 'failed', nextAt: clock.now() + RETRY_MS, error: message };
+  }
 }
+
+/** The reserved consumers homed in `region` (their reservation's `region`): their reservations hold in its share. */
+const homeConsumers = (set: CredentialSetConfig, region: string): string[] =>
+  (set.rateLimits.reservations ?? []).filter((r) => r.region === region).map((r) => r.consumer);
 
 const otherRecord = (item: LeaseItem, region: string) =>
   Object.values(item.records).find((record) => record.region !== region);

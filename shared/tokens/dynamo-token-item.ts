@@ -5,11 +5,10 @@ import { lazySchema } from '../lazy-schema.js';
 import { type CredentialSetState, notExpired, type StoredToken, type TokenView } from './token-state.js';
 
 /**
- * Item layout of the tokens table: one item per set, key `pk = "set#<id>"`. In a two-Region stage the table is
- * the MRSC table, beside the lease items: IAM scopes the token functions to this prefix (infra/broker-stack.ts).
+ * Item layout of the tokens table: one item per set, key `pk = "set#<id>"` (shared/aws/keys.ts setKey). In a
+ * two-Region stage the table is the MRSC table, beside the lease items: IAM scopes the token functions to this
+ * prefix (infra/broker-stack.ts).
  */
-export const SET_KEY_PREFIX = 'set#';
-export const setKey = (credentialSetId: string): string => `${SET_KEY_PREFIX}${credentialSetId}`;
 
 /** Items nobody wrote for this long are deleted by TTL. Any token is rewritten within its (≤ 24 h) lifetime. */
 export const PURGE_AFTER_SECONDS = 2 * 24 * 3600;

@@ -4,8 +4,8 @@ import {
   GetItemCommand,
   type GetItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
-import { PARTITION_KEY } from '../aws/tables.js';
-import { itemToState, setKey } from './dynamo-token-item.js';
+import { setKey } from '../aws/keys.js';
+import { itemToState } from './dynamo-token-item.js';
 import { TokenStoreUnavailableError } from './errors.js';
 import type { CredentialSetState } from './token-state.js';
 import type { TokenStore } from './token-store.js';
@@ -49,7 +49,7 @@ export class DynamoTokenReader implements Pick<TokenStore, 'read' | 'readVersion
       const output = await this.client.send(
         new GetItemCommand({
           TableName: this.tableName,
-          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
+          Key: setKey(credentialSetId),
           ConsistentRead: true,
           ...projection,
         }),

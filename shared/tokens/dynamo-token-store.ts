@@ -5,9 +5,9 @@ import {
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { setKey } from '../aws/keys.js';
 import { lostToAnotherWriter } from '../aws/lost-write.js';
-import { PARTITION_KEY } from '../aws/tables.js';
-import { leaseIdsOf, purgeAtFor, setKey } from './dynamo-token-item.js';
+import { leaseIdsOf, purgeAtFor } from './dynamo-token-item.js';
 import { DynamoTokenReader } from './dynamo-token-reader.js';
 import { TokenStoreUnavailableError } from './errors.js';
 import type {
@@ -66,7 +66,9 @@ function placeholders(expressions: string[], input: Record<string, unknown>) {
  * write whose answer was lost, the copy fails its condition; when a write fails (its condition, or for good
  * after the SDK's retries), the item decides: the one DynamoDB returns with the failed condition (ALL_OLD), or
  * else a consistent read. If it carries this attempt's lease id, the write applied and is answered as such;
- * if not, someone else won the race (a failed condition) or the table failed (anything else).
+ * if not, someone else won the race (a failed condition) or the table failed (anything else). The lease id, not a
+ * write id of its own as the ledger has: one writer at a time by construction, and the id is in the item already
+ * (shared/aws/lost-write.ts compares the stores' ways).
  *
  * On an MRSC table (a two-Region stage, docs/multi-region.md) both Regions' refreshers write here, and a write
  * that meets the other Region's write in flight is refused unapplied with ReplicatedWriteConflictException: the
@@ -179,7 +181,7 @@ export class DynamoTokenStore extends DynamoTokenReader implements TokenStore {
       const output = await this.client.send(
         new UpdateItemCommand({
           TableName: this.tableName,
-          Key: { [PARTITION_KEY]: { S: setKey(credentialSetId) } },
+          Key: setKey(credentialSetId),
           ...update,
           // DynamoDB (and DynamoDB Local) return the item with a failed condition, which saves the read below.
           // It holds tokens: that exception is never kept as a cause, nor logged.

@@ -7,7 +7,8 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
-import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
+import { type ItemKey, reloginKey, reportCountKey } from '../aws/keys.js';
+import { TTL_ATTRIBUTE } from '../aws/tables.js';
 import type { Clock } from '../clock.js';
 import type { RateLimitSettings } from '../config/credential-sets.js';
 import { lazySchema } from '../lazy-schema.js';
@@ -168,10 +169,9 @@ export class ReportLimiter {
     const window = Math.floor(now / windowMs);
     const windowEnd = (window + 1) * windowMs;
     const limits = this.settings[kind];
-    const base = `report#${KIND_KEY[kind]}#${setId}`;
     for (const [scope, key, max] of [
-      ['caller', `${base}#caller#${callerKeyOf(callerArn)}#${window}`, limits.perCaller],
-      ['set', `${base}#set#${window}`, limits.perSet],
+      ['caller', reportCountKey(KIND_KEY[kind], setId, window, callerKeyOf(callerArn)), limits.perCaller],
+      ['set', reportCountKey(KIND_KEY[kind], setId, window), limits.perSet],
     ] as const) {
       if (!(await this.#countOne(key, max, windowEnd))) {
         throw new ReportLimitedError(`too many ${KIND_NOUN[kind]} from this ${scope}; try again later`, {
@@ -196,7 +196,7 @@ export class ReportLimiter {
   async claimRelogin(setId: string, rejectedTokenId: string, again = true): Promise<ReloginClaim> {
     const now = this.#clock.now();
     const intervalMs = this.settings.rejectionReloginIntervalSeconds * 1000;
-    const key = { [PARTITION_KEY]: { S: `report#relogin#${setId}` } };
+    const key = reloginKey(setId);
     try {
       await this.#send(() =>
         this.#client.send(
@@ -246,13 +246,13 @@ export class ReportLimiter {
   }
 
   /** One more in the window's counter, unless it holds `max` already. */
-  async #countOne(key: string, max: number, windowEnd: number): Promise<boolean> {
+  async #countOne(key: ItemKey, max: number, windowEnd: number): Promise<boolean> {
     try {
       await this.#send(() =>
         this.#client.send(
           new UpdateItemCommand({
             TableName: this.#tableName,
-            Key: { [PARTITION_KEY]: { S: key } },
+            Key: key,
             UpdateExpression: 'ADD #n :one SET #p = :purge',
             ConditionExpression: 'attribute_not_exists(#n) OR #n < :max',
             ExpressionAttributeNames: { '#n': 'n', '#p': TTL_ATTRIBUTE },

@@ -37,15 +37,6 @@ export abstract class VendorError extends BrokerError {
   }
 }
 
-export interface VendorErrorBody {
-  errorStatus: number;
-  errorCode: string;
-  errorMessage: string;
-  timestamp?: string;
-  requestId?: string;
-  details?: unknown;
-}
-
 /** The vendor answered with an error body of §7 (or the nested 429 shape of §8). */
 export class VendorApiError extends VendorError {
   /** The vendor's `errorCode` (one of VENDOR_ERROR_CODES, or an undocumented one kept as sent). */

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BROKER_CONFIG_FILE, brokerConfigDocument } from '../../shared/config/broker-config.js';
+import { BROKER_CONFIG_FILE } from '../../shared/config/broker-config.js';
 
 /**
  * A function's configuration document (broker-config.json) as a file, the way the code asset carries it:
@@ -12,17 +12,4 @@ export function writeConfigDocument(document: unknown): { file: string; remove: 
   const file = path.join(dir, BROKER_CONFIG_FILE);
   writeFileSync(file, typeof document === 'string' ? document : JSON.stringify(document));
   return { file, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-/** Runs `fn` with the file of the document built from these parts (revision included), then removes it. */
-export function withConfigDocument<T>(
-  content: { stage?: string; credentialSets: unknown[]; consumers?: unknown[]; operators?: unknown[] },
-  fn: (file: string) => T,
-): T {
-  const { file, remove } = writeConfigDocument(brokerConfigDocument({ stage: 'test', ...content }));
-  try {
-    return fn(file);
-  } finally {
-    remove();
-  }
 }

@@ -74,16 +74,6 @@ export function splitTestFiles(root: string): TestProjects {
   return projects;
 }
 
-/** Whether `file` or a test module it imports (transitively) asks for DynamoDB Local. */
-export function needsDynamoDbLocal(file: string, root: string): boolean {
-  return reachOf(path.resolve(file), root, new Map()).dynamoDbLocal;
-}
-
-/** Whether `file` waits on real time: it or a test module it imports is the marker or calls a soak runner. */
-export function waitsOnRealTime(file: string, root: string): boolean {
-  return reachOf(path.resolve(file), root, new Map()).realTime;
-}
-
 /**
  * What `file` reaches. Test modules (under `root`/test) are read and followed; modules elsewhere (shared/,
  * local/, …) are not: they never call vitest's `inject`, and a soak runner counts where a test calls it.
