@@ -80,6 +80,8 @@ export interface DynamoRateLedgerOptions {
   conflictJitterMs?: number;
   /** For the spread of retry hints and conflict pauses; default Math.random. */
   random?: () => number;
+  /** Draws a candidate write id (tests force a collision with it); default 30 random bits (receipts.ts). */
+  drawWriteId?: () => string;
   /**
    * How long (clock ms) what this process last learned of an item is good enough to build a write on. Older, it
    * reads first: another process has probably written since, and a refused write costs more than a read.
@@ -215,6 +217,7 @@ export class DynamoRateLedger implements RateLedger {
   readonly #maxConflictRetries: number;
   readonly #jitterMs: number;
   readonly #random: () => number;
+  readonly #drawWriteId: (() => string) | undefined;
   /** By ledger key: denied asks not yet counted in the item, and when this process last counted (#countAsked). */
   readonly #asked = new Map<string, { count: number; writtenAt: number }>();
   readonly #cacheFreshMs: number;
@@ -237,6 +240,7 @@ export class DynamoRateLedger implements RateLedger {
     this.#maxConflictRetries = options.maxConflictRetries ?? 30;
     this.#jitterMs = options.conflictJitterMs ?? 10;
     this.#random = options.random ?? Math.random;
+    this.#drawWriteId = options.drawWriteId;
     this.#cacheFreshMs = options.cacheFreshMs ?? 1000;
     this.#regional = options.regional ?? false;
     this.#learned = new LearnedStore({
@@ -740,7 +744,7 @@ export class DynamoRateLedger implements RateLedger {
       }
       // Each attempt is a new write with its own id: a full write leaves its own in `w` and carries the ids
       // before it (newest first): an earlier write can still be told after someone else's full write.
-      const writeId = newWriteId();
+      const writeId = newWriteId((id) => wroteWithId(read, id), this.#drawWriteId);
       work.writeIds = new Set([writeId]);
       work.carriedWriteIds = [...read.writeIds, ...read.carriedWriteIds].slice(0, CARRIED_WRITE_IDS);
       // A head addition needs room for its id in the item's set and the item's own format; else a full write

@@ -107,7 +107,19 @@ export function newReceiptId(expiresAtMs: number, callerTag?: string, avoid?: Re
   }
 }
 
-export const newWriteId = (): string => randomChars(WRITE_ID_LENGTH);
+/** A candidate write id: 30 random bits. */
+export const randomWriteId = (): string => randomChars(WRITE_ID_LENGTH);
+/**
+ * A write id that is none of `present` (the ids of the item the write is planned on, `w` and `wp`): an id already
+ * there would make a write that failed its condition read the item, find "its" id and take itself for applied (a
+ * grant answered and never counted, issue 34). Same width as before, so release N-1 reads it.
+ */
+export function newWriteId(present: (id: string) => boolean, draw: () => string = randomWriteId): string {
+  for (;;) {
+    const id = draw();
+    if (!present(id)) return id;
+  }
+}
 export const isReceiptId = (id: string): boolean => RECEIPT_ID.test(id);
 export const isWriteId = (id: string): boolean => WRITE_ID.test(id);
 
