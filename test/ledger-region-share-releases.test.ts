@@ -90,9 +90,9 @@ describe.each(ENGINES)('a Region share and release N-1 on %s', (engine) => {
     expect(full.reason).toBe('QUOTA');
     expect((await current.usage(TOKEN, limits)).windows[0]).toMatchObject({ used: 20, remaining: 0 });
     // And the class: 3 of its share of 5 are used; the vendor's cap (6 left) is not the tighter.
-    expect((await current.snapshot(TOKEN, limits)).rings[CLASS]?.slots.reduce((n, s) => n + s.count, 0)).toBe(
-      3,
-    );
+    expect(
+      (await current.regionView(TOKEN, limits)).snapshot.rings[CLASS]?.slots.reduce((n, s) => n + s.count, 0),
+    ).toBe(3);
   });
 
   it("release a6dc151 reads an item whose share carries a version (`rsv`), grants within it and keeps the version; the current release still refuses an older record's share on it", async () => {

@@ -393,7 +393,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
     await clock.advance(2500);
     granted(await l.acquire({ tokenId: TOKEN, count: 2, limits, class: 'reports' }));
     faulty.faults.resetStats();
-    const snapshot = await l.snapshot(TOKEN, limits);
+    const snapshot = (await l.regionView(TOKEN, limits)).snapshot;
     expect(faulty.faults.stats.byCommand).toEqual({
       GetItem: { sent: 1, lostAnswer: 0, throttle: 0, serverError: 0 },
     });

@@ -190,7 +190,8 @@ const MAX_HINT_SPREAD_MS = 1000;
  * built on what this process learned of the item within the last second (else on a consistent read), retried
  * on fresh state on conflict.
  * Concurrent grants in the same slot add to it instead of conflicting (fast-grant.ts). A denial writes
- * nothing and is always decided on a fresh read. No answer from DynamoDB, no permit.
+ * nothing to the rings and is always decided on a fresh read; a regional ledger counts its denied asks in `dq`
+ * (an ADD outside this protocol, at most one a second per key and process: #countAsked). No answer from DynamoDB, no permit.
  *
  * Exactly once, whatever is retried. Every write carries a write id, kept for a while in the item's id set
  * (receipts.ts), and every write is conditional in a way that a second copy of it fails: a full write on the
@@ -358,14 +359,6 @@ export class DynamoRateLedger implements RateLedger {
       ...(state.share ? { share: state.share } : {}),
       asked: state.asked ?? 0,
     };
-  }
-
-  /** What the item had granted per ring, slot by slot, at the ledger time of a fresh read (a read, no write). */
-  async snapshot(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<RingSnapshot> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return ringSnapshotOf(state, plan, g);
   }
 
   /**

@@ -30,4 +30,3 @@ export type {
   WindowRemaining,
   WindowUsage,
 } from './types.js';
-export { usageAt } from './usage.js';

@@ -55,7 +55,7 @@ export const SPENT_KEPT = SPENT_LIMIT - 1;
  * left to any caller by the other two.
  */
 export const SPENT_PER_CALLER = 3;
-/** Write ids at most; head additions beyond go without one (see above) until a full write resets the set. */
+/** Write ids an item's set holds at most: past it, the next write is a full write, which resets the set (see above). */
 export const WRITE_IDS_LIMIT = 12;
 /**
  * What a permit's validity leaves for a give-back to arrive: a late timer and the trip to the broker. Spent
