@@ -2,11 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { LedgerUnavailableError } from '../shared/ledger/errors.js';
-import { headAdditions } from '../shared/ledger/fast-grant.js';
+import { decodeState, encodeState, headAdditions, PURGE_SLACK_SECONDS } from '../shared/ledger/item/index.js';
 import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
 import { CAP_UNTIL_MS, parseRingKey, planFor } from '../shared/ledger/limit-plan.js';
 import { subSlot, trimRing } from '../shared/ledger/ring.js';
-import { decodeState, encodeState, PURGE_SLACK_SECONDS } from '../shared/ledger/state-codec.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const limits = rateLimitSettingsSchema.parse({

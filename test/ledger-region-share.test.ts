@@ -10,7 +10,7 @@ import {
   type RegionShare,
   SHARE_RETRY_MS,
 } from '../shared/ledger/index.js';
-import { ledgerKey } from '../shared/ledger/ledger-item.js';
+import { ledgerKey } from '../shared/ledger/item/index.js';
 import { GENERAL_SCOPE, ringKey } from '../shared/ledger/limit-plan.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';

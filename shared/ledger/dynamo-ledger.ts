@@ -1,11 +1,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Clock, systemClock } from '../clock.js';
-import type { RateLimitSettings } from '../config/credential-sets.js';
+import type { RateLimitSettings } from '../config/rate-limits.js';
 import { SILENT_TELEMETRY, type Telemetry } from '../telemetry.js';
 import { availableTo } from './available.js';
-import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
-import { headAdditions } from './fast-grant.js';
+import { ItemWriter, type Snapshot } from './item/index.js';
 import { resetInLedgerTime } from './learned-evidence.js';
 import { inForce, type LearnedLimit, PROBE_RETRY_MS } from './learned-limits.js';
 import { learnFromReport, nextPlanIn, planIn, UNMEASURED_OFFSET } from './learned-reports.js';
@@ -20,22 +19,16 @@ import {
   remainingAt,
   seedLearnedRing,
   stateAt,
-  wroteWithId,
 } from './ledger-state.js';
-import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type ItemFormat, isProbing, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
+import { isProbing, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
-  CARRIED_WRITE_IDS,
   callerTag,
   consumerTag,
   issueReceipt,
   newReceiptId,
-  newSecret,
-  newWriteId,
   receiptIdExpiry,
   receiptTtlMs,
   signatureHolds,
-  WRITE_IDS_LIMIT,
 } from './receipts.js';
 import {
   type Adoption,
@@ -165,19 +158,6 @@ interface RequestPlan {
 }
 
 /**
- * An operation of a batch, applied to the working state at ledger time g. It is applied again, from scratch,
- * on every attempt (fresh state after a conflict), so it must depend on nothing but its arguments; a grant
- * adds its new receipt id to `state.ids`.
- */
-interface Op {
-  plan: LimitPlan;
-  apply(state: LedgerState, g: number, now: number): { change: 'none' | 'grant' | 'other'; result: unknown };
-  resolve(result: unknown): void;
-  reject(error: unknown): void;
-}
-
-const MAX_CACHED_TOKENS = 1000;
-/**
  * Retry hints are spread over up to 1 % of the shortest window (at most 1 s), so that the consumers told to
  * wait do not all come back in the same millisecond and race for the same write: the first of them still
  * comes back close to the earliest moment.
@@ -211,21 +191,15 @@ const MAX_HINT_SPREAD_MS = 1000;
  * applying it again changes nothing.
  */
 export class DynamoRateLedger implements RateLedger {
-  readonly #table: LedgerTable;
+  readonly #items: ItemWriter;
   readonly #clock: Clock;
   readonly #time: LedgerClock;
   readonly #telemetry: Telemetry;
-  readonly #maxConflictRetries: number;
-  readonly #jitterMs: number;
   readonly #random: () => number;
-  readonly #drawWriteId: (() => string) | undefined;
   /** By ledger key: denied asks not yet counted in the item, and when this process last counted (#countAsked). */
   readonly #asked = new Map<string, { count: number; writtenAt: number }>();
-  readonly #cacheFreshMs: number;
-  readonly #cache = new Map<string, Snapshot>();
   readonly #learned: LearnedStore;
   readonly #regional: boolean;
-  readonly #queue = new BatchQueue<Op>((tokenId, ops) => this.#runBatch(tokenId, ops));
 
   constructor(options: DynamoRateLedgerOptions) {
     this.#clock = options.clock ?? systemClock;
@@ -235,15 +209,22 @@ export class DynamoRateLedger implements RateLedger {
       reference: options.reference,
       telemetry: this.#telemetry,
     });
-    this.#table = new LedgerTable(options.client, options.tableName, this.#clock, () =>
-      this.#time.earliest(),
-    );
-    this.#maxConflictRetries = options.maxConflictRetries ?? 30;
-    this.#jitterMs = options.conflictJitterMs ?? 10;
     this.#random = options.random ?? Math.random;
-    this.#drawWriteId = options.drawWriteId;
-    this.#cacheFreshMs = options.cacheFreshMs ?? 1000;
     this.#regional = options.regional ?? false;
+    this.#items = new ItemWriter({
+      client: options.client,
+      tableName: options.tableName,
+      clock: this.#clock,
+      time: this.#time,
+      telemetry: this.#telemetry,
+      maxConflictRetries: options.maxConflictRetries ?? 30,
+      jitterMs: options.conflictJitterMs ?? 10,
+      random: this.#random,
+      cacheFreshMs: options.cacheFreshMs ?? 1000,
+      held: (plan, state, g) => this.#held(plan, state, g),
+      lapsed: (state, g) => this.#lapsed(state, g),
+      drawWriteId: options.drawWriteId,
+    });
     this.#learned = new LearnedStore({
       client: options.client,
       tableName: options.learnedTableName ?? options.tableName,
@@ -322,7 +303,7 @@ export class DynamoRateLedger implements RateLedger {
     const { plan } = await this.#planOf(limits, setId);
     const wanted = checkShare(share, plan);
     const mode = options.mode ?? 'replace';
-    const result = await this.#enqueue<AdoptShareResult>(tokenId, plan, (state, g) => {
+    const result = await this.#items.apply<AdoptShareResult>(tokenId, plan, (state, g) => {
       const adoption = adoptionOf(state.share, wanted, mode);
       if (adoption.outcome === 'adopted') state.share = adoption.share;
       return {
@@ -418,7 +399,7 @@ export class DynamoRateLedger implements RateLedger {
       HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
     );
     const learning = plan.learned.size > 0 && request.setId !== undefined;
-    const decision = await this.#enqueue<PermitDecision | typeof STALE_VIEW>(
+    const decision = await this.#items.apply<PermitDecision | typeof STALE_VIEW>(
       tokenId,
       plan,
       (state, g, now) => {
@@ -504,7 +485,7 @@ export class DynamoRateLedger implements RateLedger {
     const counted = pending.count;
     pending.count = 0;
     pending.writtenAt = now;
-    await this.#table.countAsked(tokenId, counted);
+    await this.#items.countAsked(tokenId, counted);
   }
 
   /**
@@ -523,7 +504,7 @@ export class DynamoRateLedger implements RateLedger {
     if (claims.caller !== callerTag(request.caller ?? ''))
       throw reject('FOREIGN', 'issued to another caller');
     const ttlMs = receiptTtlMs(plan);
-    const result = await this.#enqueue<GiveBackResult | Error>(tokenId, plan, (state, g) => {
+    const result = await this.#items.apply<GiveBackResult | Error>(tokenId, plan, (state, g) => {
       if (state.secret === undefined || !signatureHolds(state.secret, payload, mac))
         return { change: 'none', result: reject('FORGED', 'not issued by this ledger, or altered') };
       // Never past its id's own end (signed with it): the spent id is kept exactly that long, whatever the
@@ -563,7 +544,7 @@ export class DynamoRateLedger implements RateLedger {
     const { plan, version, next } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
     // A learned ring that ends before a cap of this report does holds none of it then (vendor-feedback.ts addCap).
     if (next) feedback.planUntil = next.at;
-    const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
+    const tightened = await this.#items.apply<boolean>(tokenId, plan, (state, g, now) => {
       at ??= now;
       let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
       if (learned?.evidence && feedback.remaining !== undefined)
@@ -665,7 +646,7 @@ export class DynamoRateLedger implements RateLedger {
   async #readAt(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }> {
     let read: Snapshot;
     try {
-      read = await this.#table.read(tokenId);
+      read = await this.#items.read(tokenId);
     } catch (error) {
       throw error instanceof LedgerUnavailableError
         ? error
@@ -673,128 +654,5 @@ export class DynamoRateLedger implements RateLedger {
     }
     const g = Math.max(this.#time.now([plan]), read.state.time);
     return { state: stateAt(read.state, g, plan.marginMs), g };
-  }
-
-  #enqueue<T>(tokenId: string, plan: LimitPlan, apply: Op['apply']): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push(tokenId, { plan, apply, resolve: resolve as (result: unknown) => void, reject });
-    });
-  }
-
-  async #runBatch(tokenId: string, ops: Op[]): Promise<void> {
-    try {
-      const results = await this.#decide(tokenId, ops);
-      ops.forEach((op, index) => {
-        op.resolve(results[index]);
-      });
-    } catch (error) {
-      this.#cache.delete(tokenId);
-      const failure =
-        error instanceof LedgerUnavailableError
-          ? error
-          : new LedgerUnavailableError('rate ledger unavailable', { cause: error });
-      this.#telemetry.warn('rate ledger unavailable: no permit', {
-        tokenId,
-        reason: failure.message,
-        cause: (failure.cause as Error | undefined)?.name,
-      });
-      for (const op of ops) op.reject(failure);
-    }
-  }
-
-  /** Computes the batch on the newest state it can get and writes it once; on conflict, again on fresh state. */
-  async #decide(tokenId: string, ops: Op[]): Promise<unknown[]> {
-    const plans = [...new Set(ops.map((op) => op.plan))];
-    const marginMs = Math.max(...plans.map((plan) => plan.marginMs));
-    const retainMs = Math.max(...plans.map((plan) => plan.retainMs));
-    // Several plans in one batch (a configuration change arriving): the newer format, once any plan asks for it.
-    const format = Math.max(...plans.map((plan) => plan.itemFormat)) as ItemFormat;
-    const cached = this.#cache.get(tokenId);
-    const usable = cached && this.#clock.now() - cached.at <= this.#cacheFreshMs ? cached : undefined;
-    let fresh = usable === undefined;
-    let snapshot: Snapshot = usable ?? (await this.#table.read(tokenId));
-    for (let conflicts = 0; ; ) {
-      const read = snapshot.state;
-      const now = this.#time.now(plans);
-      const g = Math.max(now, read.time);
-      const work = stateAt(read, g, marginMs);
-      // The first write creates the item's receipt secret; a concurrent creator wins by the condition.
-      work.secret ??= newSecret();
-      // A lapsed share leaves with this write (a full one): release N-1 would hold the item to its floor.
-      const dropsShare = this.#lapsed(work, g);
-      if (dropsShare) work.share = undefined;
-      const outcomes = ops.map((op) => op.apply(work, g, now));
-      const results = outcomes.map((outcome) => outcome.result);
-      if (outcomes.every((outcome) => outcome.change === 'none')) {
-        if (fresh) {
-          this.#remember(tokenId, snapshot);
-          return results;
-        }
-        // Nothing to write, but the cached state may be behind a give-back elsewhere: decide on a fresh read.
-        snapshot = await this.#table.read(tokenId);
-        fresh = true;
-        continue;
-      }
-      // Each attempt is a new write with its own id: a full write leaves its own in `w` and carries the ids
-      // before it (newest first): an earlier write can still be told after someone else's full write.
-      const writeId = newWriteId((id) => wroteWithId(read, id), this.#drawWriteId);
-      work.writeIds = new Set([writeId]);
-      work.carriedWriteIds = [...read.writeIds, ...read.carriedWriteIds].slice(0, CARRIED_WRITE_IDS);
-      // A head addition needs room for its id in the item's set and the item's own format; else a full write
-      // (which resets the set), so that no write ever goes without an id.
-      const additions =
-        !dropsShare &&
-        outcomes.every((outcome) => outcome.change !== 'other') &&
-        read.secret !== undefined &&
-        read.writeIds.size < WRITE_IDS_LIMIT &&
-        snapshot.format === format
-          ? headAdditions(
-              read,
-              work,
-              plans.map((plan) => this.#held(plan, work, g)),
-              g,
-            )
-          : undefined;
-      work.version = read.version + 1;
-      let written: Awaited<ReturnType<LedgerTable['writeFull']>>;
-      try {
-        written = await ((additions && this.#table.addToHeads(tokenId, additions, snapshot, writeId, g)) ??
-          this.#table.writeFull(tokenId, work, retainMs, format, snapshot));
-      } catch (error) {
-        // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows.
-        const current = await this.#table.read(tokenId);
-        if (!wroteWithId(current.state, writeId)) throw error;
-        written = { ok: true, snapshot: current };
-      }
-      if (!written.ok) {
-        const current = written.current ?? (await this.#table.read(tokenId));
-        // The condition failed because an earlier attempt of this very write (re-sent by the SDK) applied.
-        if (wroteWithId(current.state, writeId)) written = { ok: true, snapshot: current };
-        else snapshot = current;
-      }
-      if (written.ok) {
-        this.#remember(tokenId, written.snapshot);
-        return results;
-      }
-      if (++conflicts > this.#maxConflictRetries)
-        throw new LedgerUnavailableError(`rate ledger busy: ${conflicts} conflicting writes in a row`);
-      this.#telemetry.debug('rate ledger: write conflict, retrying', { tokenId, conflicts });
-      await this.#pause(conflicts);
-      fresh = true;
-    }
-  }
-
-  #remember(tokenId: string, snapshot: Snapshot): void {
-    this.#cache.delete(tokenId);
-    this.#cache.set(tokenId, snapshot);
-    if (this.#cache.size > MAX_CACHED_TOKENS) {
-      const oldest = this.#cache.keys().next();
-      if (!oldest.done) this.#cache.delete(oldest.value);
-    }
-  }
-
-  #pause(conflicts: number): Promise<void> {
-    const ms = this.#random() * this.#jitterMs * 2 ** Math.min(conflicts - 1, 5);
-    return new Promise((resolve) => setTimeout(resolve, ms));
   }
 }

@@ -2,19 +2,16 @@ import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-s
 import { type Clock, ManualClock } from '../../shared/clock.js';
 import type { RateLimitSettings } from '../../shared/config/credential-sets.js';
 import type { PermitDecision } from '../../shared/ledger/index.js';
-import { ledgerKey } from '../../shared/ledger/ledger-item.js';
-import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
-import { LedgerTable } from '../../shared/ledger/ledger-table.js';
-import { allRings, planFor } from '../../shared/ledger/limit-plan.js';
 import {
   CARRIED_WRITE_IDS,
-  callerTag,
-  newReceiptId,
-  newSecret,
+  LedgerTable,
+  ledgerKey,
   randomWriteId,
-  SPENT_LIMIT,
   WRITE_IDS_LIMIT,
-} from '../../shared/ledger/receipts.js';
+} from '../../shared/ledger/item/index.js';
+import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
+import { allRings, planFor } from '../../shared/ledger/limit-plan.js';
+import { callerTag, newReceiptId, newSecret, SPENT_LIMIT } from '../../shared/ledger/receipts.js';
 
 /** Helpers of the rate-ledger tests and benchmark: span checks, the ideal schedule, DynamoDB item size. */
 

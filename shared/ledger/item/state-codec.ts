@@ -1,18 +1,14 @@
 import { createHash } from 'node:crypto';
-import { LedgerUnavailableError } from './errors.js';
-import { emptyState, type LedgerState } from './ledger-state.js';
-import {
-  CAP_FINGERPRINT_LENGTH,
-  type ItemFormat,
-  parseRingKey,
-  RESERVATIONS_KEY_LENGTH,
-  windowCode,
-} from './limit-plan.js';
+import { LedgerUnavailableError } from '../errors.js';
+import { emptyState, type LedgerState } from '../ledger-state.js';
+import { CALLER_TAG_LENGTH, isReceiptId, receiptIdExpiry } from '../receipts.js';
+import { decodeShare, decodeShareVersion, encodeShare, encodeShareVersion } from '../region-share.js';
+import { type Ring, subSlot } from '../ring.js';
+import { type ItemFormat, parseRingKey, RESERVATIONS_KEY_LENGTH, windowCode } from '../ring-plan.js';
+import type { VendorCap } from '../vendor-caps.js';
+import { CAP_FINGERPRINT_LENGTH } from './item-size.js';
 import { decodePacked, encodePacked } from './packed-codec.js';
-import { CALLER_TAG_LENGTH, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
-import { decodeShare, decodeShareVersion, encodeShare, encodeShareVersion } from './region-share.js';
-import { type Ring, subSlot } from './ring.js';
-import type { VendorCap } from './vendor-caps.js';
+import { isWriteId } from './write-ids.js';
 
 /**
  * The ledger item, compactly, within one write unit (1 KB). Two formats (limit-plan.ts, ItemFormat): 1, the text

@@ -1,8 +1,8 @@
 import type { AttributeValue, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
-import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
+import { PARTITION_KEY, TTL_ATTRIBUTE } from '../../aws/tables.js';
 import type { HeadAddition } from './fast-grant.js';
-import { WRITE_IDS_LIMIT } from './receipts.js';
 import type { StoredLedger } from './state-codec.js';
+import { WRITE_IDS_LIMIT } from './write-ids.js';
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the
