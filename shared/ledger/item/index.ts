@@ -1,3 +1,4 @@
+export { ATTR, ITEM_ATTRIBUTES } from './attributes.js';
 export { headAdditions } from './fast-grant.js';
 export {
   ITEM_BYTES_BUDGET,

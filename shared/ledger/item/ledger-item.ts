@@ -1,5 +1,5 @@
 import type { AttributeValue, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
-import { PARTITION_KEY, TTL_ATTRIBUTE } from '../../aws/tables.js';
+import { ATTR } from './attributes.js';
 import type { HeadAddition } from './fast-grant.js';
 import type { StoredLedger } from './state-codec.js';
 import { WRITE_IDS_LIMIT } from './write-ids.js';
@@ -28,14 +28,14 @@ import { WRITE_IDS_LIMIT } from './write-ids.js';
  * concurrent grants in one slot commute.
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => ({
-  [PARTITION_KEY]: { S: `token#${tokenId}` },
+  [ATTR.key]: { S: `token#${tokenId}` },
 });
 
-const HEAD = 'h:';
-const SUBS = 's:';
+const HEAD = ATTR.head;
+const SUBS = ATTR.headSubs;
 /** Item format 2: `H<index base 36>` the head count of the index-th packed ring; `T` head additions' offsets. */
-const PACKED_HEAD = /^H[0-9a-z]+$/;
-const OFFSETS = 'T';
+const PACKED_HEAD = new RegExp(`^${ATTR.packedHead}[0-9a-z]+$`);
+const OFFSETS = ATTR.headOffsets;
 /** Format 2's `r`: not a ring, so that a release that reads only format 1 refuses the item (fails closed). */
 const PACKED_MARK = '2';
 
@@ -50,12 +50,13 @@ export const isHeadAttribute = (name: string): boolean =>
 export function headAttribute(format: 1 | 2, directory: readonly string[], key: string): string | undefined {
   if (format === 1) return `${HEAD}${key}`;
   const index = directory.indexOf(key);
-  return index < 0 ? undefined : `H${index.toString(36)}`;
+  return index < 0 ? undefined : `${ATTR.packedHead}${index.toString(36)}`;
 }
 
 export function toStored(item: Record<string, AttributeValue>): StoredLedger {
+  const text = (name: string): string | undefined => item[name]?.S;
   const number = (name: string) => (item[name]?.N === undefined ? Number.NaN : Number(item[name]?.N));
-  const format = item.r?.S === PACKED_MARK ? 2 : 1;
+  const format = item[ATTR.rings]?.S === PACKED_MARK ? 2 : 1;
   const heads: Record<string, number> = {};
   const headSubs: Record<string, number> = {};
   for (const [name, value] of Object.entries(item)) {
@@ -67,31 +68,33 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   }
   const stored: StoredLedger = {
     format,
-    version: number('v'),
-    fastWrites: item.n ? number('n') : 0,
-    time: number('t'),
+    version: number(ATTR.version),
+    fastWrites: item[ATTR.fastWrites] ? number(ATTR.fastWrites) : 0,
+    time: number(ATTR.time),
     heads,
     headSubs,
-    spent: item.g?.SS ?? [],
-    writeIds: item.w?.SS ?? [],
-    carriedWriteIds: item.wp?.S ? item.wp.S.split(',') : [],
-    purgeAt: number(TTL_ATTRIBUTE),
+    spent: item[ATTR.spent]?.SS ?? [],
+    writeIds: item[ATTR.writeIds]?.SS ?? [],
+    carriedWriteIds: text(ATTR.carriedWriteIds) ? (text(ATTR.carriedWriteIds) as string).split(',') : [],
+    purgeAt: number(ATTR.purgeAt),
   };
   if (format === 2) {
-    stored.packed = item.rb?.B ?? new Uint8Array();
-    if (item[OFFSETS]?.NS) stored.headOffset = Math.max(...item[OFFSETS].NS.map(Number));
-  } else if (item.r?.S !== undefined) stored.rings = item.r.S;
-  if (item.cd?.N !== undefined) stored.cooldownUntil = Number(item.cd.N);
-  if (item.cap?.S !== undefined) stored.caps = item.cap.S;
-  if (item.cw?.S !== undefined) stored.capWindows = item.cw.S;
-  if (item.cdr?.S !== undefined) stored.cooldownClaim = item.cdr.S;
-  if (item.k?.S !== undefined) stored.secret = item.k.S;
-  if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
-  if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
-  if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
-  if (item.rs?.S !== undefined) stored.share = item.rs.S;
-  if (item.rsv?.S !== undefined) stored.shareVersion = item.rsv.S;
-  if (item.dq?.N !== undefined) stored.asked = Number(item.dq.N);
+    stored.packed = item[ATTR.packedRings]?.B ?? new Uint8Array();
+    const offsets = item[OFFSETS]?.NS;
+    if (offsets) stored.headOffset = Math.max(...offsets.map(Number));
+  } else if (text(ATTR.rings) !== undefined) stored.rings = text(ATTR.rings);
+  if (item[ATTR.cooldown]?.N !== undefined) stored.cooldownUntil = number(ATTR.cooldown);
+  if (text(ATTR.caps) !== undefined) stored.caps = text(ATTR.caps);
+  if (text(ATTR.capWindows) !== undefined) stored.capWindows = text(ATTR.capWindows);
+  if (text(ATTR.cooldownClaim) !== undefined) stored.cooldownClaim = text(ATTR.cooldownClaim);
+  if (text(ATTR.secret) !== undefined) stored.secret = text(ATTR.secret);
+  if (text(ATTR.reservationsKey) !== undefined) stored.reservationsKey = text(ATTR.reservationsKey);
+  if (item[ATTR.reservationsChangedAt]?.N !== undefined)
+    stored.reservationsChangedAt = number(ATTR.reservationsChangedAt);
+  if (item[ATTR.learnedVersion]?.N !== undefined) stored.learnedVersion = number(ATTR.learnedVersion);
+  if (text(ATTR.share) !== undefined) stored.share = text(ATTR.share);
+  if (text(ATTR.shareVersion) !== undefined) stored.shareVersion = text(ATTR.shareVersion);
+  if (item[ATTR.asked]?.N !== undefined) stored.asked = number(ATTR.asked);
   return stored;
 }
 
@@ -112,7 +115,12 @@ export function fullWrite(
     share?: boolean;
   },
 ): UpdateItemCommandInput {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#t': 't', '#p': TTL_ATTRIBUTE };
+  const names: Record<string, string> = {
+    '#v': ATTR.version,
+    '#n': ATTR.fastWrites,
+    '#t': ATTR.time,
+    '#p': ATTR.purgeAt,
+  };
   const values: Record<string, AttributeValue> = {
     ':v': { N: String(stored.version) },
     ':zero': { N: '0' },
@@ -130,37 +138,44 @@ export function fullWrite(
     } else removes.push(placeholder);
   };
   const packed = stored.format === 2;
-  attribute('r', packed ? { S: PACKED_MARK } : stored.rings ? { S: stored.rings } : undefined);
-  attribute('rb', packed ? { B: stored.packed ?? new Uint8Array() } : undefined);
-  attribute('cd', stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
-  attribute('cap', stored.caps ? { S: stored.caps } : undefined);
-  attribute('cw', stored.capWindows ? { S: stored.capWindows } : undefined);
-  attribute('cdr', stored.cooldownClaim ? { S: stored.cooldownClaim } : undefined);
-  attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
-  attribute('w', stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
-  attribute('wp', stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined);
-  attribute('rk', stored.reservationsKey === undefined ? undefined : { S: stored.reservationsKey });
+  attribute(ATTR.rings, packed ? { S: PACKED_MARK } : stored.rings ? { S: stored.rings } : undefined);
+  attribute(ATTR.packedRings, packed ? { B: stored.packed ?? new Uint8Array() } : undefined);
+  attribute(ATTR.cooldown, stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
+  attribute(ATTR.caps, stored.caps ? { S: stored.caps } : undefined);
+  attribute(ATTR.capWindows, stored.capWindows ? { S: stored.capWindows } : undefined);
+  attribute(ATTR.cooldownClaim, stored.cooldownClaim ? { S: stored.cooldownClaim } : undefined);
+  attribute(ATTR.spent, stored.spent.length > 0 ? { SS: stored.spent } : undefined);
+  attribute(ATTR.writeIds, stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
   attribute(
-    'rc',
+    ATTR.carriedWriteIds,
+    stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined,
+  );
+  attribute(
+    ATTR.reservationsKey,
+    stored.reservationsKey === undefined ? undefined : { S: stored.reservationsKey },
+  );
+  attribute(
+    ATTR.reservationsChangedAt,
     stored.reservationsChangedAt === undefined ? undefined : { N: String(stored.reservationsChangedAt) },
   );
   // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
-  if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
+  if (read.secret === undefined && stored.secret !== undefined) attribute(ATTR.secret, { S: stored.secret });
   // Never lowered by a write (a newer release's processes may hold a newer view); absent stays absent.
-  if (stored.learnedVersion !== undefined) attribute('lv', { N: String(stored.learnedVersion) });
+  if (stored.learnedVersion !== undefined)
+    attribute(ATTR.learnedVersion, { N: String(stored.learnedVersion) });
   // Only adoptShare changes it (the state carries it from the read), and a one-Region ledger removes a lapsed one
   // (the stage went back to one Region: dynamo-ledger.ts).
-  if (stored.share !== undefined) attribute('rs', { S: stored.share });
-  else if (read.share) attribute('rs', undefined);
+  if (stored.share !== undefined) attribute(ATTR.share, { S: stored.share });
+  else if (read.share) attribute(ATTR.share, undefined);
   // Its version beside it (issue 33): kept as read, gone with a share adopted without one, or with the share.
   if (stored.share !== undefined)
-    attribute('rsv', stored.shareVersion === undefined ? undefined : { S: stored.shareVersion });
-  else if (read.share) attribute('rsv', undefined);
+    attribute(ATTR.shareVersion, stored.shareVersion === undefined ? undefined : { S: stored.shareVersion });
+  else if (read.share) attribute(ATTR.shareVersion, undefined);
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {
     if (!count) continue;
-    if (packed) heads.set(`H${Number(key).toString(36)}`, { N: String(count) });
+    if (packed) heads.set(`${ATTR.packedHead}${Number(key).toString(36)}`, { N: String(count) });
     else {
       heads.set(`${HEAD}${key}`, { N: String(count) });
       heads.set(`${SUBS}${key}`, { NS: [String(stored.headSubs[key] ?? 0)] });
@@ -172,7 +187,7 @@ export function fullWrite(
   if (exists) {
     values[':expected'] = { N: String(read.version) };
     values[':fast'] = { N: String(read.fastWrites) };
-  } else names['#pk'] = PARTITION_KEY;
+  } else names['#pk'] = ATTR.key;
   return {
     TableName: tableName,
     Key: ledgerKey(tokenId),
@@ -203,7 +218,7 @@ export function headWrite(
   writeId: string,
   offset: number,
 ): UpdateItemCommandInput | undefined {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#w': 'w' };
+  const names: Record<string, string> = { '#v': ATTR.version, '#n': ATTR.fastWrites, '#w': ATTR.writeIds };
   const values: Record<string, AttributeValue> = {
     ':expected': { N: String(read.version) },
     ':one': { N: '1' },
