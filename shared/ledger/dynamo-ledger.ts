@@ -2,43 +2,33 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Clock, systemClock } from '../clock.js';
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { SILENT_TELEMETRY, type Telemetry } from '../telemetry.js';
-import { availableTo } from './available.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
-import { ItemWriter, type Snapshot } from './item/index.js';
+import { type Change, ItemWriter, type Snapshot } from './item/index.js';
 import { resetInLedgerTime } from './learned-evidence.js';
-import { inForce, type LearnedLimit, PROBE_RETRY_MS } from './learned-limits.js';
+import { inForce, type LearnedLimit } from './learned-limits.js';
 import { learnFromReport, nextPlanIn, planIn, UNMEASURED_OFFSET } from './learned-reports.js';
 import { type RiseState, trialLimitOf } from './learned-rise.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
+import { ALL_CLASSES, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
+import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
-  ALL_CLASSES,
-  acquire,
+  type Applied,
+  adoptShare,
+  countDenied,
+  type GiveBackInput,
+  type GrantInput,
   giveBack,
-  type LedgerState,
-  remainingAt,
-  seedLearnedRing,
-  stateAt,
-} from './ledger-state.js';
-import { isProbing, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
-import {
-  callerTag,
-  consumerTag,
-  issueReceipt,
-  newReceiptId,
-  receiptIdExpiry,
-  receiptTtlMs,
-  signatureHolds,
-} from './receipts.js';
-import {
-  type Adoption,
-  type AdoptionMode,
-  adoptionOf,
-  checkShare,
-  heldPlan,
-  NO_SHARE,
-  type RegionShare,
-} from './region-share.js';
+  grant,
+  heldBy,
+  type LearningInput,
+  NO_PENDING_ASKS,
+  type Outcome,
+  shareLapsed,
+  vendorReport,
+} from './operations/index.js';
+import { callerTag, receiptTtlMs } from './receipts.js';
+import { type Adoption, type AdoptionMode, checkShare, type RegionShare } from './region-share.js';
 import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
 import type {
   GiveBackRequest,
@@ -54,7 +44,6 @@ import type {
 } from './types.js';
 import { usageAt } from './usage.js';
 import { checkFeedback, checkGiveBack, checkPermit, checkTokenId } from './validation.js';
-import { applyVendorFeedback } from './vendor-feedback.js';
 
 export interface DynamoRateLedgerOptions {
   client: DynamoDBClient;
@@ -114,18 +103,6 @@ export interface AdoptShareResult extends Adoption {
 }
 
 /**
- * A denial that no wait on this share can end (the ring is held below the ask, or fenced to its floor): ask again
- * after this, when a renewed lease may have brought a share (the lease renewer runs every 10 s).
- */
-export const SHARE_RETRY_MS = 10_000;
-
-/** A regional ledger counts its denied asks in the item at most this often per key and process. */
-const ASKED_WRITE_MS = 1000;
-
-/** An acquire decided on a learned view older than one the item's grants were decided under: read it again. */
-const STALE_VIEW = Symbol('stale learned view');
-
-/**
  * A learned limit with its rise trial, if one is under way (learned-rise.ts): only a kept limit has one, and a
  * trial's limit is what planIn holds a learned class to meanwhile (R2).
  */
@@ -164,6 +141,12 @@ interface RequestPlan {
  */
 const HINT_SPREAD = 0.01;
 const MAX_HINT_SPREAD_MS = 1000;
+
+/** An operation's result as the write loop takes it: what changed, and the outcome as its result. */
+const outcomeOf = <O extends Outcome>({ change, outcome }: Applied<O>): { change: Change; result: O } => ({
+  change,
+  result: outcome,
+});
 
 /**
  * The rate ledger on DynamoDB: one item per access token; each batch of changes is ONE conditional UpdateItem
@@ -222,7 +205,7 @@ export class DynamoRateLedger implements RateLedger {
       random: this.#random,
       cacheFreshMs: options.cacheFreshMs ?? 1000,
       held: (plan, state, g) => this.#held(plan, state, g),
-      lapsed: (state, g) => this.#lapsed(state, g),
+      lapsed: (state, g) => shareLapsed(state, g, this.#regional),
       drawWriteId: options.drawWriteId,
     });
     this.#learned = new LearnedStore({
@@ -267,18 +250,9 @@ export class DynamoRateLedger implements RateLedger {
     return (await this.#planOf(limits, setId)).plan;
   }
 
-  /** The plan `state`'s share holds grants to at g (region-share.ts); without Regions, `plan` itself. */
+  /** The plan `state`'s share holds grants to at g (operations/held.ts). */
   #held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan {
-    if (this.#regional) return heldPlan(plan, state.share ?? NO_SHARE, g);
-    return heldPlan(plan, this.#lapsed(state, g) ? undefined : state.share, g);
-  }
-
-  /**
-   * A share a one-Region ledger (`regional` unset) no longer holds: its fence passed, so no renewer keeps it (the
-   * stage went back to one Region, docs/deploying.md). A regional ledger fences itself to its floor instead.
-   */
-  #lapsed(state: LedgerState, g: number): boolean {
-    return !this.#regional && state.share !== undefined && g >= state.share.fenceAt;
+    return heldBy(plan, state, g, this.#regional);
   }
 
   /**
@@ -303,14 +277,10 @@ export class DynamoRateLedger implements RateLedger {
     const { plan } = await this.#planOf(limits, setId);
     const wanted = checkShare(share, plan);
     const mode = options.mode ?? 'replace';
-    const result = await this.#items.apply<AdoptShareResult>(tokenId, plan, (state, g) => {
-      const adoption = adoptionOf(state.share, wanted, mode);
-      if (adoption.outcome === 'adopted') state.share = adoption.share;
-      return {
-        change: adoption.outcome === 'adopted' ? 'other' : 'none',
-        result: { ...adoption, snapshot: ringSnapshotOf(state, plan, g) },
-      };
-    });
+    const { adoption, snapshot } = await this.#items.apply(tokenId, plan, (state, g, now) =>
+      outcomeOf(adoptShare(state, { plan, wanted, mode }, { g, now })),
+    );
+    const result: AdoptShareResult = { ...adoption, snapshot };
     this.#telemetry.info('rate ledger: region share', {
       tokenId,
       mode,
@@ -367,23 +337,23 @@ export class DynamoRateLedger implements RateLedger {
 
   async acquire(request: PermitRequest): Promise<PermitDecision> {
     let planned = await this.#planOf(request.limits, request.setId);
-    let decision = await this.#acquireOn(request, planned, false);
-    if (decision === STALE_VIEW) {
+    let outcome = await this.#acquireOn(request, planned, false);
+    if (outcome.kind === 'stale-view') {
       // Another process decided grants on a newer learned view: read it, and decide on it. Once: an item some
       // other set's view also writes (a user-scoped budget) may stay ahead of this set's.
       planned = await this.#planOf(request.limits, request.setId, true);
-      decision = await this.#acquireOn(request, planned, true);
+      outcome = await this.#acquireOn(request, planned, true);
     }
-    return decision as PermitDecision;
+    if (outcome.kind !== 'decided') throw new Error('rate ledger: a refreshed learned view cannot be stale');
+    return outcome.decision;
   }
 
   async #acquireOn(
     request: PermitRequest,
     { plan, version, next }: RequestPlan,
     refreshed: boolean,
-  ): Promise<PermitDecision | typeof STALE_VIEW> {
+  ): Promise<Extract<Outcome, { kind: 'decided' | 'stale-view' }>> {
     const { tokenId, count, cls } = checkPermit(request, plan);
-    const caller = callerTag(request.caller ?? '');
     // Only a consumer holding a reservation in this plan is named (in its receipt too).
     const consumer =
       request.consumer !== undefined &&
@@ -394,72 +364,26 @@ export class DynamoRateLedger implements RateLedger {
     const largest = largestGrant(plan, cls, consumer);
     if (count > largest)
       throw new InvalidPermitCountError(`count must be an integer from 1 to ${largest} for this consumer`);
-    const spreadMs = Math.min(
-      MAX_HINT_SPREAD_MS,
-      HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
-    );
-    const learning = plan.learned.size > 0 && request.setId !== undefined;
-    const decision = await this.#items.apply<PermitDecision | typeof STALE_VIEW>(
-      tokenId,
+    const input: GrantInput = {
       plan,
-      (state, g, now) => {
-        if (learning && !refreshed && state.learnedVersion > version)
-          return { change: 'none', result: STALE_VIEW };
-        const held = this.#held(plan, state, g);
-        const outcome = acquire(state, held, g, count, cls, consumer, tokenId);
-        if (outcome.granted) {
-          // The item's grants are from this view on: a process on an older one reads it first (STALE_VIEW).
-          if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
-          const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
-          const { split, ...granted } = outcome;
-          const receipt = issueReceipt(state.secret as string, {
-            key: tokenId,
-            cls,
-            count,
-            grantedAt: g,
-            caller,
-            id,
-            ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
-          });
-          const decision: PermitDecision = {
-            ...granted,
-            receipt,
-            available: availableTo(state, held, g, cls, consumer),
-          };
-          return { change: 'grant', result: decision };
-        }
-        // A class still on its probe learns from the answer to the request the probe let through: the next ask
-        // may find it learned, so no one is told to wait out the probe's whole span (PROBE_RETRY_MS).
-        const probing = cls !== undefined && outcome.reason === 'QUOTA' && isProbing(plan, cls);
-        // Held below the ask by the share (or fenced to the floor): until a renewal may change it.
-        let fit = Number.isFinite(outcome.retryAt) ? outcome.retryAt : now + SHARE_RETRY_MS;
-        // H2: a provisional limit that ends before then frees the ask when the class's other limits allow it.
-        if (next && next.at < fit) {
-          const then = acquire(
-            stateAt(state, g, next.plan.marginMs),
-            this.#held(next.plan, state, g),
-            g,
-            count,
-            cls,
-            consumer,
-            tokenId,
-          );
-          fit = Math.min(fit, then.granted ? next.at : Math.max(next.at, then.retryAt));
-        }
-        const retryAt = probing ? Math.min(fit, now + PROBE_RETRY_MS) : fit;
-        const retryAfterMs = Math.max(1, retryAt - now + Math.floor(this.#random() * spreadMs));
-        const denial: PermitDecision = {
-          granted: false,
-          retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
-          retryAfterMs,
-          reason: outcome.reason,
-          remaining: outcome.remaining,
-          available: availableTo(state, held, g, cls, consumer),
-        };
-        return { change: 'none', result: denial };
-      },
+      version,
+      next,
+      learning: plan.learned.size > 0 && request.setId !== undefined,
+      refreshed,
+      key: tokenId,
+      count,
+      cls,
+      consumer,
+      caller: callerTag(request.caller ?? ''),
+      regional: this.#regional,
+      spreadMs: Math.min(MAX_HINT_SPREAD_MS, HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs))),
+      random: this.#random,
+    };
+    const outcome = await this.#items.apply(tokenId, plan, (state, g, now) =>
+      outcomeOf(grant(state, input, { g, now })),
     );
-    if (decision === STALE_VIEW) return decision;
+    if (outcome.kind === 'stale-view') return outcome;
+    const { decision } = outcome;
     if (!decision.granted && this.#regional) await this.#countAsked(tokenId, count);
     this.#telemetry.debug('rate ledger: permit decision', {
       tokenId,
@@ -468,7 +392,7 @@ export class DynamoRateLedger implements RateLedger {
       granted: decision.granted,
       reason: decision.granted ? undefined : decision.reason,
     });
-    return decision;
+    return outcome;
   }
 
   /**
@@ -477,15 +401,13 @@ export class DynamoRateLedger implements RateLedger {
    * and process, carrying what was denied since.
    */
   async #countAsked(tokenId: string, count: number): Promise<void> {
-    const now = this.#clock.now();
-    const pending = this.#asked.get(tokenId) ?? { count: 0, writtenAt: Number.NEGATIVE_INFINITY };
-    pending.count += count;
+    const { pending, write } = countDenied(
+      this.#asked.get(tokenId) ?? NO_PENDING_ASKS,
+      count,
+      this.#clock.now(),
+    );
     this.#asked.set(tokenId, pending);
-    if (now - pending.writtenAt < ASKED_WRITE_MS) return;
-    const counted = pending.count;
-    pending.count = 0;
-    pending.writtenAt = now;
-    await this.#items.countAsked(tokenId, counted);
+    if (write !== undefined) await this.#items.countAsked(tokenId, write);
   }
 
   /**
@@ -503,26 +425,18 @@ export class DynamoRateLedger implements RateLedger {
     if (claims.key !== tokenId) throw reject('FOREIGN', 'issued for another token');
     if (claims.caller !== callerTag(request.caller ?? ''))
       throw reject('FOREIGN', 'issued to another caller');
-    const ttlMs = receiptTtlMs(plan);
-    const result = await this.#items.apply<GiveBackResult | Error>(tokenId, plan, (state, g) => {
-      if (state.secret === undefined || !signatureHolds(state.secret, payload, mac))
-        return { change: 'none', result: reject('FORGED', 'not issued by this ledger, or altered') };
-      // Never past its id's own end (signed with it): the spent id is kept exactly that long, whatever the
-      // configuration says by the time the receipt comes back.
-      if (g >= Math.min(claims.grantedAt + ttlMs, receiptIdExpiry(claims.id)))
-        return { change: 'none', result: reject('EXPIRED', `older than ${ttlMs / 1000} s`) };
-      const outcome = giveBack(state, plan, claims, count);
-      if (outcome === 'SPENT') return { change: 'none', result: reject('SPENT', 'already given back') };
-      return { change: outcome.notRecorded ? 'none' : 'other', result: outcome };
-    });
+    const input: GiveBackInput = { plan, claims, payload, mac, count, ttlMs: receiptTtlMs(plan) };
+    const outcome = await this.#items.apply(tokenId, plan, (state, g, now) =>
+      outcomeOf(giveBack(state, input, { g, now })),
+    );
     this.#telemetry.debug('rate ledger: give-back', {
       tokenId,
       count,
       class: claims.cls,
-      ...(result instanceof ReceiptRejectedError ? { refused: result.problem } : result),
+      ...(outcome.kind === 'receipt-refused' ? { refused: outcome.problem } : outcome.result),
     });
-    if (result instanceof Error) throw result;
-    return result;
+    if (outcome.kind === 'receipt-refused') throw reject(outcome.problem, outcome.message);
+    return outcome.result;
   }
 
   async reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined> {
@@ -544,24 +458,22 @@ export class DynamoRateLedger implements RateLedger {
     const { plan, version, next } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
     // A learned ring that ends before a cap of this report does holds none of it then (vendor-feedback.ts addCap).
     if (next) feedback.planUntil = next.at;
-    const tightened = await this.#items.apply<boolean>(tokenId, plan, (state, g, now) => {
+    const learning: LearningInput = {
+      plan,
+      version,
+      seed:
+        learned?.evidence && feedback.remaining !== undefined
+          ? {
+              cls: learned.result.class,
+              windowSeconds: learned.evidence.windowSeconds,
+              counted: (feedback.limit as number) - feedback.remaining,
+              taught: learned.result.limits,
+            }
+          : undefined,
+    };
+    const { tightened } = await this.#items.apply(tokenId, plan, (state, g, now) => {
       at ??= now;
-      let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
-      if (learned?.evidence && feedback.remaining !== undefined)
-        changed =
-          seedLearnedRing(
-            state,
-            plan,
-            g,
-            learned.result.class,
-            learned.evidence.windowSeconds,
-            (feedback.limit as number) - feedback.remaining,
-            learned.result.limits,
-          ) || changed;
-      // What it taught holds the item's grants from now on: a process on an older view reads it first.
-      const newer = version > state.learnedVersion;
-      if (newer) state.learnedVersion = version;
-      return { change: changed || newer ? 'other' : 'none', result: changed };
+      return outcomeOf(vendorReport(state, { plan, at, feedback, reporter, learning }, { g, now }));
     });
     this.#telemetry.info('rate ledger: vendor feedback', {
       tokenId,

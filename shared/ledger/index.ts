@@ -2,7 +2,6 @@ export {
   type AdoptShareResult,
   DynamoRateLedger,
   type DynamoRateLedgerOptions,
-  SHARE_RETRY_MS,
 } from './dynamo-ledger.js';
 export {
   InvalidLedgerRequestError,
@@ -13,6 +12,7 @@ export {
   ReceiptRejectedError,
   UnknownPermitClassError,
 } from './errors.js';
+export { SHARE_RETRY_MS } from './operations/index.js';
 export type { RegionShare } from './region-share.js';
 export type { RingSnapshot } from './ring-snapshot.js';
 export type {
