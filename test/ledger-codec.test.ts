@@ -183,7 +183,7 @@ describe('head additions (concurrent grants in one slot)', () => {
     return work;
   };
 
-  it('turns grants in the same slots into guarded additions', () => {
+  it('I6: turns grants in the same slots into guarded additions', () => {
     const read = base();
     const work = grantAt(read, T0 + 500, 5, 'reports');
     // The class's ring has coarser slots (item format 2: 12 a window): its own sub-slot.
@@ -210,7 +210,7 @@ describe('head additions (concurrent grants in one slot)', () => {
     });
   });
 
-  it('needs a full write when a slot changes, a cap is in force, or the item does not exist yet', () => {
+  it('I6: needs a full write when a slot changes, a cap is in force, or the item does not exist yet', () => {
     const read = base();
     expect(headAdditions(read, grantAt(read, T0 + 1000, 1), [plan], T0 + 1000)).toBeUndefined();
     const capped = { ...read, caps: [{ scope: '*', remaining: 9, until: T0 + 9000 }] };
