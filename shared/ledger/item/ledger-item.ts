@@ -106,14 +106,7 @@ export function fullWrite(
   tableName: string,
   tokenId: string,
   stored: StoredLedger,
-  read: {
-    version: number;
-    fastWrites: number;
-    headAttributes: readonly string[];
-    secret: string | undefined;
-    /** Whether the item read holds a share (`rs`): removed when the state no longer does. */
-    share?: boolean;
-  },
+  read: FullRead,
 ): UpdateItemCommandInput {
   const names: Record<string, string> = {
     '#v': ATTR.version,
@@ -137,6 +130,47 @@ export function fullWrite(
       sets.push(`${placeholder} = :${placeholder.slice(1)}`);
     } else removes.push(placeholder);
   };
+  setStateAttributes(stored, read, attribute);
+  // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
+  const heads = headsOf(stored);
+  for (const name of read.headAttributes) if (!heads.has(name)) attribute(name, undefined);
+  for (const [name, value] of heads) attribute(name, value);
+  const exists = read.version > 0;
+  if (exists) {
+    values[':expected'] = { N: String(read.version) };
+    values[':fast'] = { N: String(read.fastWrites) };
+  } else names['#pk'] = ATTR.key;
+  return {
+    TableName: tableName,
+    Key: ledgerKey(tokenId),
+    UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+    ConditionExpression: exists
+      ? '#v = :expected AND (attribute_not_exists(#n) OR #n = :fast)'
+      : 'attribute_not_exists(#pk)',
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ReturnValues: 'ALL_NEW',
+    // DynamoDB returns the winner's item with the failure, which saves the re-read (dynalite does not).
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/** What a full write needs to know of the item it replaces. */
+interface FullRead {
+  version: number;
+  fastWrites: number;
+  headAttributes: readonly string[];
+  secret: string | undefined;
+  /** Whether the item read holds a share (`rs`): removed when the state no longer does. */
+  share?: boolean;
+}
+
+/** The state's attributes but the heads, each set (or removed: `undefined`) through `attribute`. */
+function setStateAttributes(
+  stored: StoredLedger,
+  read: FullRead,
+  attribute: (name: string, value: AttributeValue | undefined) => void,
+): void {
   const packed = stored.format === 2;
   attribute(ATTR.rings, packed ? { S: PACKED_MARK } : stored.rings ? { S: stored.rings } : undefined);
   attribute(ATTR.packedRings, packed ? { B: stored.packed ?? new Uint8Array() } : undefined);
@@ -171,7 +205,11 @@ export function fullWrite(
   if (stored.share !== undefined)
     attribute(ATTR.shareVersion, stored.shareVersion === undefined ? undefined : { S: stored.shareVersion });
   else if (read.share) attribute(ATTR.shareVersion, undefined);
-  // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
+}
+
+/** The head attributes of `stored`, in its format: per ring with grants in its head slot. */
+function headsOf(stored: StoredLedger): Map<string, AttributeValue> {
+  const packed = stored.format === 2;
   const heads = new Map<string, AttributeValue>();
   for (const [key, count] of Object.entries(stored.heads)) {
     if (!count) continue;
@@ -181,26 +219,7 @@ export function fullWrite(
       heads.set(`${SUBS}${key}`, { NS: [String(stored.headSubs[key] ?? 0)] });
     }
   }
-  for (const name of read.headAttributes) if (!heads.has(name)) attribute(name, undefined);
-  for (const [name, value] of heads) attribute(name, value);
-  const exists = read.version > 0;
-  if (exists) {
-    values[':expected'] = { N: String(read.version) };
-    values[':fast'] = { N: String(read.fastWrites) };
-  } else names['#pk'] = ATTR.key;
-  return {
-    TableName: tableName,
-    Key: ledgerKey(tokenId),
-    UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
-    ConditionExpression: exists
-      ? '#v = :expected AND (attribute_not_exists(#n) OR #n = :fast)'
-      : 'attribute_not_exists(#pk)',
-    ExpressionAttributeNames: names,
-    ExpressionAttributeValues: values,
-    ReturnValues: 'ALL_NEW',
-    // DynamoDB returns the winner's item with the failure, which saves the re-read (dynalite does not).
-    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-  };
+  return heads;
 }
 
 /**
