@@ -4,9 +4,9 @@ import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import {
   type AdoptShareResult,
-  DynamoRateLedger,
   InvalidLedgerRequestError,
   LedgerUnavailableError,
+  RegionalRateLedger,
   type RegionShare,
   SHARE_RETRY_MS,
 } from '../shared/ledger/index.js';
@@ -37,7 +37,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
   let clock: ManualClock;
   let table: string;
   const ledger = (options: { regional?: boolean; client?: DynamoDBClient } = {}) =>
-    new DynamoRateLedger({
+    new RegionalRateLedger({
       client: options.client ?? faulty.client,
       tableName: table,
       clock,
@@ -57,7 +57,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
     ).Item;
   /** Grants `count` at a time until denied; returns how many were granted. */
   const fill = async (
-    l: DynamoRateLedger,
+    l: RegionalRateLedger,
     ask: { count?: number; consumer?: string; class?: string } = {},
     settings = limits,
   ) => {

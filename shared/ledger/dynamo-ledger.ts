@@ -14,7 +14,7 @@ import { ALL_CLASSES, type LedgerState, remainingAt, stateAt } from './ledger-st
 import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   type Applied,
-  adoptShare,
+  type At,
   countDenied,
   type GiveBackInput,
   type GrantInput,
@@ -28,8 +28,6 @@ import {
   vendorReport,
 } from './operations/index.js';
 import { callerTag, receiptTtlMs } from './receipts.js';
-import { type Adoption, type AdoptionMode, checkShare, type RegionShare } from './region-share.js';
-import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
 import type {
   GiveBackRequest,
   GiveBackResult,
@@ -91,15 +89,6 @@ export interface DynamoRateLedgerOptions {
    * stage left when it went back to one Region: not held, and removed by the item's next write.
    */
   regional?: boolean;
-}
-
-/** What adoptShare did: the share in the item afterwards is `share`. */
-export interface AdoptShareResult extends Adoption {
-  /**
-   * The item's rings at the adoption (its ledger time): after a cap, every later grant is held to it, so this is
-   * the snapshot a lease record written next may carry (shared/regions/renewer.ts).
-   */
-  snapshot: RingSnapshot;
 }
 
 /**
@@ -255,61 +244,28 @@ export class DynamoRateLedger implements RateLedger {
     return heldBy(plan, state, g, this.#regional);
   }
 
-  /**
-   * Adopts a Region's share of the budgets of one ledger key (issue 27): ONE conditional write of the item, like
-   * a grant's (so it waits for no lock and a grant decided on the share before it fails its condition and is
-   * decided again: once this resolves, no grant beyond the new share can still be written). Idempotent: the same
-   * share again writes nothing, and a re-send after a lost answer is told by its write id like every write. The
-   * rule (region-share.ts, adoptionOf) is applied to the item as the write finds it: `replace` (the default) is
-   * refused (`stale`) when the item holds a newer share (a later version, or without versions a later fence: a
-   * delayed renewer); `cap` lowers the held share to at most `share.limits` and stamps it with `share.version`
-   * (issue 33: a renewal's step before its lease write). Grants made under a larger share stay counted: a lower
-   * share holds new grants until they leave the span.
-   */
-  async adoptShare(
-    tokenId: string,
-    limits: RateLimitSettings,
-    setId: string | undefined,
-    share: RegionShare,
-    options: { mode?: AdoptionMode } = {},
-  ): Promise<AdoptShareResult> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const wanted = checkShare(share, plan);
-    const mode = options.mode ?? 'replace';
-    const { adoption, snapshot } = await this.#items.apply(tokenId, plan, (state, g, now) =>
-      outcomeOf(adoptShare(state, { plan, wanted, mode }, { g, now })),
-    );
-    const result: AdoptShareResult = { ...adoption, snapshot };
-    this.#telemetry.info('rate ledger: region share', {
-      tokenId,
-      mode,
-      outcome: result.outcome,
-      fenceAt: result.share.fenceAt,
-      limits: result.share.limits,
-      ...(result.share.version === undefined ? {} : { version: result.share.version }),
-    });
-    return result;
+  /** For the regional subclass (regional-ledger.ts): the plan a request of the set is decided on. */
+  protected async requestPlan(limits: RateLimitSettings, setId: string | undefined): Promise<LimitPlan> {
+    return (await this.#planOf(limits, setId)).plan;
   }
 
-  /**
-   * The snapshot and the Region share the item holds now, from one fresh read (a read, no write): what a lease
-   * renewer needs to plan a renewal (shared/regions/renewer.ts): the share it enforces, so a lower one is adopted
-   * before the lease item says so.
-   */
-  async regionView(
+  /** For the regional subclass: a fresh read of the item, at ledger time g. */
+  protected readItem(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }> {
+    return this.#readAt(tokenId, plan);
+  }
+
+  /** For the regional subclass: an operation through the write loop (item/write-loop.ts). */
+  protected applyToItem<O extends Outcome>(
     tokenId: string,
-    limits: RateLimitSettings,
-    setId?: string,
-  ): Promise<{ snapshot: RingSnapshot; share?: RegionShare; asked: number }> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return {
-      snapshot: ringSnapshotOf(state, plan, g),
-      ...(state.share ? { share: state.share } : {}),
-      asked: state.asked ?? 0,
-    };
+    plan: LimitPlan,
+    operation: (state: LedgerState, at: At) => Applied<O>,
+  ): Promise<O> {
+    return this.#items.apply(tokenId, plan, (state, g, now) => outcomeOf(operation(state, { g, now })));
+  }
+
+  /** For the regional subclass: where the ledger logs. */
+  protected get telemetry(): Telemetry {
+    return this.#telemetry;
   }
 
   /**

@@ -1,5 +1,4 @@
 export {
-  type AdoptShareResult,
   DynamoRateLedger,
   type DynamoRateLedgerOptions,
 } from './dynamo-ledger.js';
@@ -14,6 +13,7 @@ export {
 } from './errors.js';
 export { SHARE_RETRY_MS } from './operations/index.js';
 export type { RegionShare } from './region-share.js';
+export { type AdoptShareResult, RegionalRateLedger } from './regional-ledger.js';
 export type { RingSnapshot } from './ring-snapshot.js';
 export type {
   DenialReason,

@@ -1,16 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { RateLimit, RateLimitSettings } from '../config/rate-limits.js';
 import { ConfigurationError } from '../errors.js';
-import {
-  ITEM_BYTES_BUDGET,
-  packedItemBound,
-  RESERVED_ITEM_BYTES_BUDGET,
-  textItemBound,
-} from './item/index.js';
+import { chooseItemFormat } from './item/index.js';
 import {
   LONGEST_LEARNED_WINDOW,
   MAX_LEARNED_LIMIT,
-  MAX_LEARNED_WINDOWS,
   MIN_LEARNED_WINDOWS,
   PROBE_LIMIT,
 } from './learned-limits.js';
@@ -98,27 +92,8 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
   const marginMs = Math.round(marginSeconds * 1000);
   if (settings.itemFormat !== undefined && settings.itemFormat !== 1 && settings.itemFormat !== 2)
     fail('itemFormat must be 1 or 2');
-  const specs = (scope: string, limits: unknown, path: string, slots = SLOTS_PER_WINDOW): RingSpec[] => {
-    if (!Array.isArray(limits) || limits.length === 0) fail(`${path} must be a non-empty list of limits`);
-    return (limits as RateLimitSettings['general']).map((entry, index) => {
-      const { limit, windowSeconds } = entry ?? {};
-      if (!Number.isSafeInteger(limit) || limit < 1) fail(`${path}[${index}].limit must be an integer ≥ 1`);
-      const windowMs = Math.round(windowSeconds * 1000);
-      if (!Number.isFinite(windowSeconds) || windowMs < 1)
-        fail(`${path}[${index}].windowSeconds must be > 0`);
-      return {
-        key: ringKey(scope, windowMs, slots),
-        scope,
-        limit,
-        windowSeconds,
-        windowMs,
-        slots,
-        slotMs: slotMsFor(windowMs, slots),
-        spanMs: windowMs + marginMs,
-        length: ringLength(windowMs, marginMs, slotMsFor(windowMs, slots)),
-      };
-    });
-  };
+  const specs = (scope: string, limits: unknown, path: string, slots = SLOTS_PER_WINDOW): RingSpec[] =>
+    ringSpecs(scope, limits, path, slots, marginMs, fail);
   const general = specs(GENERAL_SCOPE, settings.general, 'general');
   const reserved = compileReservations(settings.reservations, general, marginMs, fail);
   const reservationsKey = keyOfReservations(reserved);
@@ -133,21 +108,6 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
     fail(
       `itemFormat 1 cannot hold a learned class (${[...learned].map((n) => `classes.${n} = []`).join(', ')}): its rings are sized for what it may learn, which only item format 2 fits; leave itemFormat unset or give the class its limits`,
     );
-  /**
-   * A learned class's rings: as learned (the probe until then); `worst` (a number of windows): the most it may ever
-   * hold, for sizing the item: the probe (its ring lingers while the class is used, rule M3) and that many limits
-   * of MAX_LEARNED_LIMIT over the longest learned windows.
-   */
-  const learnedLimits = (name: string, worst: number | 'learned'): RateLimit[] =>
-    worst !== 'learned'
-      ? [
-          PROBE_LIMIT,
-          ...Array.from({ length: worst }, (_, i) => ({
-            limit: MAX_LEARNED_LIMIT,
-            windowSeconds: LONGEST_LEARNED_WINDOW - i,
-          })),
-        ]
-      : [...(learnedRings?.[name] ?? [PROBE_LIMIT])];
   const classesIn = (format: ItemFormat, worst: number | 'learned' = MIN_LEARNED_WINDOWS) => {
     const classes = new Map<string, RingSpec[]>();
     for (const [name, limits] of Object.entries(settings.classes ?? {})) {
@@ -155,7 +115,7 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
       const slots = format === 2 ? CLASS_SLOTS_PER_WINDOW : SLOTS_PER_WINDOW;
       if (!learned.has(name)) classes.set(name, specs(name, limits, `classes.${name}`, slots));
       else {
-        const ring = learnedLimits(name, worst);
+        const ring = learnedLimits(learnedRings, name, worst);
         classes.set(name, ring.length === 0 ? [] : specs(name, ring, `classes.${name} (learned)`, slots));
       }
     }
@@ -166,42 +126,18 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
     ...[...classes.values()].flat(),
     ...[...reserved.values()].flatMap((w) => [w.shared, ...w.reserved.values()]),
   ];
-  const boundIn = (format: ItemFormat, classes: Map<string, RingSpec[]>) =>
-    format === 2
-      ? packedItemBound(ringsIn(classes), validityMs, reservationsKey.length)
-      : textItemBound(ringsIn(classes), classes.size, reservationsKey.length);
-  const budget = reserved.size > 0 ? RESERVED_ITEM_BYTES_BUDGET : ITEM_BYTES_BUDGET;
-  // Settings the previous release accepted keep format 1 (which it reads), even where the bound as it is now
-  // counted (every head sub-slot, carried ids) exceeds the budget: a canary or a rollback runs both releases.
-  // Moving them to format 2 takes `itemFormat: 2` once no release older than this one runs (docs/deploying.md).
-  const classes1 = classesIn(1);
-  const acceptedBefore =
-    textItemBound(ringsIn(classes1), classes1.size, reservationsKey.length, true) <= budget;
-  // Unset: format 1 where the previous release accepted the settings or the item fits it, else packed.
-  // A learned class: format 2 (release N-1 refuses `[]` in its configuration, so no item of it is read there).
-  const itemFormat: ItemFormat =
-    settings.itemFormat ?? (learned.size === 0 && (acceptedBefore || boundIn(1, classes1) <= budget) ? 1 : 2);
-  // Sized for the most the learned classes can learn, with three windows each where that fits (M2); the rings are
-  // those learned now.
-  const roomy = learned.size > 0 && itemFormat === 2 ? classesIn(2, MAX_LEARNED_WINDOWS) : undefined;
-  const learnedWindows = roomy && boundIn(2, roomy) <= budget ? MAX_LEARNED_WINDOWS : MIN_LEARNED_WINDOWS;
-  const sized =
-    itemFormat === 1 ? classes1 : learnedWindows === MAX_LEARNED_WINDOWS && roomy ? roomy : classesIn(2);
+  const { itemFormat, learnedWindows, sized, itemBytesBound } = chooseItemFormat({
+    ringsIn,
+    classesIn,
+    reservations: reserved.size > 0,
+    reservationsKeyLength: reservationsKey.length,
+    validityMs,
+    asked: settings.itemFormat,
+    learned: learned.size > 0,
+    fail,
+  });
   const classes = learned.size === 0 ? sized : classesIn(itemFormat, 'learned');
   const all = [...ringsIn(classes), ...ringsIn(sized)];
-  const itemBytesBound = boundIn(itemFormat, sized);
-  if (itemBytesBound > budget && !(itemFormat === 1 && acceptedBefore)) {
-    const packed = itemFormat === 1 ? boundIn(2, classesIn(2)) : 0;
-    const hint =
-      itemFormat === 1 && packed <= budget
-        ? `; item format 2 would take ${packed} (rateLimits.itemFormat: 2, or leave it unset: docs/deploying.md)`
-        : '';
-    fail(
-      reserved.size > 0
-        ? `these limits and reservations could make the ledger item ${itemBytesBound} bytes, over ${budget}${hint}: use fewer reservations, classes or windows`
-        : `these limits could make the ledger item ${itemBytesBound} bytes, over one write unit (${ITEM_BYTES_BUDGET})${hint}: use fewer classes or windows`,
-    );
-  }
   return {
     general,
     reserved,
@@ -217,6 +153,55 @@ function compile(settings: RateLimitSettings, learnedRings: LearnedRings | undef
     reservationsKey,
   };
 }
+
+/** The rings of a list of limits of one scope (validated: `path` names the list in the settings). */
+function ringSpecs(
+  scope: string,
+  limits: unknown,
+  path: string,
+  slots: number,
+  marginMs: number,
+  fail: (message: string) => never,
+): RingSpec[] {
+  if (!Array.isArray(limits) || limits.length === 0) fail(`${path} must be a non-empty list of limits`);
+  return (limits as RateLimitSettings['general']).map((entry, index) => {
+    const { limit, windowSeconds } = entry ?? {};
+    if (!Number.isSafeInteger(limit) || limit < 1) fail(`${path}[${index}].limit must be an integer ≥ 1`);
+    const windowMs = Math.round(windowSeconds * 1000);
+    if (!Number.isFinite(windowSeconds) || windowMs < 1) fail(`${path}[${index}].windowSeconds must be > 0`);
+    return {
+      key: ringKey(scope, windowMs, slots),
+      scope,
+      limit,
+      windowSeconds,
+      windowMs,
+      slots,
+      slotMs: slotMsFor(windowMs, slots),
+      spanMs: windowMs + marginMs,
+      length: ringLength(windowMs, marginMs, slotMsFor(windowMs, slots)),
+    };
+  });
+}
+
+/**
+ * A learned class's rings: as learned (the probe until then); `worst` (a number of windows): the most it may ever
+ * hold, for sizing the item: the probe (its ring lingers while the class is used, rule M3) and that many limits
+ * of MAX_LEARNED_LIMIT over the longest learned windows.
+ */
+const learnedLimits = (
+  learnedRings: LearnedRings | undefined,
+  name: string,
+  worst: number | 'learned',
+): RateLimit[] =>
+  worst !== 'learned'
+    ? [
+        PROBE_LIMIT,
+        ...Array.from({ length: worst }, (_, i) => ({
+          limit: MAX_LEARNED_LIMIT,
+          windowSeconds: LONGEST_LEARNED_WINDOW - i,
+        })),
+      ]
+    : [...(learnedRings?.[name] ?? [PROBE_LIMIT])];
 
 /** LimitPlan.reservationsKey: '' without reservations. */
 function keyOfReservations(reserved: ReadonlyMap<string, ReservedWindow>): string {

@@ -53,6 +53,7 @@
 export { ATTR, ITEM_ATTRIBUTES } from './attributes.js';
 export { headAdditions } from './fast-grant.js';
 export {
+  chooseItemFormat,
   ITEM_BYTES_BUDGET,
   packedItemBound,
   RESERVED_ITEM_BYTES_BUDGET,

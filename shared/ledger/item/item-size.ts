@@ -1,5 +1,13 @@
+import { MAX_LEARNED_WINDOWS, MIN_LEARNED_WINDOWS } from '../learned-limits.js';
 import { CALLER_TAG_LENGTH, GIVE_BACK_SLACK_MS, RECEIPT_ID_LENGTH, SPENT_LIMIT } from '../receipts.js';
-import { CAP_UNTIL_MS, type RingSpec, SHARED_SCOPE, SUB_SLOTS, windowCode } from '../ring-plan.js';
+import {
+  CAP_UNTIL_MS,
+  type ItemFormat,
+  type RingSpec,
+  SHARED_SCOPE,
+  SUB_SLOTS,
+  windowCode,
+} from '../ring-plan.js';
 import { CARRIED_WRITE_IDS, WRITE_ID_LENGTH, WRITE_IDS_LIMIT } from './write-ids.js';
 
 /**
@@ -175,4 +183,69 @@ export function packedItemBound(
   return (
     FIXED_BYTES + (1 + 1) + (2 + packed) + heads + offsets + idBytes(reservationsKeyLength) + CLAIM_BYTES
   );
+}
+
+/** What compile (limit-plan.ts) asks of the item: the rings of its settings, by format and learned windows. */
+export interface FormatQuestion {
+  /** Every ring of the plan with these classes' rings (general, classes', reservations'), in the item's order. */
+  ringsIn(classes: Map<string, RingSpec[]>): RingSpec[];
+  /** The classes' rings in a format; a learned class sized for `worst` windows (MIN_LEARNED_WINDOWS by default). */
+  classesIn(format: ItemFormat, worst?: number): Map<string, RingSpec[]>;
+  reservations: boolean;
+  reservationsKeyLength: number;
+  validityMs: number;
+  /** `rateLimits.itemFormat`, if the settings name one. */
+  asked: ItemFormat | undefined;
+  /** Whether the settings have a learned class. */
+  learned: boolean;
+  /** Refuses the settings (a ConfigurationError naming them). */
+  fail(message: string): never;
+}
+
+/**
+ * The item format of a plan, the learned windows its item has room for (rule M2), the classes' rings it is sized
+ * for and its bound; settings whose item cannot fit its budget are refused (`fail`), on the configuration path.
+ */
+export function chooseItemFormat(question: FormatQuestion): {
+  itemFormat: ItemFormat;
+  learnedWindows: number;
+  sized: Map<string, RingSpec[]>;
+  itemBytesBound: number;
+} {
+  const { ringsIn, classesIn, reservationsKeyLength, validityMs, fail } = question;
+  const boundIn = (format: ItemFormat, classes: Map<string, RingSpec[]>) =>
+    format === 2
+      ? packedItemBound(ringsIn(classes), validityMs, reservationsKeyLength)
+      : textItemBound(ringsIn(classes), classes.size, reservationsKeyLength);
+  const budget = question.reservations ? RESERVED_ITEM_BYTES_BUDGET : ITEM_BYTES_BUDGET;
+  // Settings the previous release accepted keep format 1 (which it reads), even where the bound as it is now
+  // counted (every head sub-slot, carried ids) exceeds the budget: a canary or a rollback runs both releases.
+  // Moving them to format 2 takes `itemFormat: 2` once no release older than this one runs (docs/deploying.md).
+  const classes1 = classesIn(1);
+  const acceptedBefore =
+    textItemBound(ringsIn(classes1), classes1.size, reservationsKeyLength, true) <= budget;
+  // Unset: format 1 where the previous release accepted the settings or the item fits it, else packed.
+  // A learned class: format 2 (release N-1 refuses `[]` in its configuration, so no item of it is read there).
+  const itemFormat: ItemFormat =
+    question.asked ?? (!question.learned && (acceptedBefore || boundIn(1, classes1) <= budget) ? 1 : 2);
+  // Sized for the most the learned classes can learn, with three windows each where that fits (M2); the rings are
+  // those learned now.
+  const roomy = question.learned && itemFormat === 2 ? classesIn(2, MAX_LEARNED_WINDOWS) : undefined;
+  const learnedWindows = roomy && boundIn(2, roomy) <= budget ? MAX_LEARNED_WINDOWS : MIN_LEARNED_WINDOWS;
+  const sized =
+    itemFormat === 1 ? classes1 : learnedWindows === MAX_LEARNED_WINDOWS && roomy ? roomy : classesIn(2);
+  const itemBytesBound = boundIn(itemFormat, sized);
+  if (itemBytesBound > budget && !(itemFormat === 1 && acceptedBefore)) {
+    const packed = itemFormat === 1 ? boundIn(2, classesIn(2)) : 0;
+    const hint =
+      itemFormat === 1 && packed <= budget
+        ? `; item format 2 would take ${packed} (rateLimits.itemFormat: 2, or leave it unset: docs/deploying.md)`
+        : '';
+    fail(
+      question.reservations
+        ? `these limits and reservations could make the ledger item ${itemBytesBound} bytes, over ${budget}${hint}: use fewer reservations, classes or windows`
+        : `these limits could make the ledger item ${itemBytesBound} bytes, over one write unit (${ITEM_BYTES_BUDGET})${hint}: use fewer classes or windows`,
+    );
+  }
+  return { itemFormat, learnedWindows, sized, itemBytesBound };
 }
