@@ -49,7 +49,10 @@ export async function releaseAt(commit: string): Promise<Release> {
   const sets = await load<typeof currentSets>('shared/config/credential-sets.ts');
   return {
     name: `N-1 (${commit.slice(0, 7)})`,
-    RegionalRateLedger: (await load<typeof currentLedger>('shared/ledger/index.ts')).RegionalRateLedger,
+    // Releases before issue 34 have adoptShare and regionView on their DynamoRateLedger.
+    RegionalRateLedger: (
+      await load<{ DynamoRateLedger: typeof currentLedger.RegionalRateLedger }>('shared/ledger/index.ts')
+    ).DynamoRateLedger,
     LeaseRenewer: (await load<typeof currentRenewer>('shared/regions/renewer.ts')).LeaseRenewer,
     LeaseStore: (await load<typeof currentLeaseStore>('shared/regions/lease-store.ts')).LeaseStore,
     DynamoTokenStore: (await load<typeof currentTokens>('shared/tokens/index.ts')).DynamoTokenStore,
