@@ -67,6 +67,14 @@ module.exports = {
       from: { path: '^test/support/' },
       to: { path: '^bench/' },
     },
+    {
+      name: 'ledger-item-closed',
+      comment:
+        'shared/ledger/item/ is closed (issue 34): outside it, import only its index.ts (its invariants are listed there).',
+      severity: 'error',
+      from: { pathNot: '^shared/ledger/item/' },
+      to: { path: '^shared/ledger/item/', pathNot: '^shared/ledger/item/index\\.[cm]?[jt]s$' },
+    },
     ...layerRules,
   ],
   options: {

@@ -2,11 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { LedgerUnavailableError } from '../shared/ledger/errors.js';
-import { headAdditions } from '../shared/ledger/fast-grant.js';
+import { decodeState, encodeState, headAdditions, PURGE_SLACK_SECONDS } from '../shared/ledger/item/index.js';
 import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
 import { CAP_UNTIL_MS, parseRingKey, planFor } from '../shared/ledger/limit-plan.js';
 import { subSlot, trimRing } from '../shared/ledger/ring.js';
-import { decodeState, encodeState, PURGE_SLACK_SECONDS } from '../shared/ledger/state-codec.js';
 
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const limits = rateLimitSettingsSchema.parse({
@@ -184,7 +183,7 @@ describe('head additions (concurrent grants in one slot)', () => {
     return work;
   };
 
-  it('turns grants in the same slots into guarded additions', () => {
+  it('I6: turns grants in the same slots into guarded additions', () => {
     const read = base();
     const work = grantAt(read, T0 + 500, 5, 'reports');
     // The class's ring has coarser slots (item format 2: 12 a window): its own sub-slot.
@@ -211,7 +210,7 @@ describe('head additions (concurrent grants in one slot)', () => {
     });
   });
 
-  it('needs a full write when a slot changes, a cap is in force, or the item does not exist yet', () => {
+  it('I6: needs a full write when a slot changes, a cap is in force, or the item does not exist yet', () => {
     const read = base();
     expect(headAdditions(read, grantAt(read, T0 + 1000, 1), [plan], T0 + 1000)).toBeUndefined();
     const capped = { ...read, caps: [{ scope: '*', remaining: 9, until: T0 + 9000 }] };

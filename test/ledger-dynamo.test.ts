@@ -93,7 +93,7 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
     expect((await one.remaining(TOKEN, limits))[0]).toEqual({ limit: 50, windowSeconds: 60, remaining: 2 });
   });
 
-  it('keeps several processes inside the limit: conflicting writes are retried on fresh state', async () => {
+  it('I1: keeps several processes inside the limit: conflicting writes are retried on fresh state', async () => {
     const processes = Array.from({ length: 6 }, () => ledger());
     const decisions = await Promise.all(
       processes.flatMap((p) =>
@@ -106,7 +106,7 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
     expect((await processes[0]?.remaining(TOKEN, limits))?.[0]?.remaining).toBe(0);
   });
 
-  it('lets grants of several processes in the same slot add up instead of conflicting, within the bound', async () => {
+  it('I6: lets grants of several processes in the same slot add up instead of conflicting, within the bound', async () => {
     const processes = [ledger(), ledger(), ledger()];
     // Each process grants once, one after the other, so each holds a fresh copy of the item (no read of its
     // own below, whose timing against the others' writes would decide whether it writes at all).
@@ -123,7 +123,7 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
     expect(counter.calls.UpdateItemCommand).toBe(3);
   });
 
-  it('fails closed after too many conflicting writes', async () => {
+  it('I5: fails closed after too many conflicting writes', async () => {
     const a = ledger({ maxConflictRetries: 0 });
     const b = ledger();
     const grant = granted(await a.acquire({ tokenId: TOKEN, count: 2, limits }));
@@ -147,7 +147,7 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
     granted(await ledger().acquire({ tokenId: TOKEN, count: 1, limits }));
   });
 
-  it('fails closed when DynamoDB cannot be reached or answers with an error: no permit', async () => {
+  it('I5: fails closed when DynamoDB cannot be reached or answers with an error: no permit', async () => {
     const port = await new Promise<number>((resolve) => {
       const server = createServer();
       server.listen(0, '127.0.0.1', () => {
@@ -296,7 +296,7 @@ describe.each(ENGINES)('DynamoRateLedger on %s', (engine) => {
     expect(await item()).toBeUndefined();
   });
 
-  it('keeps the item within its computed bound and 1 KB (1 WCU) at the class bound, filled as full as it gets', async () => {
+  it('I3: keeps the item within its computed bound and 1 KB (1 WCU) at the class bound, filled as full as it gets', async () => {
     const { largest, bound } = await fillLedgerItem({ client, tableName: table, limits, hours: 1.1 });
     console.info(`ledger item at the class bound, filled: ${largest} bytes (bound ${bound})`);
     expect(largest).toBeGreaterThan(0.75 * bound);

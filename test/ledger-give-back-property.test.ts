@@ -99,7 +99,7 @@ describe.each(ENGINES)('give-backs under floods and replays on %s', (engine) => 
     await dynamo.close();
   });
 
-  it('never 503, never honoured twice, never unrecorded for less than a share or a full ledger', async () => {
+  it('I7: never 503, never honoured twice, never unrecorded for less than a share or a full ledger', async () => {
     // Distinct marks, so that a share is one caller's (a shared mark, 1 in 4096 pairs, would merge two).
     expect(new Set(CALLERS.map((c) => spentMark(callerTag(c)))).size).toBe(CALLERS.length);
     const seen: Record<string, number> = {};

@@ -4,7 +4,7 @@ import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { DynamoRateLedger } from '../shared/ledger/index.js';
-import { WRITE_IDS_LIMIT } from '../shared/ledger/receipts.js';
+import { WRITE_IDS_LIMIT } from '../shared/ledger/item/index.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
@@ -59,7 +59,7 @@ describe.each(ENGINES)(
       table = await dynamo.createTable('ledger-idempotence');
     });
 
-    it('a give-back whose answer is lost is applied once: grant 50, return 10, and only 10 more are granted', async () => {
+    it('I2: a give-back whose answer is lost is applied once: grant 50, return 10, and only 10 more are granted', async () => {
       const a = ledger();
       const grant = granted(await a.acquire({ tokenId: TOKEN, count: 50, limits }));
       await clock.advance(1000);
@@ -78,7 +78,7 @@ describe.each(ENGINES)(
       expect(no).toMatchObject({ granted: false, reason: 'QUOTA' });
     });
 
-    it('a first grant (the item is created) whose answer is lost counts once and is answered as granted', async () => {
+    it('I2: a first grant (the item is created) whose answer is lost counts once and is answered as granted', async () => {
       loseNextWriteAnswer();
       const grant = granted(await ledger().acquire({ tokenId: TOKEN, count: 5, limits }));
       expect(faulty.faults.stats.lostAnswer).toBe(1);
@@ -90,7 +90,7 @@ describe.each(ENGINES)(
       expect(await minuteRemaining()).toBe(50);
     });
 
-    it('a concurrent grant added to the head slot whose answer is lost is added once', async () => {
+    it('I2: a concurrent grant added to the head slot whose answer is lost is added once', async () => {
       const a = ledger();
       granted(await a.acquire({ tokenId: TOKEN, count: 3, limits }));
       await clock.advance(100);
@@ -107,7 +107,7 @@ describe.each(ENGINES)(
       expect(await minuteRemaining()).toBe(47);
     });
 
-    it('in a busy second, the write past the write ids’ room carries an id too: a lost answer is told, granted and counted once', async () => {
+    it('I2: in a busy second, the write past the write ids’ room carries an id too: a lost answer is told, granted and counted once', async () => {
       const a = ledger();
       granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
       // The first write of the second is a full one (one write id); eleven head additions fill the set.
@@ -131,7 +131,7 @@ describe.each(ENGINES)(
       expect(await minuteRemaining()).toBe(50 - WRITE_IDS_LIMIT);
     });
 
-    it('a lost answer, then another process’s full write before the re-send: the carried ids tell it, counted once, and its give-back applies once', async () => {
+    it('I2: a lost answer, then another process’s full write before the re-send: the carried ids tell it, counted once, and its give-back applies once', async () => {
       const other = createDynamoDbClient({ endpoint: dynamo.endpoint });
       const b = new DynamoRateLedger({ client: other, tableName: table, clock, random: () => 0 });
       try {
@@ -165,7 +165,7 @@ describe.each(ENGINES)(
       }
     });
 
-    it('a reserved consumer’s grant in a busy second whose answer is lost is granted, counted once, never denied', async () => {
+    it('I2: a reserved consumer’s grant in a busy second whose answer is lost is granted, counted once, never denied', async () => {
       const reserved = rateLimitSettingsSchema.parse({
         reservations: [{ consumer: 'order-service', perWindow: { '60': 20 } }],
       });
@@ -184,7 +184,7 @@ describe.each(ENGINES)(
       expect(own?.used).toBe(WRITE_IDS_LIMIT + 2);
     });
 
-    it('a vendor report whose answer is lost is applied once, from when it arrived', async () => {
+    it('I2: a vendor report whose answer is lost is applied once, from when it arrived', async () => {
       const a = ledger();
       granted(await a.acquire({ tokenId: TOKEN, count: 1, limits }));
       loseNextWriteAnswer();
@@ -196,7 +196,7 @@ describe.each(ENGINES)(
       granted(await ledger().acquire({ tokenId: TOKEN, count: 1, limits }));
     });
 
-    it('a write that never gets an answer, even after the retries, is recognised when it did apply', async () => {
+    it('I2: a write that never gets an answer, even after the retries, is recognised when it did apply', async () => {
       const a = ledger();
       const grant = granted(await a.acquire({ tokenId: TOKEN, count: 20, limits }));
       faulty.faults.set({ commands: ['UpdateItem'] });
@@ -210,7 +210,7 @@ describe.each(ENGINES)(
       expect(await minuteRemaining()).toBe(50);
     });
 
-    it('a write that was not applied and got no answer fails closed: no permit', async () => {
+    it('I2: a write that was not applied and got no answer fails closed: no permit', async () => {
       const a = ledger();
       faulty.faults.set({ commands: ['UpdateItem'] });
       faulty.faults.script('serverError', 'serverError', 'serverError');

@@ -185,7 +185,7 @@ describe('rate ledger property: concurrent consumers over simulated hours', () =
     await dynamo.close();
   });
 
-  it('never exceeds 50 in any 60 s or 1000 in any 3600 s of sends, and uses ≥ 97 % of what the limits allow', async () => {
+  it('I1: never exceeds 50 in any 60 s or 1000 in any 3600 s of sends, and uses ≥ 97 % of what the limits allow', async () => {
     const figures = await run({
       dynamo,
       clients: Array.from({ length: PROCESSES }, () => dynamo.client),

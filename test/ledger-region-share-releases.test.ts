@@ -2,7 +2,7 @@ import { type DynamoDBClient, GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
-import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { RegionalRateLedger } from '../shared/ledger/index.js';
 import { GENERAL_SCOPE, ringKey } from '../shared/ledger/limit-plan.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
@@ -46,7 +46,7 @@ describe.each(ENGINES)('a Region share and release N-1 on %s', (engine) => {
       SETTINGS,
     );
     const limits = currentRelease.parseLimits(SETTINGS);
-    const current = new DynamoRateLedger({ client, tableName: world.table, clock, random: () => 0 });
+    const current = new RegionalRateLedger({ client, tableName: world.table, clock, random: () => 0 });
     const rawItem = async () =>
       (
         await client.send(
@@ -90,9 +90,9 @@ describe.each(ENGINES)('a Region share and release N-1 on %s', (engine) => {
     expect(full.reason).toBe('QUOTA');
     expect((await current.usage(TOKEN, limits)).windows[0]).toMatchObject({ used: 20, remaining: 0 });
     // And the class: 3 of its share of 5 are used; the vendor's cap (6 left) is not the tighter.
-    expect((await current.snapshot(TOKEN, limits)).rings[CLASS]?.slots.reduce((n, s) => n + s.count, 0)).toBe(
-      3,
-    );
+    expect(
+      (await current.regionView(TOKEN, limits)).snapshot.rings[CLASS]?.slots.reduce((n, s) => n + s.count, 0),
+    ).toBe(3);
   });
 
   it("release a6dc151 reads an item whose share carries a version (`rsv`), grants within it and keeps the version; the current release still refuses an older record's share on it", async () => {
@@ -100,7 +100,7 @@ describe.each(ENGINES)('a Region share and release N-1 on %s', (engine) => {
     const clock = new ManualClock(Date.UTC(2026, 10, 29, 12));
     const table = await dynamo.createTable('ledger-share-versions');
     const limits = currentRelease.parseLimits(SETTINGS);
-    const current = new DynamoRateLedger({
+    const current = new RegionalRateLedger({
       client,
       tableName: table,
       clock,
@@ -113,7 +113,7 @@ describe.each(ENGINES)('a Region share and release N-1 on %s', (engine) => {
       clock,
       random: () => 0,
       regional: true,
-    }) as unknown as DynamoRateLedger;
+    }) as unknown as RegionalRateLedger;
     const oldLimits = landed.parseLimits(SETTINGS);
     const raw = async () =>
       (

@@ -4,13 +4,13 @@ import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import {
   type AdoptShareResult,
-  DynamoRateLedger,
   InvalidLedgerRequestError,
   LedgerUnavailableError,
+  RegionalRateLedger,
   type RegionShare,
   SHARE_RETRY_MS,
 } from '../shared/ledger/index.js';
-import { ledgerKey } from '../shared/ledger/ledger-item.js';
+import { ledgerKey } from '../shared/ledger/item/index.js';
 import { GENERAL_SCOPE, ringKey } from '../shared/ledger/limit-plan.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
@@ -37,7 +37,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
   let clock: ManualClock;
   let table: string;
   const ledger = (options: { regional?: boolean; client?: DynamoDBClient } = {}) =>
-    new DynamoRateLedger({
+    new RegionalRateLedger({
       client: options.client ?? faulty.client,
       tableName: table,
       clock,
@@ -57,7 +57,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
     ).Item;
   /** Grants `count` at a time until denied; returns how many were granted. */
   const fill = async (
-    l: DynamoRateLedger,
+    l: RegionalRateLedger,
     ask: { count?: number; consumer?: string; class?: string } = {},
     settings = limits,
   ) => {
@@ -393,7 +393,7 @@ describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
     await clock.advance(2500);
     granted(await l.acquire({ tokenId: TOKEN, count: 2, limits, class: 'reports' }));
     faulty.faults.resetStats();
-    const snapshot = await l.snapshot(TOKEN, limits);
+    const snapshot = (await l.regionView(TOKEN, limits)).snapshot;
     expect(faulty.faults.stats.byCommand).toEqual({
       GetItem: { sent: 1, lostAnswer: 0, throttle: 0, serverError: 0 },
     });

@@ -215,7 +215,7 @@ describe.each(ENGINES)('ledger releases side by side on %s', (engine) => {
    * The only failures allowed are the ledger failing closed on a fault (never an item it cannot read), a
    * re-sent give-back finding its receipt spent, and a give-back after the permits' validity finding it expired.
    */
-  it('keeps the bound when both releases grant, give back and report at random, with lost answers', async () => {
+  it('I4: keeps the bound when both releases grant, give back and report at random, with lost answers', async () => {
     const previous = await loadPrevious();
     const stats = {
       runs: 0,

@@ -414,7 +414,7 @@ describe('rate ledger core: input checks', () => {
     expect(() => planFor({ ...settings(), permitValiditySeconds: 5 })).toThrow(ConfigurationError);
   });
 
-  it('bounds the classes so that the ledger item stays within one write unit, and says so', () => {
+  it('I3: bounds the classes so that the ledger item stays within one write unit, and says so', () => {
     const reports = [{ limit: 10, windowSeconds: 60 }];
     const rebalancing = [{ limit: 20, windowSeconds: 3600 }];
     // The general limits alone fit item format 1 (which the previous release reads): it is kept for them.

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
-import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { RegionalRateLedger } from '../shared/ledger/index.js';
+import { decodePacked } from '../shared/ledger/item/index.js';
 import { GENERAL_SCOPE, ringKey } from '../shared/ledger/limit-plan.js';
-import { decodePacked } from '../shared/ledger/packed-codec.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
@@ -118,7 +118,7 @@ describe.each(ENGINES)('the worked examples of docs/ledger.md on %s', (engine) =
   async function world(name: string, options: { regional?: boolean; client?: DynamoDBClient } = {}) {
     const table = await dynamo.createTable(name);
     const clock = new ManualClock(T0);
-    const ledger = new DynamoRateLedger({
+    const ledger = new RegionalRateLedger({
       client: options.client ?? client,
       tableName: table,
       clock,

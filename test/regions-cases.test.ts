@@ -3,7 +3,7 @@ import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import type { Clock } from '../shared/clock.js';
 import { ManualClock } from '../shared/clock.js';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
-import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { RegionalRateLedger } from '../shared/ledger/index.js';
 import { Metric } from '../shared/metric-names.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { RENEW_MS } from '../shared/regions/lease.js';
@@ -48,7 +48,7 @@ describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
   let set: CredentialSetConfig;
   let tokenId: string;
   let tables: { ledger: Record<string, string>; leases: string };
-  const vend: Record<string, DynamoRateLedger> = {};
+  const vend: Record<string, RegionalRateLedger> = {};
   const destroy: (() => void)[] = [];
 
   beforeAll(async () => {
@@ -82,7 +82,7 @@ describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
     const fresh: typeof tables = { ledger: {}, leases: await dynamo.createTable('leases') };
     for (const region of [HOME, PEER]) {
       fresh.ledger[region] = await dynamo.createTable(`ledger-${region}`);
-      vend[region] = new DynamoRateLedger({
+      vend[region] = new RegionalRateLedger({
         client: dynamo.client,
         tableName: fresh.ledger[region] as string,
         clock: truth,
@@ -95,7 +95,7 @@ describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
 
   const ask = async (region: string): Promise<boolean> =>
     (
-      await (vend[region] as DynamoRateLedger).acquire({
+      await (vend[region] as RegionalRateLedger).acquire({
         tokenId,
         count: 1,
         limits: set.rateLimits,
@@ -206,7 +206,7 @@ describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
   it('two overlapping runs of one Region’s renewer: a slow run’s adoption of an older record cannot raise the share a newer run lowered; home takes 0 while the item says 0, 50 in one minute (was 14 taken under the older share, 64 in one minute)', async () => {
     const telemetry = new MemoryTelemetry();
     const ledgerOf = (region: string) =>
-      new DynamoRateLedger({
+      new RegionalRateLedger({
         client: dynamo.client,
         tableName: tables.ledger[region] as string,
         clock: truth,
@@ -233,7 +233,7 @@ describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
         adoptShare: (...args) => {
           if (holdX && xWrote) {
             xAdopted = held.then(() => xLedger.adoptShare(...args));
-            return xAdopted as ReturnType<DynamoRateLedger['adoptShare']>;
+            return xAdopted as ReturnType<RegionalRateLedger['adoptShare']>;
           }
           return xLedger.adoptShare(...args);
         },

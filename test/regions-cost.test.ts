@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import { leaseKey } from '../shared/aws/keys.js';
 import { ManualClock } from '../shared/clock.js';
-import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { RegionalRateLedger } from '../shared/ledger/index.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { RENEW_MS } from '../shared/regions/lease.js';
 import { LeaseStore } from '../shared/regions/lease-store.js';
@@ -68,7 +68,7 @@ describe.each(ENGINES)("the lease renewals' DynamoDB requests per key and hour, 
       REGIONS.map(async (region) => {
         const ledgerTable = await dynamo.createTable(`cost-ledger-${region}`);
         const parts = { lease: counting(), token: counting(), ledger: counting() };
-        const ledger = new DynamoRateLedger({
+        const ledger = new RegionalRateLedger({
           client: parts.ledger.client,
           tableName: ledgerTable,
           clock,
@@ -85,7 +85,7 @@ describe.each(ENGINES)("the lease renewals' DynamoDB requests per key and hour, 
           telemetry: new MemoryTelemetry(),
         });
         // The services' permits: the vend function's own ledger (not counted: grants are not the renewals').
-        const vend = new DynamoRateLedger({
+        const vend = new RegionalRateLedger({
           client: dynamo.client,
           tableName: ledgerTable,
           clock,

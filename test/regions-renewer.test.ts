@@ -3,7 +3,7 @@ import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
 import type { CredentialSetConfig } from '../shared/config/credential-sets.js';
 import { userBudgetIssues } from '../shared/config/user-budgets.js';
-import { DynamoRateLedger } from '../shared/ledger/index.js';
+import { RegionalRateLedger } from '../shared/ledger/index.js';
 import { DIMENSION_REASON, Metric } from '../shared/metric-names.js';
 import { MemoryTelemetry } from '../shared/observability.js';
 import { LEASE_MS, RENEW_MS } from '../shared/regions/lease.js';
@@ -36,7 +36,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
   let set: CredentialSetConfig;
   let tokenId: string;
   let leaseTable: string;
-  const ledgers: Record<string, DynamoRateLedger> = {};
+  const ledgers: Record<string, RegionalRateLedger> = {};
   const ledgerTables: Record<string, string> = {};
 
   beforeAll(async () => {
@@ -62,7 +62,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
     for (const region of [HOME, PEER]) {
       const table = await dynamo.createTable(`ledger-${region}`);
       ledgerTables[region] = table;
-      ledgers[region] = new DynamoRateLedger({
+      ledgers[region] = new RegionalRateLedger({
         client: dynamo.client,
         tableName: table,
         clock,
@@ -77,7 +77,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       region,
       sets: [set],
       tokens: world.store,
-      ledger: ledgers[region] as DynamoRateLedger,
+      ledger: ledgers[region] as RegionalRateLedger,
       leases: new LeaseStore({ client, tableName: leaseTable }),
       clock,
       telemetry,
@@ -86,7 +86,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
   const grantable = async (region: string, most = 60, consumer?: string): Promise<number> => {
     let granted = 0;
     for (; granted < most; granted++) {
-      const decision = await (ledgers[region] as DynamoRateLedger).acquire({
+      const decision = await (ledgers[region] as RegionalRateLedger).acquire({
         tokenId,
         count: 1,
         limits: set.rateLimits,
@@ -205,7 +205,7 @@ describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
       region: HOME,
       sets: [b, a],
       tokens: world.store,
-      ledger: ledgers[HOME] as DynamoRateLedger,
+      ledger: ledgers[HOME] as RegionalRateLedger,
       leases: new LeaseStore({ client: dynamo.client, tableName: leaseTable }),
       clock,
       telemetry: new MemoryTelemetry(),

@@ -1,5 +1,5 @@
 import { type LedgerState, leftAt } from './ledger-state.js';
-import { GENERAL_SCOPE, type LimitPlan, ringsFor } from './limit-plan.js';
+import { GENERAL_SCOPE, type LimitPlan, ringsFor } from './ring-plan.js';
 
 /**
  * The most one grant of `cls` could give `consumer` (its configured name if it holds a reservation) at g: the

@@ -1,52 +1,33 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Clock, systemClock } from '../clock.js';
-import type { RateLimitSettings } from '../config/credential-sets.js';
+import type { RateLimitSettings } from '../config/rate-limits.js';
 import { SILENT_TELEMETRY, type Telemetry } from '../telemetry.js';
-import { availableTo } from './available.js';
-import { BatchQueue } from './batch-queue.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
-import { headAdditions } from './fast-grant.js';
+import { type Change, ItemWriter, type Snapshot } from './item/index.js';
 import { resetInLedgerTime } from './learned-evidence.js';
-import { inForce, type LearnedLimit, PROBE_RETRY_MS } from './learned-limits.js';
+import { inForce, type LearnedLimit } from './learned-limits.js';
 import { learnFromReport, nextPlanIn, planIn, UNMEASURED_OFFSET } from './learned-reports.js';
 import { type RiseState, trialLimitOf } from './learned-rise.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
+import { ALL_CLASSES, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
+import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
-  ALL_CLASSES,
-  acquire,
+  type Applied,
+  type At,
+  countDenied,
+  type GiveBackInput,
+  type GrantInput,
   giveBack,
-  type LedgerState,
-  remainingAt,
-  seedLearnedRing,
-  stateAt,
-  wroteWithId,
-} from './ledger-state.js';
-import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { type ItemFormat, isProbing, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
-import {
-  CARRIED_WRITE_IDS,
-  callerTag,
-  consumerTag,
-  issueReceipt,
-  newReceiptId,
-  newSecret,
-  newWriteId,
-  receiptIdExpiry,
-  receiptTtlMs,
-  signatureHolds,
-  WRITE_IDS_LIMIT,
-} from './receipts.js';
-import {
-  type Adoption,
-  type AdoptionMode,
-  adoptionOf,
-  checkShare,
-  heldPlan,
-  NO_SHARE,
-  type RegionShare,
-} from './region-share.js';
-import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
+  grant,
+  heldBy,
+  type LearningInput,
+  NO_PENDING_ASKS,
+  type Outcome,
+  shareLapsed,
+  vendorReport,
+} from './operations/index.js';
+import { callerTag, receiptTtlMs } from './receipts.js';
 import type {
   GiveBackRequest,
   GiveBackResult,
@@ -61,7 +42,6 @@ import type {
 } from './types.js';
 import { usageAt } from './usage.js';
 import { checkFeedback, checkGiveBack, checkPermit, checkTokenId } from './validation.js';
-import { applyVendorFeedback } from './vendor-feedback.js';
 
 export interface DynamoRateLedgerOptions {
   client: DynamoDBClient;
@@ -80,6 +60,8 @@ export interface DynamoRateLedgerOptions {
   conflictJitterMs?: number;
   /** For the spread of retry hints and conflict pauses; default Math.random. */
   random?: () => number;
+  /** Draws a candidate write id (tests force a collision with it); default 30 random bits (receipts.ts). */
+  drawWriteId?: () => string;
   /**
    * How long (clock ms) what this process last learned of an item is good enough to build a write on. Older, it
    * reads first: another process has probably written since, and a refused write costs more than a read.
@@ -108,27 +90,6 @@ export interface DynamoRateLedgerOptions {
    */
   regional?: boolean;
 }
-
-/** What adoptShare did: the share in the item afterwards is `share`. */
-export interface AdoptShareResult extends Adoption {
-  /**
-   * The item's rings at the adoption (its ledger time): after a cap, every later grant is held to it, so this is
-   * the snapshot a lease record written next may carry (shared/regions/renewer.ts).
-   */
-  snapshot: RingSnapshot;
-}
-
-/**
- * A denial that no wait on this share can end (the ring is held below the ask, or fenced to its floor): ask again
- * after this, when a renewed lease may have brought a share (the lease renewer runs every 10 s).
- */
-export const SHARE_RETRY_MS = 10_000;
-
-/** A regional ledger counts its denied asks in the item at most this often per key and process. */
-const ASKED_WRITE_MS = 1000;
-
-/** An acquire decided on a learned view older than one the item's grants were decided under: read it again. */
-const STALE_VIEW = Symbol('stale learned view');
 
 /**
  * A learned limit with its rise trial, if one is under way (learned-rise.ts): only a kept limit has one, and a
@@ -163,19 +124,6 @@ interface RequestPlan {
 }
 
 /**
- * An operation of a batch, applied to the working state at ledger time g. It is applied again, from scratch,
- * on every attempt (fresh state after a conflict), so it must depend on nothing but its arguments; a grant
- * adds its new receipt id to `state.ids`.
- */
-interface Op {
-  plan: LimitPlan;
-  apply(state: LedgerState, g: number, now: number): { change: 'none' | 'grant' | 'other'; result: unknown };
-  resolve(result: unknown): void;
-  reject(error: unknown): void;
-}
-
-const MAX_CACHED_TOKENS = 1000;
-/**
  * Retry hints are spread over up to 1 % of the shortest window (at most 1 s), so that the consumers told to
  * wait do not all come back in the same millisecond and race for the same write: the first of them still
  * comes back close to the earliest moment.
@@ -183,12 +131,19 @@ const MAX_CACHED_TOKENS = 1000;
 const HINT_SPREAD = 0.01;
 const MAX_HINT_SPREAD_MS = 1000;
 
+/** An operation's result as the write loop takes it: what changed, and the outcome as its result. */
+const outcomeOf = <O extends Outcome>({ change, outcome }: Applied<O>): { change: Change; result: O } => ({
+  change,
+  result: outcome,
+});
+
 /**
  * The rate ledger on DynamoDB: one item per access token; each batch of changes is ONE conditional UpdateItem
  * built on what this process learned of the item within the last second (else on a consistent read), retried
  * on fresh state on conflict.
  * Concurrent grants in the same slot add to it instead of conflicting (fast-grant.ts). A denial writes
- * nothing and is always decided on a fresh read. No answer from DynamoDB, no permit.
+ * nothing to the rings and is always decided on a fresh read; a regional ledger counts its denied asks in `dq`
+ * (an ADD outside this protocol, at most one a second per key and process: #countAsked). No answer from DynamoDB, no permit.
  *
  * Exactly once, whatever is retried. Every write carries a write id, kept for a while in the item's id set
  * (receipts.ts), and every write is conditional in a way that a second copy of it fails: a full write on the
@@ -208,20 +163,15 @@ const MAX_HINT_SPREAD_MS = 1000;
  * applying it again changes nothing.
  */
 export class DynamoRateLedger implements RateLedger {
-  readonly #table: LedgerTable;
+  readonly #items: ItemWriter;
   readonly #clock: Clock;
   readonly #time: LedgerClock;
   readonly #telemetry: Telemetry;
-  readonly #maxConflictRetries: number;
-  readonly #jitterMs: number;
   readonly #random: () => number;
   /** By ledger key: denied asks not yet counted in the item, and when this process last counted (#countAsked). */
   readonly #asked = new Map<string, { count: number; writtenAt: number }>();
-  readonly #cacheFreshMs: number;
-  readonly #cache = new Map<string, Snapshot>();
   readonly #learned: LearnedStore;
   readonly #regional: boolean;
-  readonly #queue = new BatchQueue<Op>((tokenId, ops) => this.#runBatch(tokenId, ops));
 
   constructor(options: DynamoRateLedgerOptions) {
     this.#clock = options.clock ?? systemClock;
@@ -231,14 +181,22 @@ export class DynamoRateLedger implements RateLedger {
       reference: options.reference,
       telemetry: this.#telemetry,
     });
-    this.#table = new LedgerTable(options.client, options.tableName, this.#clock, () =>
-      this.#time.earliest(),
-    );
-    this.#maxConflictRetries = options.maxConflictRetries ?? 30;
-    this.#jitterMs = options.conflictJitterMs ?? 10;
     this.#random = options.random ?? Math.random;
-    this.#cacheFreshMs = options.cacheFreshMs ?? 1000;
     this.#regional = options.regional ?? false;
+    this.#items = new ItemWriter({
+      client: options.client,
+      tableName: options.tableName,
+      clock: this.#clock,
+      time: this.#time,
+      telemetry: this.#telemetry,
+      maxConflictRetries: options.maxConflictRetries ?? 30,
+      jitterMs: options.conflictJitterMs ?? 10,
+      random: this.#random,
+      cacheFreshMs: options.cacheFreshMs ?? 1000,
+      held: (plan, state, g) => this.#held(plan, state, g),
+      lapsed: (state, g) => shareLapsed(state, g, this.#regional),
+      drawWriteId: options.drawWriteId,
+    });
     this.#learned = new LearnedStore({
       client: options.client,
       tableName: options.learnedTableName ?? options.tableName,
@@ -281,87 +239,33 @@ export class DynamoRateLedger implements RateLedger {
     return (await this.#planOf(limits, setId)).plan;
   }
 
-  /** The plan `state`'s share holds grants to at g (region-share.ts); without Regions, `plan` itself. */
+  /** The plan `state`'s share holds grants to at g (operations/held.ts). */
   #held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan {
-    if (this.#regional) return heldPlan(plan, state.share ?? NO_SHARE, g);
-    return heldPlan(plan, this.#lapsed(state, g) ? undefined : state.share, g);
+    return heldBy(plan, state, g, this.#regional);
   }
 
-  /**
-   * A share a one-Region ledger (`regional` unset) no longer holds: its fence passed, so no renewer keeps it (the
-   * stage went back to one Region, docs/deploying.md). A regional ledger fences itself to its floor instead.
-   */
-  #lapsed(state: LedgerState, g: number): boolean {
-    return !this.#regional && state.share !== undefined && g >= state.share.fenceAt;
+  /** For the regional subclass (regional-ledger.ts): the plan a request of the set is decided on. */
+  protected async requestPlan(limits: RateLimitSettings, setId: string | undefined): Promise<LimitPlan> {
+    return (await this.#planOf(limits, setId)).plan;
   }
 
-  /**
-   * Adopts a Region's share of the budgets of one ledger key (issue 27): ONE conditional write of the item, like
-   * a grant's (so it waits for no lock and a grant decided on the share before it fails its condition and is
-   * decided again: once this resolves, no grant beyond the new share can still be written). Idempotent: the same
-   * share again writes nothing, and a re-send after a lost answer is told by its write id like every write. The
-   * rule (region-share.ts, adoptionOf) is applied to the item as the write finds it: `replace` (the default) is
-   * refused (`stale`) when the item holds a newer share (a later version, or without versions a later fence: a
-   * delayed renewer); `cap` lowers the held share to at most `share.limits` and stamps it with `share.version`
-   * (issue 33: a renewal's step before its lease write). Grants made under a larger share stay counted: a lower
-   * share holds new grants until they leave the span.
-   */
-  async adoptShare(
+  /** For the regional subclass: a fresh read of the item, at ledger time g. */
+  protected readItem(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }> {
+    return this.#readAt(tokenId, plan);
+  }
+
+  /** For the regional subclass: an operation through the write loop (item/write-loop.ts). */
+  protected applyToItem<O extends Outcome>(
     tokenId: string,
-    limits: RateLimitSettings,
-    setId: string | undefined,
-    share: RegionShare,
-    options: { mode?: AdoptionMode } = {},
-  ): Promise<AdoptShareResult> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const wanted = checkShare(share, plan);
-    const mode = options.mode ?? 'replace';
-    const result = await this.#enqueue<AdoptShareResult>(tokenId, plan, (state, g) => {
-      const adoption = adoptionOf(state.share, wanted, mode);
-      if (adoption.outcome === 'adopted') state.share = adoption.share;
-      return {
-        change: adoption.outcome === 'adopted' ? 'other' : 'none',
-        result: { ...adoption, snapshot: ringSnapshotOf(state, plan, g) },
-      };
-    });
-    this.#telemetry.info('rate ledger: region share', {
-      tokenId,
-      mode,
-      outcome: result.outcome,
-      fenceAt: result.share.fenceAt,
-      limits: result.share.limits,
-      ...(result.share.version === undefined ? {} : { version: result.share.version }),
-    });
-    return result;
+    plan: LimitPlan,
+    operation: (state: LedgerState, at: At) => Applied<O>,
+  ): Promise<O> {
+    return this.#items.apply(tokenId, plan, (state, g, now) => outcomeOf(operation(state, { g, now })));
   }
 
-  /**
-   * The snapshot and the Region share the item holds now, from one fresh read (a read, no write): what a lease
-   * renewer needs to plan a renewal (shared/regions/renewer.ts): the share it enforces, so a lower one is adopted
-   * before the lease item says so.
-   */
-  async regionView(
-    tokenId: string,
-    limits: RateLimitSettings,
-    setId?: string,
-  ): Promise<{ snapshot: RingSnapshot; share?: RegionShare; asked: number }> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return {
-      snapshot: ringSnapshotOf(state, plan, g),
-      ...(state.share ? { share: state.share } : {}),
-      asked: state.asked ?? 0,
-    };
-  }
-
-  /** What the item had granted per ring, slot by slot, at the ledger time of a fresh read (a read, no write). */
-  async snapshot(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<RingSnapshot> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return ringSnapshotOf(state, plan, g);
+  /** For the regional subclass: where the ledger logs. */
+  protected get telemetry(): Telemetry {
+    return this.#telemetry;
   }
 
   /**
@@ -389,23 +293,23 @@ export class DynamoRateLedger implements RateLedger {
 
   async acquire(request: PermitRequest): Promise<PermitDecision> {
     let planned = await this.#planOf(request.limits, request.setId);
-    let decision = await this.#acquireOn(request, planned, false);
-    if (decision === STALE_VIEW) {
+    let outcome = await this.#acquireOn(request, planned, false);
+    if (outcome.kind === 'stale-view') {
       // Another process decided grants on a newer learned view: read it, and decide on it. Once: an item some
       // other set's view also writes (a user-scoped budget) may stay ahead of this set's.
       planned = await this.#planOf(request.limits, request.setId, true);
-      decision = await this.#acquireOn(request, planned, true);
+      outcome = await this.#acquireOn(request, planned, true);
     }
-    return decision as PermitDecision;
+    if (outcome.kind !== 'decided') throw new Error('rate ledger: a refreshed learned view cannot be stale');
+    return outcome.decision;
   }
 
   async #acquireOn(
     request: PermitRequest,
     { plan, version, next }: RequestPlan,
     refreshed: boolean,
-  ): Promise<PermitDecision | typeof STALE_VIEW> {
+  ): Promise<Extract<Outcome, { kind: 'decided' | 'stale-view' }>> {
     const { tokenId, count, cls } = checkPermit(request, plan);
-    const caller = callerTag(request.caller ?? '');
     // Only a consumer holding a reservation in this plan is named (in its receipt too).
     const consumer =
       request.consumer !== undefined &&
@@ -416,72 +320,26 @@ export class DynamoRateLedger implements RateLedger {
     const largest = largestGrant(plan, cls, consumer);
     if (count > largest)
       throw new InvalidPermitCountError(`count must be an integer from 1 to ${largest} for this consumer`);
-    const spreadMs = Math.min(
-      MAX_HINT_SPREAD_MS,
-      HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs)),
-    );
-    const learning = plan.learned.size > 0 && request.setId !== undefined;
-    const decision = await this.#enqueue<PermitDecision | typeof STALE_VIEW>(
-      tokenId,
+    const input: GrantInput = {
       plan,
-      (state, g, now) => {
-        if (learning && !refreshed && state.learnedVersion > version)
-          return { change: 'none', result: STALE_VIEW };
-        const held = this.#held(plan, state, g);
-        const outcome = acquire(state, held, g, count, cls, consumer, tokenId);
-        if (outcome.granted) {
-          // The item's grants are from this view on: a process on an older one reads it first (STALE_VIEW).
-          if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
-          const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
-          const { split, ...granted } = outcome;
-          const receipt = issueReceipt(state.secret as string, {
-            key: tokenId,
-            cls,
-            count,
-            grantedAt: g,
-            caller,
-            id,
-            ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
-          });
-          const decision: PermitDecision = {
-            ...granted,
-            receipt,
-            available: availableTo(state, held, g, cls, consumer),
-          };
-          return { change: 'grant', result: decision };
-        }
-        // A class still on its probe learns from the answer to the request the probe let through: the next ask
-        // may find it learned, so no one is told to wait out the probe's whole span (PROBE_RETRY_MS).
-        const probing = cls !== undefined && outcome.reason === 'QUOTA' && isProbing(plan, cls);
-        // Held below the ask by the share (or fenced to the floor): until a renewal may change it.
-        let fit = Number.isFinite(outcome.retryAt) ? outcome.retryAt : now + SHARE_RETRY_MS;
-        // H2: a provisional limit that ends before then frees the ask when the class's other limits allow it.
-        if (next && next.at < fit) {
-          const then = acquire(
-            stateAt(state, g, next.plan.marginMs),
-            this.#held(next.plan, state, g),
-            g,
-            count,
-            cls,
-            consumer,
-            tokenId,
-          );
-          fit = Math.min(fit, then.granted ? next.at : Math.max(next.at, then.retryAt));
-        }
-        const retryAt = probing ? Math.min(fit, now + PROBE_RETRY_MS) : fit;
-        const retryAfterMs = Math.max(1, retryAt - now + Math.floor(this.#random() * spreadMs));
-        const denial: PermitDecision = {
-          granted: false,
-          retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
-          retryAfterMs,
-          reason: outcome.reason,
-          remaining: outcome.remaining,
-          available: availableTo(state, held, g, cls, consumer),
-        };
-        return { change: 'none', result: denial };
-      },
+      version,
+      next,
+      learning: plan.learned.size > 0 && request.setId !== undefined,
+      refreshed,
+      key: tokenId,
+      count,
+      cls,
+      consumer,
+      caller: callerTag(request.caller ?? ''),
+      regional: this.#regional,
+      spreadMs: Math.min(MAX_HINT_SPREAD_MS, HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs))),
+      random: this.#random,
+    };
+    const outcome = await this.#items.apply(tokenId, plan, (state, g, now) =>
+      outcomeOf(grant(state, input, { g, now })),
     );
-    if (decision === STALE_VIEW) return decision;
+    if (outcome.kind === 'stale-view') return outcome;
+    const { decision } = outcome;
     if (!decision.granted && this.#regional) await this.#countAsked(tokenId, count);
     this.#telemetry.debug('rate ledger: permit decision', {
       tokenId,
@@ -490,7 +348,7 @@ export class DynamoRateLedger implements RateLedger {
       granted: decision.granted,
       reason: decision.granted ? undefined : decision.reason,
     });
-    return decision;
+    return outcome;
   }
 
   /**
@@ -499,15 +357,13 @@ export class DynamoRateLedger implements RateLedger {
    * and process, carrying what was denied since.
    */
   async #countAsked(tokenId: string, count: number): Promise<void> {
-    const now = this.#clock.now();
-    const pending = this.#asked.get(tokenId) ?? { count: 0, writtenAt: Number.NEGATIVE_INFINITY };
-    pending.count += count;
+    const { pending, write } = countDenied(
+      this.#asked.get(tokenId) ?? NO_PENDING_ASKS,
+      count,
+      this.#clock.now(),
+    );
     this.#asked.set(tokenId, pending);
-    if (now - pending.writtenAt < ASKED_WRITE_MS) return;
-    const counted = pending.count;
-    pending.count = 0;
-    pending.writtenAt = now;
-    await this.#table.countAsked(tokenId, counted);
+    if (write !== undefined) await this.#items.countAsked(tokenId, write);
   }
 
   /**
@@ -525,26 +381,18 @@ export class DynamoRateLedger implements RateLedger {
     if (claims.key !== tokenId) throw reject('FOREIGN', 'issued for another token');
     if (claims.caller !== callerTag(request.caller ?? ''))
       throw reject('FOREIGN', 'issued to another caller');
-    const ttlMs = receiptTtlMs(plan);
-    const result = await this.#enqueue<GiveBackResult | Error>(tokenId, plan, (state, g) => {
-      if (state.secret === undefined || !signatureHolds(state.secret, payload, mac))
-        return { change: 'none', result: reject('FORGED', 'not issued by this ledger, or altered') };
-      // Never past its id's own end (signed with it): the spent id is kept exactly that long, whatever the
-      // configuration says by the time the receipt comes back.
-      if (g >= Math.min(claims.grantedAt + ttlMs, receiptIdExpiry(claims.id)))
-        return { change: 'none', result: reject('EXPIRED', `older than ${ttlMs / 1000} s`) };
-      const outcome = giveBack(state, plan, claims, count);
-      if (outcome === 'SPENT') return { change: 'none', result: reject('SPENT', 'already given back') };
-      return { change: outcome.notRecorded ? 'none' : 'other', result: outcome };
-    });
+    const input: GiveBackInput = { plan, claims, payload, mac, count, ttlMs: receiptTtlMs(plan) };
+    const outcome = await this.#items.apply(tokenId, plan, (state, g, now) =>
+      outcomeOf(giveBack(state, input, { g, now })),
+    );
     this.#telemetry.debug('rate ledger: give-back', {
       tokenId,
       count,
       class: claims.cls,
-      ...(result instanceof ReceiptRejectedError ? { refused: result.problem } : result),
+      ...(outcome.kind === 'receipt-refused' ? { refused: outcome.problem } : outcome.result),
     });
-    if (result instanceof Error) throw result;
-    return result;
+    if (outcome.kind === 'receipt-refused') throw reject(outcome.problem, outcome.message);
+    return outcome.result;
   }
 
   async reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined> {
@@ -566,24 +414,22 @@ export class DynamoRateLedger implements RateLedger {
     const { plan, version, next } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
     // A learned ring that ends before a cap of this report does holds none of it then (vendor-feedback.ts addCap).
     if (next) feedback.planUntil = next.at;
-    const tightened = await this.#enqueue<boolean>(tokenId, plan, (state, g, now) => {
+    const learning: LearningInput = {
+      plan,
+      version,
+      seed:
+        learned?.evidence && feedback.remaining !== undefined
+          ? {
+              cls: learned.result.class,
+              windowSeconds: learned.evidence.windowSeconds,
+              counted: (feedback.limit as number) - feedback.remaining,
+              taught: learned.result.limits,
+            }
+          : undefined,
+    };
+    const { tightened } = await this.#items.apply(tokenId, plan, (state, g, now) => {
       at ??= now;
-      let changed = applyVendorFeedback(state, plan, g, at, feedback, reporter);
-      if (learned?.evidence && feedback.remaining !== undefined)
-        changed =
-          seedLearnedRing(
-            state,
-            plan,
-            g,
-            learned.result.class,
-            learned.evidence.windowSeconds,
-            (feedback.limit as number) - feedback.remaining,
-            learned.result.limits,
-          ) || changed;
-      // What it taught holds the item's grants from now on: a process on an older view reads it first.
-      const newer = version > state.learnedVersion;
-      if (newer) state.learnedVersion = version;
-      return { change: changed || newer ? 'other' : 'none', result: changed };
+      return outcomeOf(vendorReport(state, { plan, at, feedback, reporter, learning }, { g, now }));
     });
     this.#telemetry.info('rate ledger: vendor feedback', {
       tokenId,
@@ -668,7 +514,7 @@ export class DynamoRateLedger implements RateLedger {
   async #readAt(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }> {
     let read: Snapshot;
     try {
-      read = await this.#table.read(tokenId);
+      read = await this.#items.read(tokenId);
     } catch (error) {
       throw error instanceof LedgerUnavailableError
         ? error
@@ -676,128 +522,5 @@ export class DynamoRateLedger implements RateLedger {
     }
     const g = Math.max(this.#time.now([plan]), read.state.time);
     return { state: stateAt(read.state, g, plan.marginMs), g };
-  }
-
-  #enqueue<T>(tokenId: string, plan: LimitPlan, apply: Op['apply']): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#queue.push(tokenId, { plan, apply, resolve: resolve as (result: unknown) => void, reject });
-    });
-  }
-
-  async #runBatch(tokenId: string, ops: Op[]): Promise<void> {
-    try {
-      const results = await this.#decide(tokenId, ops);
-      ops.forEach((op, index) => {
-        op.resolve(results[index]);
-      });
-    } catch (error) {
-      this.#cache.delete(tokenId);
-      const failure =
-        error instanceof LedgerUnavailableError
-          ? error
-          : new LedgerUnavailableError('rate ledger unavailable', { cause: error });
-      this.#telemetry.warn('rate ledger unavailable: no permit', {
-        tokenId,
-        reason: failure.message,
-        cause: (failure.cause as Error | undefined)?.name,
-      });
-      for (const op of ops) op.reject(failure);
-    }
-  }
-
-  /** Computes the batch on the newest state it can get and writes it once; on conflict, again on fresh state. */
-  async #decide(tokenId: string, ops: Op[]): Promise<unknown[]> {
-    const plans = [...new Set(ops.map((op) => op.plan))];
-    const marginMs = Math.max(...plans.map((plan) => plan.marginMs));
-    const retainMs = Math.max(...plans.map((plan) => plan.retainMs));
-    // Several plans in one batch (a configuration change arriving): the newer format, once any plan asks for it.
-    const format = Math.max(...plans.map((plan) => plan.itemFormat)) as ItemFormat;
-    const cached = this.#cache.get(tokenId);
-    const usable = cached && this.#clock.now() - cached.at <= this.#cacheFreshMs ? cached : undefined;
-    let fresh = usable === undefined;
-    let snapshot: Snapshot = usable ?? (await this.#table.read(tokenId));
-    for (let conflicts = 0; ; ) {
-      const read = snapshot.state;
-      const now = this.#time.now(plans);
-      const g = Math.max(now, read.time);
-      const work = stateAt(read, g, marginMs);
-      // The first write creates the item's receipt secret; a concurrent creator wins by the condition.
-      work.secret ??= newSecret();
-      // A lapsed share leaves with this write (a full one): release N-1 would hold the item to its floor.
-      const dropsShare = this.#lapsed(work, g);
-      if (dropsShare) work.share = undefined;
-      const outcomes = ops.map((op) => op.apply(work, g, now));
-      const results = outcomes.map((outcome) => outcome.result);
-      if (outcomes.every((outcome) => outcome.change === 'none')) {
-        if (fresh) {
-          this.#remember(tokenId, snapshot);
-          return results;
-        }
-        // Nothing to write, but the cached state may be behind a give-back elsewhere: decide on a fresh read.
-        snapshot = await this.#table.read(tokenId);
-        fresh = true;
-        continue;
-      }
-      // Each attempt is a new write with its own id: a full write leaves its own in `w` and carries the ids
-      // before it (newest first): an earlier write can still be told after someone else's full write.
-      const writeId = newWriteId();
-      work.writeIds = new Set([writeId]);
-      work.carriedWriteIds = [...read.writeIds, ...read.carriedWriteIds].slice(0, CARRIED_WRITE_IDS);
-      // A head addition needs room for its id in the item's set and the item's own format; else a full write
-      // (which resets the set), so that no write ever goes without an id.
-      const additions =
-        !dropsShare &&
-        outcomes.every((outcome) => outcome.change !== 'other') &&
-        read.secret !== undefined &&
-        read.writeIds.size < WRITE_IDS_LIMIT &&
-        snapshot.format === format
-          ? headAdditions(
-              read,
-              work,
-              plans.map((plan) => this.#held(plan, work, g)),
-              g,
-            )
-          : undefined;
-      work.version = read.version + 1;
-      let written: Awaited<ReturnType<LedgerTable['writeFull']>>;
-      try {
-        written = await ((additions && this.#table.addToHeads(tokenId, additions, snapshot, writeId, g)) ??
-          this.#table.writeFull(tokenId, work, retainMs, format, snapshot));
-      } catch (error) {
-        // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows.
-        const current = await this.#table.read(tokenId);
-        if (!wroteWithId(current.state, writeId)) throw error;
-        written = { ok: true, snapshot: current };
-      }
-      if (!written.ok) {
-        const current = written.current ?? (await this.#table.read(tokenId));
-        // The condition failed because an earlier attempt of this very write (re-sent by the SDK) applied.
-        if (wroteWithId(current.state, writeId)) written = { ok: true, snapshot: current };
-        else snapshot = current;
-      }
-      if (written.ok) {
-        this.#remember(tokenId, written.snapshot);
-        return results;
-      }
-      if (++conflicts > this.#maxConflictRetries)
-        throw new LedgerUnavailableError(`rate ledger busy: ${conflicts} conflicting writes in a row`);
-      this.#telemetry.debug('rate ledger: write conflict, retrying', { tokenId, conflicts });
-      await this.#pause(conflicts);
-      fresh = true;
-    }
-  }
-
-  #remember(tokenId: string, snapshot: Snapshot): void {
-    this.#cache.delete(tokenId);
-    this.#cache.set(tokenId, snapshot);
-    if (this.#cache.size > MAX_CACHED_TOKENS) {
-      const oldest = this.#cache.keys().next();
-      if (!oldest.done) this.#cache.delete(oldest.value);
-    }
-  }
-
-  #pause(conflicts: number): Promise<void> {
-    const ms = this.#random() * this.#jitterMs * 2 ** Math.min(conflicts - 1, 5);
-    return new Promise((resolve) => setTimeout(resolve, ms));
   }
 }

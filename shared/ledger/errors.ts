@@ -44,8 +44,8 @@ export class InvalidLedgerRequestError extends LedgerRequestError {
 
 /**
  * Why a receipt gave nothing back: MALFORMED (not a receipt), FORGED (not signed by this ledger item, or
- * altered), FOREIGN (issued to another caller, token or set), SPENT (already given back, or evicted from the
- * item's short list of open grants), EXPIRED (past the time its permits could still be given back).
+ * altered), FOREIGN (issued to another caller, token or set), SPENT (already given back: its id is among
+ * the item's spent ids), EXPIRED (past the time its permits could still be given back).
  */
 export type ReceiptProblem = 'MALFORMED' | 'FORGED' | 'FOREIGN' | 'SPENT' | 'EXPIRED';
 

@@ -1,8 +1,6 @@
 export {
-  type AdoptShareResult,
   DynamoRateLedger,
   type DynamoRateLedgerOptions,
-  SHARE_RETRY_MS,
 } from './dynamo-ledger.js';
 export {
   InvalidLedgerRequestError,
@@ -13,7 +11,9 @@ export {
   ReceiptRejectedError,
   UnknownPermitClassError,
 } from './errors.js';
+export { SHARE_RETRY_MS } from './operations/index.js';
 export type { RegionShare } from './region-share.js';
+export { type AdoptShareResult, RegionalRateLedger } from './regional-ledger.js';
 export type { RingSnapshot } from './ring-snapshot.js';
 export type {
   DenialReason,
@@ -30,4 +30,3 @@ export type {
   WindowRemaining,
   WindowUsage,
 } from './types.js';
-export { usageAt } from './usage.js';

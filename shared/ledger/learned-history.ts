@@ -1,6 +1,6 @@
 import type { LedgerState } from './ledger-state.js';
-import { parseRingKey, SUB_SLOTS } from './limit-plan.js';
 import { slotEnd, slotIndex } from './ring.js';
+import { parseRingKey, SUB_SLOTS } from './ring-plan.js';
 
 /**
  * What the ledger item's own history tells the learning rules (docs/class-limits.md, I2, I3, R3 and R4), no I/O. The

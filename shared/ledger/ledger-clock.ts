@@ -2,7 +2,7 @@ import { type Clock, dateHeaderOffset } from '../clock.js';
 import { Metric } from '../metric-names.js';
 import type { Telemetry } from '../telemetry.js';
 import { LedgerClockSkewError } from './errors.js';
-import type { LimitPlan } from './limit-plan.js';
+import type { LimitPlan } from './ring-plan.js';
 
 /**
  * The ledger's time, on a clock every process shares. Each process records grants at its own ledger time, and

@@ -1,18 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PROBE_LIMIT } from './learned-limits.js';
 import {
-  CLASS_SLOTS_PER_WINDOW,
-  GENERAL_SCOPE,
-  type LimitPlan,
-  parseRingKey,
-  type ReservedWindow,
-  type RingSpec,
-  ringKey,
-  ringLength,
-  ringsFor,
-  SUB_SLOTS,
-} from './limit-plan.js';
-import {
   aliveReceiptIds,
   consumerTag,
   hasMark,
@@ -36,6 +24,18 @@ import {
   usedAfter,
   usedAt,
 } from './ring.js';
+import {
+  CLASS_SLOTS_PER_WINDOW,
+  GENERAL_SCOPE,
+  type LimitPlan,
+  parseRingKey,
+  type ReservedWindow,
+  type RingSpec,
+  ringKey,
+  ringLength,
+  ringsFor,
+  SUB_SLOTS,
+} from './ring-plan.js';
 import type { DenialReason, NotRecordedReason, WindowRemaining } from './types.js';
 import { normalizeCaps, type VendorCap } from './vendor-caps.js';
 
@@ -105,10 +105,6 @@ export const emptyState = (version = 0): LedgerState => ({
   learnedVersion: 0,
   share: undefined,
 });
-
-/** Whether the write with this id is in the item: since the last full write, or carried from before it. */
-export const wroteWithId = (state: LedgerState, writeId: string): boolean =>
-  state.writeIds.has(writeId) || state.carriedWriteIds.includes(writeId);
 
 /**
  * A working copy of the state at ledger time g ≥ state.time: rings moved to g's slots (keeping what a span with

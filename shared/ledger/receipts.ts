@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * Grant receipts and write ids.
+ * Grant receipts (write ids: item/write-ids.ts).
  *
  * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and a random id
  * (and, for a set with reservations, `r2`: a tag of the reserved consumer and how much of each reserved window
@@ -22,25 +22,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * changes nothing and returns nothing, and its permits age out with their window, which only over-counts.
  * So no caller, nor two, can keep another's give-backs from being recorded, and nothing is ever evicted: an
  * evicted id would let a replay of its receipt be honoured again by release N-1, which knows only `g`.
- *
- * Write ids (`w`, a string set): every write adds its own, so that after a lost answer (the SDK re-sends a write
- * that was applied, and the copy fails its condition) the ledger can tell its own applied write from someone
- * else's by reading the item. A full write replaces the set with its own id; head additions add theirs, and a
- * head addition is conditional on its id not being there yet. Head additions happen only within one slot of
- * the shortest window (a second at 60 s), so the set holds the writes of about a second, at most
- * WRITE_IDS_LIMIT: in a busier second, the next write is a full write, which resets the set. No write goes
- * without an id.
  */
 
-/**
- * Write ids of earlier generations carried by a full write (`wp`, newest first): a full write replaces `w` with its
- * own id, so without them a write applied just before another process's full write could no longer be told
- * after a lost answer, and its grant would be decided again (counted twice). A write's id survives until this
- * many later writes have been carried past it: far longer than the SDK's retries of it take (a few hundred
- * milliseconds), at the vendor's 50 a minute. Every set carries them (`wp` in item format 1, which releases from
- * before reservations ignore; inside `rb` in format 2).
- */
-export const CARRIED_WRITE_IDS = 12;
 /** Spent receipt ids an item holds at most (the item's size bound counts this many). */
 export const SPENT_LIMIT = 10;
 /**
@@ -55,8 +38,6 @@ export const SPENT_KEPT = SPENT_LIMIT - 1;
  * left to any caller by the other two.
  */
 export const SPENT_PER_CALLER = 3;
-/** Write ids at most; head additions beyond go without one (see above) until a full write resets the set. */
-export const WRITE_IDS_LIMIT = 12;
 /**
  * What a permit's validity leaves for a give-back to arrive: a late timer and the trip to the broker. Spent
  * receipt ids are kept as long as the receipt can be used: at the vendor's 50 a minute and 2 s permits, a
@@ -66,13 +47,10 @@ export const GIVE_BACK_SLACK_MS = 1000;
 
 const EXPIRY_DIGITS = 7;
 const RECEIPT_ID = /^[0-9a-z]{7}[A-Za-z0-9_-]{4}$/;
-const WRITE_ID = /^[A-Za-z0-9_-]{5}$/;
 /** Characters of a receipt id: 7 of expiry (seconds, base 36), 4 random (24 bits). */
 export const RECEIPT_ID_LENGTH = 11;
-/** Characters of a write id: 30 random bits (unique enough among the dozen writes of a second). */
-export const WRITE_ID_LENGTH = 5;
 
-const randomChars = (n: number): string =>
+export const randomChars = (n: number): string =>
   randomBytes(Math.ceil((n * 3) / 4))
     .toString('base64url')
     .slice(0, n);
@@ -107,9 +85,7 @@ export function newReceiptId(expiresAtMs: number, callerTag?: string, avoid?: Re
   }
 }
 
-export const newWriteId = (): string => randomChars(WRITE_ID_LENGTH);
 export const isReceiptId = (id: string): boolean => RECEIPT_ID.test(id);
-export const isWriteId = (id: string): boolean => WRITE_ID.test(id);
 
 /** Epoch ms after which the receipt can no longer be given back (and its spent id no longer matters). */
 export const receiptIdExpiry = (id: string): number => Number.parseInt(id.slice(0, EXPIRY_DIGITS), 36) * 1000;

@@ -1,5 +1,5 @@
 import { InvalidLedgerRequestError } from './errors.js';
-import type { LimitPlan, ReservedWindow, RingSpec } from './limit-plan.js';
+import type { LimitPlan, ReservedWindow, RingSpec } from './ring-plan.js';
 
 /**
  * A Region's share of its ledger key's budgets (issue 27, docs/multi-region.md), adopted into its regional

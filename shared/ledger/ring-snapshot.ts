@@ -1,6 +1,6 @@
 import type { LedgerState } from './ledger-state.js';
-import { allRings, type LimitPlan, parseRingKey } from './limit-plan.js';
 import { slotIndex } from './ring.js';
+import { allRings, type LimitPlan, parseRingKey } from './ring-plan.js';
 
 /**
  * What a regional ledger had granted per ring at ledger time `at`, slot by slot with the slots' start times: enough

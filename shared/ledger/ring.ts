@@ -1,4 +1,4 @@
-import { type RingSpec, SUB_SLOTS } from './limit-plan.js';
+import { type RingSpec, SUB_SLOTS } from './ring-plan.js';
 
 /**
  * A ring of slot counters, newest first: index j is the slot `head - j`, where head = floor(time / slotMs).

@@ -1,6 +1,6 @@
-import type { RateLimitSettings } from '../config/credential-sets.js';
+import type { RateLimitSettings } from '../config/rate-limits.js';
 import type { LearnedLimit } from './learned-limits.js';
-import type { LimitPlan } from './limit-plan.js';
+import type { LimitPlan } from './ring-plan.js';
 
 /** What is left of one limit (general, or of a class) at the time of the answer. */
 export interface WindowRemaining {

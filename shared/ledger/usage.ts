@@ -1,6 +1,6 @@
 import { ALL_CLASSES, type LedgerState, leftAt, remainingAt } from './ledger-state.js';
-import type { LimitPlan, RingSpec } from './limit-plan.js';
 import { emptyRing, usedAt } from './ring.js';
+import type { LimitPlan, RingSpec } from './ring-plan.js';
 import type { LedgerUsage, PartUsage, WindowRemaining, WindowUsage } from './types.js';
 
 /** A reservation's or the shared part's ring at g: granted from it in its span, and what it could still give. */

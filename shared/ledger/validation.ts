@@ -1,4 +1,4 @@
-import type { RateLimitSettings } from '../config/credential-sets.js';
+import type { RateLimitSettings } from '../config/rate-limits.js';
 import {
   InvalidLedgerRequestError,
   InvalidPermitCountError,

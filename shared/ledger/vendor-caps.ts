@@ -1,4 +1,4 @@
-import { GENERAL_SCOPE, type LimitPlan, type RingSpec } from './limit-plan.js';
+import { GENERAL_SCOPE, type LimitPlan, type RingSpec } from './ring-plan.js';
 
 /**
  * Vendor caps, one per limit. The vendor's X-RateLimit-* headers speak of one of its limits at a time: "of this

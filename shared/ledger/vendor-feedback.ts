@@ -1,7 +1,7 @@
 import type { LedgerState } from './ledger-state.js';
-import { GENERAL_SCOPE, type LimitPlan, type RingSpec } from './limit-plan.js';
 import { callerTag } from './receipts.js';
 import { emptyRing, recordAt, usedAfter } from './ring.js';
+import { GENERAL_SCOPE, type LimitPlan, type RingSpec } from './ring-plan.js';
 import { limitNamed, normalizeCaps, placeCap, shortestGeneral, type VendorCap } from './vendor-caps.js';
 
 export interface VendorFeedback {

@@ -2,7 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { attachDateReference } from '../aws/dynamodb-date-reference.js';
 import type { Clock } from '../clock.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
-import { DynamoRateLedger } from '../ledger/index.js';
+import { RegionalRateLedger } from '../ledger/index.js';
 import { LedgerClock } from '../ledger/ledger-clock.js';
 import type { Telemetry } from '../telemetry.js';
 import { DynamoTokenReader } from '../tokens/dynamo-token-reader.js';
@@ -33,7 +33,7 @@ export function createLeaseRenewer(options: {
     region: options.region,
     sets: options.sets,
     tokens: new DynamoTokenReader({ client, tableName: options.tables.tokens }),
-    ledger: new DynamoRateLedger({
+    ledger: new RegionalRateLedger({
       client,
       tableName: options.tables.ledger,
       clock: local,

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { CredentialSetConfig } from '../config/credential-sets.js';
-import type { DynamoRateLedger, RegionShare, RingSnapshot } from '../ledger/index.js';
+import type { RegionalRateLedger, RegionShare, RingSnapshot } from '../ledger/index.js';
 import { allRings, GENERAL_SCOPE, type LimitPlan } from '../ledger/limit-plan.js';
 import { DIMENSION_REASON, Metric } from '../metric-names.js';
 import type { Telemetry } from '../telemetry.js';
@@ -52,7 +52,7 @@ export interface RenewerDeps {
   region: string;
   sets: readonly CredentialSetConfig[];
   tokens: Pick<TokenStore, 'read'>;
-  ledger: Pick<DynamoRateLedger, 'regionView' | 'adoptShare' | 'planOf'>;
+  ledger: Pick<RegionalRateLedger, 'regionView' | 'adoptShare' | 'planOf'>;
   leases: Pick<LeaseStore, 'read' | 'writeOwn'>;
   /** The process's own clock: it paces the renewals (when to poll, renew, retry), and decides nothing. */
   clock: Clock;

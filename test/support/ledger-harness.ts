@@ -2,19 +2,16 @@ import { type AttributeValue, type DynamoDBClient, GetItemCommand } from '@aws-s
 import { type Clock, ManualClock } from '../../shared/clock.js';
 import type { RateLimitSettings } from '../../shared/config/credential-sets.js';
 import type { PermitDecision } from '../../shared/ledger/index.js';
-import { ledgerKey } from '../../shared/ledger/ledger-item.js';
-import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
-import { LedgerTable } from '../../shared/ledger/ledger-table.js';
-import { allRings, planFor } from '../../shared/ledger/limit-plan.js';
 import {
   CARRIED_WRITE_IDS,
-  callerTag,
-  newReceiptId,
-  newSecret,
-  newWriteId,
-  SPENT_LIMIT,
+  LedgerTable,
+  ledgerKey,
+  randomWriteId,
   WRITE_IDS_LIMIT,
-} from '../../shared/ledger/receipts.js';
+} from '../../shared/ledger/item/index.js';
+import { acquire, stateAt } from '../../shared/ledger/ledger-state.js';
+import { allRings, planFor } from '../../shared/ledger/limit-plan.js';
+import { callerTag, newReceiptId, newSecret, SPENT_LIMIT } from '../../shared/ledger/receipts.js';
 
 /** Helpers of the rate-ledger tests and benchmark: span checks, the ideal schedule, DynamoDB item size. */
 
@@ -222,7 +219,7 @@ export async function fillLedgerItem(options: {
     // Each reserved consumer too: its reservation rings fill, then it borrows from the shared part.
     for (const consumer of reservedConsumers) acquire(state, plan, g, 1, undefined, consumer);
     while (state.spent.size < SPENT_LIMIT) state.spent.add(newReceiptId(g + 10_000 + state.spent.size));
-    while (state.carriedWriteIds.length < CARRIED_WRITE_IDS) state.carriedWriteIds.push(newWriteId());
+    while (state.carriedWriteIds.length < CARRIED_WRITE_IDS) state.carriedWriteIds.push(randomWriteId());
     // As if the reservations had just changed: the item keeps when (every item may, for a span after one).
     state.reservationsChangedAt = g;
     if (second % 60 === 59) {
@@ -241,7 +238,7 @@ export async function fillLedgerItem(options: {
       };
       state.cooldownUntil = g + 1;
       state.version = snapshot.state.version + 1;
-      state.writeIds = new Set([newWriteId()]);
+      state.writeIds = new Set([randomWriteId()]);
       const written = await table.writeFull(tokenId, state, plan.retainMs, plan.itemFormat, snapshot);
       if (!written.ok) throw new Error('the fill is the only writer; its write cannot conflict');
       snapshot = written.snapshot;
@@ -256,7 +253,7 @@ export async function fillLedgerItem(options: {
           sub: 36 - i,
         }));
         const at = snapshot.state.time + Math.max(0, shortestSlot - i);
-        const added = await table.addToHeads(tokenId, additions, snapshot, newWriteId(), at);
+        const added = await table.addToHeads(tokenId, additions, snapshot, randomWriteId(), at);
         if (!added?.ok) throw new Error('the fill is the only writer; its head additions cannot conflict');
         snapshot = added.snapshot;
       }

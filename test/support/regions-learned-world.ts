@@ -4,7 +4,7 @@ import type { Sandbox } from '../../sandbox/index.js';
 import { createDynamoDbClient } from '../../shared/aws/dynamodb.js';
 import type { ManualClock } from '../../shared/clock.js';
 import type { CredentialSetConfig } from '../../shared/config/credential-sets.js';
-import { DynamoRateLedger } from '../../shared/ledger/index.js';
+import { RegionalRateLedger } from '../../shared/ledger/index.js';
 import { MemoryTelemetry } from '../../shared/observability.js';
 import { RENEW_MS } from '../../shared/regions/lease.js';
 import { LeaseStore } from '../../shared/regions/lease-store.js';
@@ -20,7 +20,7 @@ import { call, type Reply } from './sandbox-http.js';
  * over HTTP with a class family the broker is not told of, one login (the refresher's) serving both Regions, one
  * shared table standing for the MRSC table (the token item `set#`, the lease items `lease#` and, when `shared`,
  * the learned item `learned#`), and per Region a regional ledger table, its lease renewer and callers, each
- * caller a vend process of its own (a DynamoRateLedger with `regional: true`). A caller takes a class permit,
+ * caller a vend process of its own (a RegionalRateLedger with `regional: true`). A caller takes a class permit,
  * sends the request at once, and reports the answer as client/rate-feedback.ts does (each (token, class, limit,
  * reset) once per caller, every 429), with the token's vendor clock offset as the vend route adds it. Everything
  * on one ManualClock; each Region's renewer renews as renewUntil does (every RENEW_MS, sooner at a KeyRenewal's
@@ -65,7 +65,7 @@ export interface RegionsLearnedOptions {
 interface Caller {
   region: string;
   principal: string;
-  ledger: DynamoRateLedger;
+  ledger: RegionalRateLedger;
   /** (token, class, limit, reset) already reported, as the client remembers them. */
   reported: Set<string>;
   /** When it asks next. */
@@ -144,7 +144,7 @@ export class RegionsLearnedWorld {
     for (const region of REGIONS) {
       const ledgerTable = await dynamo.createTable(`ledger-${region}`);
       const ledger = (client: DynamoDBClient) =>
-        new DynamoRateLedger({
+        new RegionalRateLedger({
           client,
           tableName: ledgerTable,
           clock,

@@ -22,7 +22,7 @@ import { call } from './sandbox-http.js';
  */
 export interface Release {
   name: string;
-  DynamoRateLedger: typeof currentLedger.DynamoRateLedger;
+  RegionalRateLedger: typeof currentLedger.RegionalRateLedger;
   LeaseRenewer: typeof currentRenewer.LeaseRenewer;
   LeaseStore: typeof currentLeaseStore.LeaseStore;
   DynamoTokenStore: typeof currentTokens.DynamoTokenStore;
@@ -34,7 +34,7 @@ export interface Release {
 
 export const currentRelease: Release = {
   name: 'current',
-  DynamoRateLedger: currentLedger.DynamoRateLedger,
+  RegionalRateLedger: currentLedger.RegionalRateLedger,
   LeaseRenewer: currentRenewer.LeaseRenewer,
   LeaseStore: currentLeaseStore.LeaseStore,
   DynamoTokenStore: currentTokens.DynamoTokenStore,
@@ -49,7 +49,10 @@ export async function releaseAt(commit: string): Promise<Release> {
   const sets = await load<typeof currentSets>('shared/config/credential-sets.ts');
   return {
     name: `N-1 (${commit.slice(0, 7)})`,
-    DynamoRateLedger: (await load<typeof currentLedger>('shared/ledger/index.ts')).DynamoRateLedger,
+    // Releases before issue 34 have adoptShare and regionView on their DynamoRateLedger.
+    RegionalRateLedger: (
+      await load<{ DynamoRateLedger: typeof currentLedger.RegionalRateLedger }>('shared/ledger/index.ts')
+    ).DynamoRateLedger,
     LeaseRenewer: (await load<typeof currentRenewer>('shared/regions/renewer.ts')).LeaseRenewer,
     LeaseStore: (await load<typeof currentLeaseStore>('shared/regions/lease-store.ts')).LeaseStore,
     DynamoTokenStore: (await load<typeof currentTokens>('shared/tokens/index.ts')).DynamoTokenStore,
@@ -78,7 +81,7 @@ export class Deployment {
   readonly set: CredentialSetConfig;
   readonly store: currentTokens.DynamoTokenStore;
   readonly refresher: currentTokens.Refresher;
-  readonly ledger: currentLedger.DynamoRateLedger;
+  readonly ledger: currentLedger.RegionalRateLedger;
   readonly renewer: currentRenewer.LeaseRenewer | undefined;
   /** The token this deployment's vend serves now (read once per tick, as its cache would). */
   #token: TokenView | undefined;
@@ -109,7 +112,7 @@ export class Deployment {
       holderId: label,
       vendorFor: () => vendor,
     });
-    this.ledger = new release.DynamoRateLedger({
+    this.ledger = new release.RegionalRateLedger({
       client,
       tableName: tables.ledger,
       clock,

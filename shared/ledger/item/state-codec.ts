@@ -1,18 +1,14 @@
 import { createHash } from 'node:crypto';
-import { LedgerUnavailableError } from './errors.js';
-import { emptyState, type LedgerState } from './ledger-state.js';
-import {
-  CAP_FINGERPRINT_LENGTH,
-  type ItemFormat,
-  parseRingKey,
-  RESERVATIONS_KEY_LENGTH,
-  windowCode,
-} from './limit-plan.js';
+import { LedgerUnavailableError } from '../errors.js';
+import { emptyState, type LedgerState } from '../ledger-state.js';
+import { CALLER_TAG_LENGTH, isReceiptId, receiptIdExpiry } from '../receipts.js';
+import { decodeShare, decodeShareVersion, encodeShare, encodeShareVersion } from '../region-share.js';
+import { type Ring, subSlot } from '../ring.js';
+import { type ItemFormat, parseRingKey, RESERVATIONS_KEY_LENGTH, windowCode } from '../ring-plan.js';
+import type { VendorCap } from '../vendor-caps.js';
+import { CAP_FINGERPRINT_LENGTH } from './item-size.js';
 import { decodePacked, encodePacked } from './packed-codec.js';
-import { CALLER_TAG_LENGTH, isReceiptId, isWriteId, receiptIdExpiry } from './receipts.js';
-import { decodeShare, decodeShareVersion, encodeShare, encodeShareVersion } from './region-share.js';
-import { type Ring, subSlot } from './ring.js';
-import type { VendorCap } from './vendor-caps.js';
+import { isWriteId } from './write-ids.js';
 
 /**
  * The ledger item, compactly, within one write unit (1 KB). Two formats (limit-plan.ts, ItemFormat): 1, the text
@@ -268,6 +264,44 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     state.spent.add(id);
   }
   state.time = stored.time;
+  state.cooldownUntil = stored.cooldownUntil ?? 0;
+  if (stored.cooldownClaim !== undefined) {
+    const match = COOLDOWN_CLAIM.exec(stored.cooldownClaim);
+    if (!match?.[1] || !match[2]) return unreadable('cooldown claim');
+    state.cooldownClaim = { caller: match[1], until: Number.parseInt(match[2], 36) * 1000 };
+  }
+  return stored.format === 2 ? decodePackedRings(state, stored, packed) : decodeTextRings(state, stored);
+}
+
+/** `state` with format 2's rings, heads and caps (the packed part decoded: packed-codec.ts). */
+function decodePackedRings(
+  state: LedgerState,
+  stored: StoredLedger,
+  packed: { rings: Map<string, Ring>; caps: VendorCap[] },
+): LedgerState {
+  for (const [key, ring] of packed.rings) {
+    if (!RING_KEY.test(key)) unreadable('ring key');
+    state.rings.set(key, ring);
+  }
+  const directory = [...packed.rings.keys()];
+  // Every head's latest grant was at most the latest head addition after the last full write.
+  const latest = state.time + (stored.headOffset ?? 0);
+  if (!isCount(stored.headOffset ?? 0)) unreadable('head offsets');
+  for (const [index, count] of Object.entries(stored.heads)) {
+    const key = directory[Number(index)];
+    if (key === undefined || !isCount(count)) return unreadable('head slot');
+    const ring = packed.rings.get(key) as Ring;
+    const { slotMs } = parseRingKey(key);
+    ring.counts[0] = count;
+    // Within the head slot (a head addition is only made in the slot of the last full write).
+    ring.subs[0] = subSlot(Math.min(latest, (Math.floor(state.time / slotMs) + 1) * slotMs - 1), slotMs);
+  }
+  state.caps.push(...packed.caps);
+  return state;
+}
+
+/** `state` with format 1's rings (heads, then older slots) and caps. */
+function decodeTextRings(state: LedgerState, stored: StoredLedger): LedgerState {
   const ringOf = (key: string): Ring => {
     if (!RING_KEY.test(key) || !(parseRingKey(key).windowMs > 0)) unreadable('ring key');
     let ring = state.rings.get(key);
@@ -277,33 +311,6 @@ export function decodeState(stored: StoredLedger, now: number): LedgerState {
     }
     return ring;
   };
-  state.cooldownUntil = stored.cooldownUntil ?? 0;
-  if (stored.cooldownClaim !== undefined) {
-    const match = COOLDOWN_CLAIM.exec(stored.cooldownClaim);
-    if (!match?.[1] || !match[2]) return unreadable('cooldown claim');
-    state.cooldownClaim = { caller: match[1], until: Number.parseInt(match[2], 36) * 1000 };
-  }
-  if (stored.format === 2) {
-    for (const [key, ring] of packed.rings) {
-      if (!RING_KEY.test(key)) unreadable('ring key');
-      state.rings.set(key, ring);
-    }
-    const directory = [...packed.rings.keys()];
-    // Every head's latest grant was at most the latest head addition after the last full write.
-    const latest = state.time + (stored.headOffset ?? 0);
-    if (!isCount(stored.headOffset ?? 0)) unreadable('head offsets');
-    for (const [index, count] of Object.entries(stored.heads)) {
-      const key = directory[Number(index)];
-      if (key === undefined || !isCount(count)) return unreadable('head slot');
-      const ring = packed.rings.get(key) as Ring;
-      const { slotMs } = parseRingKey(key);
-      ring.counts[0] = count;
-      // Within the head slot (a head addition is only made in the slot of the last full write).
-      ring.subs[0] = subSlot(Math.min(latest, (Math.floor(state.time / slotMs) + 1) * slotMs - 1), slotMs);
-    }
-    state.caps.push(...packed.caps);
-    return state;
-  }
   for (const [key, count] of Object.entries(stored.heads)) {
     const sub = stored.headSubs[key] ?? 0;
     if (!isCount(count) || !isCount(sub) || sub > 35) unreadable('head slot');

@@ -1,6 +1,6 @@
-import type { LedgerState } from './ledger-state.js';
-import { allRings, type LimitPlan, parseRingKey } from './limit-plan.js';
-import { type Ring, slotIndex, usedAt } from './ring.js';
+import type { LedgerState } from '../ledger-state.js';
+import { type Ring, slotIndex, usedAt } from '../ring.js';
+import { allRings, type LimitPlan, parseRingKey } from '../ring-plan.js';
 
 /**
  * The cheap path for concurrent grants. When a batch only grants, in the same head slot (of every ring) as the

@@ -1,9 +1,9 @@
 import type { AttributeValue, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
-import { tokenKey } from '../aws/keys.js';
-import { PARTITION_KEY, TTL_ATTRIBUTE } from '../aws/tables.js';
+import { tokenKey } from '../../aws/keys.js';
+import { ATTR } from './attributes.js';
 import type { HeadAddition } from './fast-grant.js';
-import { WRITE_IDS_LIMIT } from './receipts.js';
 import type { StoredLedger } from './state-codec.js';
+import { WRITE_IDS_LIMIT } from './write-ids.js';
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the
@@ -30,11 +30,11 @@ import type { StoredLedger } from './state-codec.js';
  */
 export const ledgerKey = (tokenId: string): Record<string, AttributeValue> => tokenKey(tokenId);
 
-const HEAD = 'h:';
-const SUBS = 's:';
+const HEAD = ATTR.head;
+const SUBS = ATTR.headSubs;
 /** Item format 2: `H<index base 36>` the head count of the index-th packed ring; `T` head additions' offsets. */
-const PACKED_HEAD = /^H[0-9a-z]+$/;
-const OFFSETS = 'T';
+const PACKED_HEAD = new RegExp(`^${ATTR.packedHead}[0-9a-z]+$`);
+const OFFSETS = ATTR.headOffsets;
 /** Format 2's `r`: not a ring, so that a release that reads only format 1 refuses the item (fails closed). */
 const PACKED_MARK = '2';
 
@@ -49,12 +49,13 @@ export const isHeadAttribute = (name: string): boolean =>
 export function headAttribute(format: 1 | 2, directory: readonly string[], key: string): string | undefined {
   if (format === 1) return `${HEAD}${key}`;
   const index = directory.indexOf(key);
-  return index < 0 ? undefined : `H${index.toString(36)}`;
+  return index < 0 ? undefined : `${ATTR.packedHead}${index.toString(36)}`;
 }
 
 export function toStored(item: Record<string, AttributeValue>): StoredLedger {
+  const text = (name: string): string | undefined => item[name]?.S;
   const number = (name: string) => (item[name]?.N === undefined ? Number.NaN : Number(item[name]?.N));
-  const format = item.r?.S === PACKED_MARK ? 2 : 1;
+  const format = item[ATTR.rings]?.S === PACKED_MARK ? 2 : 1;
   const heads: Record<string, number> = {};
   const headSubs: Record<string, number> = {};
   for (const [name, value] of Object.entries(item)) {
@@ -66,31 +67,33 @@ export function toStored(item: Record<string, AttributeValue>): StoredLedger {
   }
   const stored: StoredLedger = {
     format,
-    version: number('v'),
-    fastWrites: item.n ? number('n') : 0,
-    time: number('t'),
+    version: number(ATTR.version),
+    fastWrites: item[ATTR.fastWrites] ? number(ATTR.fastWrites) : 0,
+    time: number(ATTR.time),
     heads,
     headSubs,
-    spent: item.g?.SS ?? [],
-    writeIds: item.w?.SS ?? [],
-    carriedWriteIds: item.wp?.S ? item.wp.S.split(',') : [],
-    purgeAt: number(TTL_ATTRIBUTE),
+    spent: item[ATTR.spent]?.SS ?? [],
+    writeIds: item[ATTR.writeIds]?.SS ?? [],
+    carriedWriteIds: text(ATTR.carriedWriteIds) ? (text(ATTR.carriedWriteIds) as string).split(',') : [],
+    purgeAt: number(ATTR.purgeAt),
   };
   if (format === 2) {
-    stored.packed = item.rb?.B ?? new Uint8Array();
-    if (item[OFFSETS]?.NS) stored.headOffset = Math.max(...item[OFFSETS].NS.map(Number));
-  } else if (item.r?.S !== undefined) stored.rings = item.r.S;
-  if (item.cd?.N !== undefined) stored.cooldownUntil = Number(item.cd.N);
-  if (item.cap?.S !== undefined) stored.caps = item.cap.S;
-  if (item.cw?.S !== undefined) stored.capWindows = item.cw.S;
-  if (item.cdr?.S !== undefined) stored.cooldownClaim = item.cdr.S;
-  if (item.k?.S !== undefined) stored.secret = item.k.S;
-  if (item.rk?.S !== undefined) stored.reservationsKey = item.rk.S;
-  if (item.rc?.N !== undefined) stored.reservationsChangedAt = Number(item.rc.N);
-  if (item.lv?.N !== undefined) stored.learnedVersion = Number(item.lv.N);
-  if (item.rs?.S !== undefined) stored.share = item.rs.S;
-  if (item.rsv?.S !== undefined) stored.shareVersion = item.rsv.S;
-  if (item.dq?.N !== undefined) stored.asked = Number(item.dq.N);
+    stored.packed = item[ATTR.packedRings]?.B ?? new Uint8Array();
+    const offsets = item[OFFSETS]?.NS;
+    if (offsets) stored.headOffset = Math.max(...offsets.map(Number));
+  } else if (text(ATTR.rings) !== undefined) stored.rings = text(ATTR.rings);
+  if (item[ATTR.cooldown]?.N !== undefined) stored.cooldownUntil = number(ATTR.cooldown);
+  if (text(ATTR.caps) !== undefined) stored.caps = text(ATTR.caps);
+  if (text(ATTR.capWindows) !== undefined) stored.capWindows = text(ATTR.capWindows);
+  if (text(ATTR.cooldownClaim) !== undefined) stored.cooldownClaim = text(ATTR.cooldownClaim);
+  if (text(ATTR.secret) !== undefined) stored.secret = text(ATTR.secret);
+  if (text(ATTR.reservationsKey) !== undefined) stored.reservationsKey = text(ATTR.reservationsKey);
+  if (item[ATTR.reservationsChangedAt]?.N !== undefined)
+    stored.reservationsChangedAt = number(ATTR.reservationsChangedAt);
+  if (item[ATTR.learnedVersion]?.N !== undefined) stored.learnedVersion = number(ATTR.learnedVersion);
+  if (text(ATTR.share) !== undefined) stored.share = text(ATTR.share);
+  if (text(ATTR.shareVersion) !== undefined) stored.shareVersion = text(ATTR.shareVersion);
+  if (item[ATTR.asked]?.N !== undefined) stored.asked = number(ATTR.asked);
   return stored;
 }
 
@@ -102,16 +105,14 @@ export function fullWrite(
   tableName: string,
   tokenId: string,
   stored: StoredLedger,
-  read: {
-    version: number;
-    fastWrites: number;
-    headAttributes: readonly string[];
-    secret: string | undefined;
-    /** Whether the item read holds a share (`rs`): removed when the state no longer does. */
-    share?: boolean;
-  },
+  read: FullRead,
 ): UpdateItemCommandInput {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#t': 't', '#p': TTL_ATTRIBUTE };
+  const names: Record<string, string> = {
+    '#v': ATTR.version,
+    '#n': ATTR.fastWrites,
+    '#t': ATTR.time,
+    '#p': ATTR.purgeAt,
+  };
   const values: Record<string, AttributeValue> = {
     ':v': { N: String(stored.version) },
     ':zero': { N: '0' },
@@ -128,50 +129,16 @@ export function fullWrite(
       sets.push(`${placeholder} = :${placeholder.slice(1)}`);
     } else removes.push(placeholder);
   };
-  const packed = stored.format === 2;
-  attribute('r', packed ? { S: PACKED_MARK } : stored.rings ? { S: stored.rings } : undefined);
-  attribute('rb', packed ? { B: stored.packed ?? new Uint8Array() } : undefined);
-  attribute('cd', stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
-  attribute('cap', stored.caps ? { S: stored.caps } : undefined);
-  attribute('cw', stored.capWindows ? { S: stored.capWindows } : undefined);
-  attribute('cdr', stored.cooldownClaim ? { S: stored.cooldownClaim } : undefined);
-  attribute('g', stored.spent.length > 0 ? { SS: stored.spent } : undefined);
-  attribute('w', stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
-  attribute('wp', stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined);
-  attribute('rk', stored.reservationsKey === undefined ? undefined : { S: stored.reservationsKey });
-  attribute(
-    'rc',
-    stored.reservationsChangedAt === undefined ? undefined : { N: String(stored.reservationsChangedAt) },
-  );
-  // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
-  if (read.secret === undefined && stored.secret !== undefined) attribute('k', { S: stored.secret });
-  // Never lowered by a write (a newer release's processes may hold a newer view); absent stays absent.
-  if (stored.learnedVersion !== undefined) attribute('lv', { N: String(stored.learnedVersion) });
-  // Only adoptShare changes it (the state carries it from the read), and a one-Region ledger removes a lapsed one
-  // (the stage went back to one Region: dynamo-ledger.ts).
-  if (stored.share !== undefined) attribute('rs', { S: stored.share });
-  else if (read.share) attribute('rs', undefined);
-  // Its version beside it (issue 33): kept as read, gone with a share adopted without one, or with the share.
-  if (stored.share !== undefined)
-    attribute('rsv', stored.shareVersion === undefined ? undefined : { S: stored.shareVersion });
-  else if (read.share) attribute('rsv', undefined);
+  setStateAttributes(stored, read, attribute);
   // The heads this write keeps, then every other head attribute of either format that the item holds: removed.
-  const heads = new Map<string, AttributeValue>();
-  for (const [key, count] of Object.entries(stored.heads)) {
-    if (!count) continue;
-    if (packed) heads.set(`H${Number(key).toString(36)}`, { N: String(count) });
-    else {
-      heads.set(`${HEAD}${key}`, { N: String(count) });
-      heads.set(`${SUBS}${key}`, { NS: [String(stored.headSubs[key] ?? 0)] });
-    }
-  }
+  const heads = headsOf(stored);
   for (const name of read.headAttributes) if (!heads.has(name)) attribute(name, undefined);
   for (const [name, value] of heads) attribute(name, value);
   const exists = read.version > 0;
   if (exists) {
     values[':expected'] = { N: String(read.version) };
     values[':fast'] = { N: String(read.fastWrites) };
-  } else names['#pk'] = PARTITION_KEY;
+  } else names['#pk'] = ATTR.key;
   return {
     TableName: tableName,
     Key: ledgerKey(tokenId),
@@ -185,6 +152,73 @@ export function fullWrite(
     // DynamoDB returns the winner's item with the failure, which saves the re-read (dynalite does not).
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
+}
+
+/** What a full write needs to know of the item it replaces. */
+interface FullRead {
+  version: number;
+  fastWrites: number;
+  headAttributes: readonly string[];
+  secret: string | undefined;
+  /** Whether the item read holds a share (`rs`): removed when the state no longer does. */
+  share?: boolean;
+}
+
+/** The state's attributes but the heads, each set (or removed: `undefined`) through `attribute`. */
+function setStateAttributes(
+  stored: StoredLedger,
+  read: FullRead,
+  attribute: (name: string, value: AttributeValue | undefined) => void,
+): void {
+  const packed = stored.format === 2;
+  attribute(ATTR.rings, packed ? { S: PACKED_MARK } : stored.rings ? { S: stored.rings } : undefined);
+  attribute(ATTR.packedRings, packed ? { B: stored.packed ?? new Uint8Array() } : undefined);
+  attribute(ATTR.cooldown, stored.cooldownUntil ? { N: String(stored.cooldownUntil) } : undefined);
+  attribute(ATTR.caps, stored.caps ? { S: stored.caps } : undefined);
+  attribute(ATTR.capWindows, stored.capWindows ? { S: stored.capWindows } : undefined);
+  attribute(ATTR.cooldownClaim, stored.cooldownClaim ? { S: stored.cooldownClaim } : undefined);
+  attribute(ATTR.spent, stored.spent.length > 0 ? { SS: stored.spent } : undefined);
+  attribute(ATTR.writeIds, stored.writeIds.length > 0 ? { SS: stored.writeIds } : undefined);
+  attribute(
+    ATTR.carriedWriteIds,
+    stored.carriedWriteIds.length > 0 ? { S: stored.carriedWriteIds.join(',') } : undefined,
+  );
+  attribute(
+    ATTR.reservationsKey,
+    stored.reservationsKey === undefined ? undefined : { S: stored.reservationsKey },
+  );
+  attribute(
+    ATTR.reservationsChangedAt,
+    stored.reservationsChangedAt === undefined ? undefined : { N: String(stored.reservationsChangedAt) },
+  );
+  // The secret is written once: the conditions below make sure nobody wrote one since the read found none.
+  if (read.secret === undefined && stored.secret !== undefined) attribute(ATTR.secret, { S: stored.secret });
+  // Never lowered by a write (a newer release's processes may hold a newer view); absent stays absent.
+  if (stored.learnedVersion !== undefined)
+    attribute(ATTR.learnedVersion, { N: String(stored.learnedVersion) });
+  // Only adoptShare changes it (the state carries it from the read), and a one-Region ledger removes a lapsed one
+  // (the stage went back to one Region: dynamo-ledger.ts).
+  if (stored.share !== undefined) attribute(ATTR.share, { S: stored.share });
+  else if (read.share) attribute(ATTR.share, undefined);
+  // Its version beside it (issue 33): kept as read, gone with a share adopted without one, or with the share.
+  if (stored.share !== undefined)
+    attribute(ATTR.shareVersion, stored.shareVersion === undefined ? undefined : { S: stored.shareVersion });
+  else if (read.share) attribute(ATTR.shareVersion, undefined);
+}
+
+/** The head attributes of `stored`, in its format: per ring with grants in its head slot. */
+function headsOf(stored: StoredLedger): Map<string, AttributeValue> {
+  const packed = stored.format === 2;
+  const heads = new Map<string, AttributeValue>();
+  for (const [key, count] of Object.entries(stored.heads)) {
+    if (!count) continue;
+    if (packed) heads.set(`${ATTR.packedHead}${Number(key).toString(36)}`, { N: String(count) });
+    else {
+      heads.set(`${HEAD}${key}`, { N: String(count) });
+      heads.set(`${SUBS}${key}`, { NS: [String(stored.headSubs[key] ?? 0)] });
+    }
+  }
+  return heads;
 }
 
 /**
@@ -202,7 +236,7 @@ export function headWrite(
   writeId: string,
   offset: number,
 ): UpdateItemCommandInput | undefined {
-  const names: Record<string, string> = { '#v': 'v', '#n': 'n', '#w': 'w' };
+  const names: Record<string, string> = { '#v': ATTR.version, '#n': ATTR.fastWrites, '#w': ATTR.writeIds };
   const values: Record<string, AttributeValue> = {
     ':expected': { N: String(read.version) },
     ':one': { N: '1' },

@@ -4,13 +4,13 @@ import {
   GetItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { PARTITION_KEY } from '../aws/tables.js';
-import type { Clock } from '../clock.js';
-import { LedgerUnavailableError } from './errors.js';
+import type { Clock } from '../../clock.js';
+import { LedgerUnavailableError } from '../errors.js';
+import { emptyState, type LedgerState } from '../ledger-state.js';
+import type { ItemFormat } from '../ring-plan.js';
+import { ATTR } from './attributes.js';
 import type { HeadAddition } from './fast-grant.js';
 import { fullWrite, headWrite, isHeadAttribute, ledgerKey, toStored } from './ledger-item.js';
-import { emptyState, type LedgerState } from './ledger-state.js';
-import type { ItemFormat } from './limit-plan.js';
 import { decodeState, encodeState } from './state-codec.js';
 
 /** What a process knows of a ledger item. */
@@ -129,7 +129,7 @@ export class LedgerTable {
           Key: ledgerKey(tokenId),
           UpdateExpression: 'ADD #dq :n',
           ConditionExpression: 'attribute_exists(#pk)',
-          ExpressionAttributeNames: { '#dq': 'dq', '#pk': PARTITION_KEY },
+          ExpressionAttributeNames: { '#dq': ATTR.asked, '#pk': ATTR.key },
           ExpressionAttributeValues: { ':n': { N: String(count) } },
         }),
       )

@@ -1,6 +1,6 @@
-import { CAP_UNTIL_MS, parseRingKey, ringKey, SLOTS_PER_WINDOW } from './limit-plan.js';
-import type { Ring } from './ring.js';
-import type { VendorCap } from './vendor-caps.js';
+import type { Ring } from '../ring.js';
+import { CAP_UNTIL_MS, parseRingKey, ringKey, SLOTS_PER_WINDOW } from '../ring-plan.js';
+import type { VendorCap } from '../vendor-caps.js';
 
 /**
  * Item format 2's packed attribute `rb` (limit-plan.ts, ItemFormat): everything a full write replaces, as bytes.

@@ -1,0 +1,229 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Clock } from '../../clock.js';
+import type { Telemetry } from '../../telemetry.js';
+import { LedgerUnavailableError } from '../errors.js';
+import type { LedgerClock } from '../ledger-clock.js';
+import { type LedgerState, stateAt } from '../ledger-state.js';
+import { newSecret } from '../receipts.js';
+import type { ItemFormat, LimitPlan } from '../ring-plan.js';
+import { BatchQueue } from './batch-queue.js';
+import { headAdditions } from './fast-grant.js';
+import { LedgerTable, type Snapshot } from './ledger-table.js';
+import { CARRIED_WRITE_IDS, newWriteId, WRITE_IDS_LIMIT, wroteWithId } from './write-ids.js';
+
+/**
+ * What an operation did to the working state it was handed: `none` (nothing to write), `grant` (it only added
+ * grants to the rings: a head addition may carry it, fast-grant.ts), `other` (a full write).
+ */
+export type Change = 'none' | 'grant' | 'other';
+
+/**
+ * One operation on one item, applied to the working state at ledger time g. It is applied again, from scratch,
+ * on every attempt (a fresh state after a conflict), so it must depend on nothing but its arguments.
+ */
+export type ItemOperation<T> = (state: LedgerState, g: number, now: number) => { change: Change; result: T };
+
+interface Queued {
+  plan: LimitPlan;
+  apply: ItemOperation<unknown>;
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+}
+
+export interface ItemWriterOptions {
+  client: DynamoDBClient;
+  tableName: string;
+  clock: Clock;
+  time: LedgerClock;
+  telemetry: Telemetry;
+  maxConflictRetries: number;
+  jitterMs: number;
+  random: () => number;
+  cacheFreshMs: number;
+  /** The plan an item's share holds grants to at g (region-share.ts), for the head additions' bounds. */
+  held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan;
+  /** Whether the item's share lapsed at g: it leaves with the next write, a full one. */
+  lapsed(state: LedgerState, g: number): boolean;
+  /** Draws a candidate write id; default 30 random bits (write-ids.ts). */
+  drawWriteId?: (() => string) | undefined;
+}
+
+const MAX_CACHED_TOKENS = 1000;
+
+/**
+ * The conditional-write loop of the ledger items: each batch of operations on one item is ONE conditional
+ * UpdateItem built on what this process learned of the item within `cacheFreshMs` (else on a consistent read),
+ * retried on fresh state on conflict; a write id tells an applied write after a lost answer (write-ids.ts).
+ */
+export class ItemWriter {
+  readonly #table: LedgerTable;
+  readonly #options: ItemWriterOptions;
+  readonly #cache = new Map<string, Snapshot>();
+  readonly #queue = new BatchQueue<Queued>((key, ops) => this.#runBatch(key, ops));
+
+  constructor(options: ItemWriterOptions) {
+    this.#options = options;
+    this.#table = new LedgerTable(options.client, options.tableName, options.clock, () =>
+      options.time.earliest(),
+    );
+  }
+
+  /**
+   * Applies `operation` to the item of `key` (batched with this process's other operations on it) and writes the
+   * result once; resolves with the operation's result of the attempt that was written (or wrote nothing).
+   */
+  apply<T>(key: string, plan: LimitPlan, operation: ItemOperation<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(key, {
+        plan,
+        apply: operation,
+        resolve: resolve as (result: unknown) => void,
+        reject,
+      });
+    });
+  }
+
+  /** A consistent read of the item (no item: the empty state). */
+  read(key: string): Promise<Snapshot> {
+    return this.#table.read(key);
+  }
+
+  /** Counts denied asks on an existing item (`dq`, ADD, outside the loop: ledger-table.ts countAsked). */
+  countAsked(key: string, count: number): Promise<void> {
+    return this.#table.countAsked(key, count);
+  }
+
+  async #runBatch(key: string, ops: Queued[]): Promise<void> {
+    try {
+      const results = await this.#decide(key, ops);
+      ops.forEach((op, index) => {
+        op.resolve(results[index]);
+      });
+    } catch (error) {
+      this.#cache.delete(key);
+      const failure =
+        error instanceof LedgerUnavailableError
+          ? error
+          : new LedgerUnavailableError('rate ledger unavailable', { cause: error });
+      this.#options.telemetry.warn('rate ledger unavailable: no permit', {
+        tokenId: key,
+        reason: failure.message,
+        cause: (failure.cause as Error | undefined)?.name,
+      });
+      for (const op of ops) op.reject(failure);
+    }
+  }
+
+  /** Computes the batch on the newest state it can get and writes it once; on conflict, again on fresh state. */
+  async #decide(key: string, ops: Queued[]): Promise<unknown[]> {
+    const { clock, time, cacheFreshMs } = this.#options;
+    const plans = [...new Set(ops.map((op) => op.plan))];
+    const marginMs = Math.max(...plans.map((plan) => plan.marginMs));
+    const cached = this.#cache.get(key);
+    const usable = cached && clock.now() - cached.at <= cacheFreshMs ? cached : undefined;
+    let fresh = usable === undefined;
+    let snapshot: Snapshot = usable ?? (await this.#table.read(key));
+    for (let conflicts = 0; ; ) {
+      const read = snapshot.state;
+      const now = time.now(plans);
+      const g = Math.max(now, read.time);
+      const work = stateAt(read, g, marginMs);
+      // The first write creates the item's receipt secret; a concurrent creator wins by the condition.
+      work.secret ??= newSecret();
+      // A lapsed share leaves with this write (a full one): release N-1 would hold the item to its floor.
+      const dropsShare = this.#options.lapsed(work, g);
+      if (dropsShare) work.share = undefined;
+      const outcomes = ops.map((op) => op.apply(work, g, now));
+      const results = outcomes.map((outcome) => outcome.result);
+      if (outcomes.every((outcome) => outcome.change === 'none')) {
+        if (fresh) {
+          this.#remember(key, snapshot);
+          return results;
+        }
+        // Nothing to write, but the cached state may be behind a give-back elsewhere: decide on a fresh read.
+        snapshot = await this.#table.read(key);
+        fresh = true;
+        continue;
+      }
+      const fastPath = !dropsShare && outcomes.every((outcome) => outcome.change !== 'other');
+      const written = await this.#write(key, snapshot, work, plans, g, fastPath);
+      if (written.ok) {
+        this.#remember(key, written.snapshot);
+        return results;
+      }
+      snapshot = written.current;
+      if (++conflicts > this.#options.maxConflictRetries)
+        throw new LedgerUnavailableError(`rate ledger busy: ${conflicts} conflicting writes in a row`);
+      this.#options.telemetry.debug('rate ledger: write conflict, retrying', { tokenId: key, conflicts });
+      await this.#pause(conflicts);
+      fresh = true;
+    }
+  }
+
+  /**
+   * Writes `work` (decided on `snapshot` at g) once, with a write id of its own: as head additions where only
+   * grants were added (`fastPath`) and the item allows it, else in full. Applied (by this attempt or an earlier
+   * one the SDK re-sent: the id in the item says so), or the item as it is now.
+   */
+  async #write(
+    key: string,
+    snapshot: Snapshot,
+    work: LedgerState,
+    plans: readonly LimitPlan[],
+    g: number,
+    fastPath: boolean,
+  ): Promise<{ ok: true; snapshot: Snapshot } | { ok: false; current: Snapshot }> {
+    const read = snapshot.state;
+    const retainMs = Math.max(...plans.map((plan) => plan.retainMs));
+    // Several plans in one batch (a configuration change arriving): the newer format, once any plan asks for it.
+    const format = Math.max(...plans.map((plan) => plan.itemFormat)) as ItemFormat;
+    // Each attempt is a new write with an id of its own, none of the item's (I2): a full write leaves its own in
+    // `w` and carries the ids before it (newest first): an earlier write can still be told after someone else's.
+    const writeId = newWriteId((id) => wroteWithId(read, id), this.#options.drawWriteId);
+    work.writeIds = new Set([writeId]);
+    work.carriedWriteIds = [...read.writeIds, ...read.carriedWriteIds].slice(0, CARRIED_WRITE_IDS);
+    // A head addition needs room for its id in the item's set and the item's own format; else a full write
+    // (which resets the set), so that no write ever goes without an id.
+    const additions =
+      fastPath &&
+      read.secret !== undefined &&
+      read.writeIds.size < WRITE_IDS_LIMIT &&
+      snapshot.format === format
+        ? headAdditions(
+            read,
+            work,
+            plans.map((plan) => this.#options.held(plan, work, g)),
+            g,
+          )
+        : undefined;
+    work.version = read.version + 1;
+    let written: Awaited<ReturnType<LedgerTable['writeFull']>>;
+    try {
+      written = await ((additions && this.#table.addToHeads(key, additions, snapshot, writeId, g)) ??
+        this.#table.writeFull(key, work, retainMs, format, snapshot));
+    } catch (error) {
+      // No answer, even after the SDK's retries: it may have been applied all the same. Only the item knows.
+      const current = await this.#table.read(key);
+      if (!wroteWithId(current.state, writeId)) throw error;
+      return { ok: true, snapshot: current };
+    }
+    if (written.ok) return written;
+    const current = written.current ?? (await this.#table.read(key));
+    // The condition failed because an earlier attempt of this very write (re-sent by the SDK) applied.
+    return wroteWithId(current.state, writeId) ? { ok: true, snapshot: current } : { ok: false, current };
+  }
+
+  #remember(key: string, snapshot: Snapshot): void {
+    this.#cache.delete(key);
+    this.#cache.set(key, snapshot);
+    if (this.#cache.size > MAX_CACHED_TOKENS) {
+      const oldest = this.#cache.keys().next();
+      if (!oldest.done) this.#cache.delete(oldest.value);
+    }
+  }
+
+  #pause(conflicts: number): Promise<void> {
+    const ms = this.#options.random() * this.#options.jitterMs * 2 ** Math.min(conflicts - 1, 5);
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}

@@ -1,0 +1,117 @@
+import { availableTo } from '../available.js';
+import { PROBE_RETRY_MS } from '../learned-limits.js';
+import { type AcquireOutcome, acquire, type LedgerState, stateAt } from '../ledger-state.js';
+import { isProbing } from '../limit-plan.js';
+import { consumerTag, issueReceipt, newReceiptId, receiptTtlMs } from '../receipts.js';
+import type { LimitPlan } from '../ring-plan.js';
+import type { PermitDecision } from '../types.js';
+import { heldBy } from './held.js';
+import type { Applied, At, Outcome } from './outcome.js';
+
+/**
+ * A denial that no wait on this share can end (the ring is held below the ask, or fenced to its floor): ask again
+ * after this, when a renewed lease may have brought a share (the lease renewer runs every 10 s).
+ */
+export const SHARE_RETRY_MS = 10_000;
+
+export interface GrantInput {
+  /** The plan of the request: the settings', with the learned classes' rings as the set's view says. */
+  plan: LimitPlan;
+  /** The learned view's version (0: none, or the plan has no learned class). */
+  version: number;
+  /** When the view next changes by itself (a provisional limit ends), and the plan then (H2: honest waits). */
+  next?: { at: number; plan: LimitPlan } | undefined;
+  /** The plan has learned classes and the request names its set: grants are stamped with the view's version. */
+  learning: boolean;
+  /** The view was read again after a stale-view outcome: decided on it whatever the item says. */
+  refreshed: boolean;
+  /** The ledger key (token id, or the set's key when the quota is counted per user). */
+  key: string;
+  count: number;
+  cls: string | undefined;
+  /** The reserved consumer of the plan the caller is, if any. */
+  consumer: string | undefined;
+  /** callerTag of the caller (in the receipt). */
+  caller: string;
+  /** One Region's ledger of two (region-share.ts). */
+  regional: boolean;
+  /** A denial's retry hint is spread over up to this many ms, by `random` (so that waiters do not all return at once). */
+  spreadMs: number;
+  random: () => number;
+}
+
+type GrantOutcome = Extract<Outcome, { kind: 'decided' } | { kind: 'stale-view' }>;
+
+/**
+ * Grant (acquire): `count` permits of `cls` if every ring the permit counts against has room for them in every span
+ * (ledger-state.ts acquire), with a signed receipt; else a denial with the earliest moment the ask can fit.
+ */
+export function grant(state: LedgerState, input: GrantInput, { g, now }: At): Applied<GrantOutcome> {
+  const { plan, version, learning, refreshed, key, count, cls, consumer, caller } = input;
+  if (learning && !refreshed && state.learnedVersion > version)
+    return { change: 'none', outcome: { kind: 'stale-view' } };
+  const held = heldBy(plan, state, g, input.regional);
+  const outcome = acquire(state, held, g, count, cls, consumer, key);
+  if (!outcome.granted)
+    return {
+      change: 'none',
+      outcome: { kind: 'decided', decision: denial(state, input, outcome, { g, now }) },
+    };
+  // The item's grants are from this view on: a process on an older one reads it first (stale-view).
+  if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
+  const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
+  const { split, ...granted } = outcome;
+  const receipt = issueReceipt(state.secret as string, {
+    key,
+    cls,
+    count,
+    grantedAt: g,
+    caller,
+    id,
+    ...(split ? { consumer: consumer === undefined ? '' : consumerTag(consumer), split } : {}),
+  });
+  const decision: PermitDecision = {
+    ...granted,
+    receipt,
+    available: availableTo(state, held, g, cls, consumer),
+  };
+  return { change: 'grant', outcome: { kind: 'decided', decision } };
+}
+
+/** The denial of an ask that did not fit: when to ask again, and what is available now. */
+function denial(
+  state: LedgerState,
+  input: GrantInput,
+  outcome: Extract<AcquireOutcome, { granted: false }>,
+  { g, now }: At,
+): PermitDecision {
+  const { plan, next, count, cls, consumer, key } = input;
+  // A class still on its probe learns from the answer to the request the probe let through: the next ask
+  // may find it learned, so no one is told to wait out the probe's whole span (PROBE_RETRY_MS).
+  const probing = cls !== undefined && outcome.reason === 'QUOTA' && isProbing(plan, cls);
+  // Held below the ask by the share (or fenced to the floor): until a renewal may change it.
+  let fit = Number.isFinite(outcome.retryAt) ? outcome.retryAt : now + SHARE_RETRY_MS;
+  // H2: a provisional limit that ends before then frees the ask when the class's other limits allow it.
+  if (next && next.at < fit) {
+    const then = acquire(
+      stateAt(state, g, next.plan.marginMs),
+      heldBy(next.plan, state, g, input.regional),
+      g,
+      count,
+      cls,
+      consumer,
+      key,
+    );
+    fit = Math.min(fit, then.granted ? next.at : Math.max(next.at, then.retryAt));
+  }
+  const retryAt = probing ? Math.min(fit, now + PROBE_RETRY_MS) : fit;
+  const retryAfterMs = Math.max(1, retryAt - now + Math.floor(input.random() * input.spreadMs));
+  return {
+    granted: false,
+    retryAfterSeconds: Math.ceil(retryAfterMs / 1000),
+    retryAfterMs,
+    reason: outcome.reason,
+    remaining: outcome.remaining,
+    available: availableTo(state, heldBy(plan, state, g, input.regional), g, cls, consumer),
+  };
+}

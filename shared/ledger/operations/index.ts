@@ -1,0 +1,14 @@
+/**
+ * The ledger's operations, side by side: each a pure function `(state, input, at) -> { change, outcome }` of a
+ * working copy of the item's state (the write loop, item/write-loop.ts, hands every attempt a fresh one), tested
+ * without a database (test/operations.test.ts). The ledger (dynamo-ledger.ts) builds each input, hands the
+ * operation to the write loop and turns its outcome (outcome.ts) into its answer.
+ */
+export { countDenied, NO_PENDING_ASKS, type PendingAsks } from './denied-asks.js';
+export { type GiveBackInput, giveBack } from './give-back.js';
+export { type GrantInput, grant, SHARE_RETRY_MS } from './grant.js';
+export { heldBy, shareLapsed } from './held.js';
+export { type LearningInput, learn } from './learning.js';
+export type { Applied, At, Outcome } from './outcome.js';
+export { adoptShare, type ShareAdoptionInput } from './share-adoption.js';
+export { type VendorReportInput, vendorReport } from './vendor-report.js';
