@@ -138,23 +138,14 @@ export interface Learning {
   result: NonNullable<VendorFeedbackResult['learned']>;
 }
 
-/**
- * Applies a class report to the set's learned item: the evidence (against the ledger item's history, `state` at
- * `g`), the trust rules and the rises, in one conditional write of the learned item (again on a conflict).
- */
-export async function learnFromReport(
-  store: LearnedStore,
-  base: LimitPlan,
-  report: ClassReportInput,
-  state: LedgerState,
-  g: number,
-): Promise<Learning> {
-  const { cls, at, by } = report;
+/** What teachReport weighs a report against: the settings and the ledger item's history of the token (`state` at `g`). */
+function evidenceContext(base: LimitPlan, report: ClassReportInput, state: LedgerState, g: number) {
+  const { cls } = report;
   // I2: an answer is to a request a permit let through, granted at most the validity and two margins (the request's
   // trip, its answer's and the report's) before the report.
   const lately = g - base.validityMs - 2 * base.marginMs;
   const general = ringKeysOf(state, GENERAL_SCOPE);
-  const context = {
+  return {
     general: report.limits.general,
     configured: report.limits.classes[cls] ?? [],
     marginMs: base.marginMs,
@@ -174,6 +165,10 @@ export async function learnFromReport(
         }
       : {}),
   };
+}
+
+/** The rises' questions to the ledger item's history of class `cls` (learned-rise.ts, observeRise). */
+function trialChecks(base: LimitPlan, cls: string, state: LedgerState, g: number) {
   const ringOfWindow = (seconds: number): string | undefined =>
     ringKeysOf(state, cls).find((key) => parseRingKey(key).windowMs === seconds * 1000);
   const trialFull = (rise: RiseState): boolean => {
@@ -191,6 +186,23 @@ export async function learnFromReport(
     const after = g - rise.windowSeconds * 1000 - 2 * base.marginMs;
     return key !== undefined && grantsAfter(state, key, g, after) > rise.limit;
   };
+  return { trialFull, trialMaySend };
+}
+
+/**
+ * Applies a class report to the set's learned item: the evidence (against the ledger item's history, `state` at
+ * `g`), the trust rules and the rises, in one conditional write of the learned item (again on a conflict).
+ */
+export async function learnFromReport(
+  store: LearnedStore,
+  base: LimitPlan,
+  report: ClassReportInput,
+  state: LedgerState,
+  g: number,
+): Promise<Learning> {
+  const { cls, at, by } = report;
+  const context = evidenceContext(base, report, state, g);
+  const { trialFull, trialMaySend } = trialChecks(base, cls, state, g);
   let evidence: ClassEvidence | undefined;
   let limitsChanged = false;
   let raised: NonNullable<VendorFeedbackResult['learned']>['raised'];

@@ -65,46 +65,33 @@ export interface RiseOutcome {
 }
 
 /**
- * One report's part in the rises of its class: `learned` is the class's list, `evidence` what the report says
- * (learned-evidence.ts), `trialFull(rise)` whether the trial's ring holds its trial limit now (demand keeps the
- * probe above full, R3), `trialMaySend(rise)` whether it may have sent its extra request lately (a refused answer
- * ends the trial only then, R4).
+ * R4: a 429 of the class ends every trial of it that may have sent its extra request (a 429 that cannot be the
+ * trial's, one caller's word, does not end it: the class is held by it as by any 429, H1). Whether one ended.
  */
-export function observeRise(
-  current: readonly RiseState[],
+function endTrials(rises: RiseState[], at: number, trialMaySend: (rise: RiseState) => boolean): boolean {
+  let changed = false;
+  for (const r of rises)
+    if (r.trialSince !== undefined && trialMaySend(r)) {
+      delete r.trialSince;
+      delete r.fullSince;
+      r.seen = [];
+      r.blockedUntil = at + RISE_BLOCK_MS;
+      changed = true;
+    }
+  return changed;
+}
+
+/**
+ * R3: a trial that lasted its windows, full for one of them and not refused, is adopted (`adopted`: the outcome);
+ * a trial first seen full is marked so (`changed`).
+ */
+function runTrials(
+  rises: RiseState[],
   learned: readonly LearnedLimit[],
-  evidence: ClassEvidence,
+  { at, by }: ClassEvidence,
   trialFull: (rise: RiseState) => boolean,
-  trialMaySend: (rise: RiseState) => boolean = () => true,
-): RiseOutcome {
-  const { at, by } = evidence;
-  const kept = learned.filter((l) => l.until === undefined);
-  const keptOf = (r: RateLimit) =>
-    kept.find((l) => l.limit === r.limit && l.windowSeconds === r.windowSeconds);
-  // Rises of limits no longer kept, and blocks that ended, go.
-  let rises = current
-    .filter(
-      (r) => keptOf(r) && (r.blockedUntil === undefined || r.blockedUntil > at || r.trialSince !== undefined),
-    )
-    .map((r) => ({
-      ...r,
-      seen: r.seen.filter((s) => r.trialSince !== undefined || at - s.at <= 2 * r.windowSeconds * 1000),
-    }));
-  let changed = rises.length !== current.length;
-  if (evidence.refused) {
-    // R4: a 429 of the class ends every trial of it that may have sent its extra request (a 429 that cannot be the
-    // trial's, one caller's word, does not end it: the class is held by it as by any 429, H1).
-    for (const r of rises)
-      if (r.trialSince !== undefined && trialMaySend(r)) {
-        delete r.trialSince;
-        delete r.fullSince;
-        r.seen = [];
-        r.blockedUntil = at + RISE_BLOCK_MS;
-        changed = true;
-      }
-    return { rises, changed };
-  }
-  // R3: a trial that lasted its windows, full for one of them and not refused, is adopted.
+): { changed: boolean; adopted?: RiseOutcome } {
+  let changed = false;
   for (const r of rises) {
     if (r.trialSince === undefined) continue;
     if (r.fullSince === undefined && trialFull(r)) {
@@ -122,17 +109,53 @@ export function observeRise(
     const next = learned
       .filter((l) => !(l.until === undefined && l.limit === r.limit && l.windowSeconds === r.windowSeconds))
       .concat({ limit: to, windowSeconds: r.windowSeconds, learnedAt: at, by, raisedFrom: r.limit });
-    rises = rises.filter((o) => o !== r);
     return {
-      rises,
-      learned: next,
-      raised: {
-        from: { limit: r.limit, windowSeconds: r.windowSeconds },
-        to: { limit: to, windowSeconds: r.windowSeconds },
-      },
       changed: true,
+      adopted: {
+        rises: rises.filter((o) => o !== r),
+        learned: next,
+        raised: {
+          from: { limit: r.limit, windowSeconds: r.windowSeconds },
+          to: { limit: to, windowSeconds: r.windowSeconds },
+        },
+        changed: true,
+      },
     };
   }
+  return { changed };
+}
+
+/**
+ * One report's part in the rises of its class: `learned` is the class's list, `evidence` what the report says
+ * (learned-evidence.ts), `trialFull(rise)` whether the trial's ring holds its trial limit now (demand keeps the
+ * probe above full, R3), `trialMaySend(rise)` whether it may have sent its extra request lately (a refused answer
+ * ends the trial only then, R4).
+ */
+export function observeRise(
+  current: readonly RiseState[],
+  learned: readonly LearnedLimit[],
+  evidence: ClassEvidence,
+  trialFull: (rise: RiseState) => boolean,
+  trialMaySend: (rise: RiseState) => boolean = () => true,
+): RiseOutcome {
+  const { at, by } = evidence;
+  const kept = learned.filter((l) => l.until === undefined);
+  const keptOf = (r: RateLimit) =>
+    kept.find((l) => l.limit === r.limit && l.windowSeconds === r.windowSeconds);
+  // Rises of limits no longer kept, and blocks that ended, go.
+  const rises = current
+    .filter(
+      (r) => keptOf(r) && (r.blockedUntil === undefined || r.blockedUntil > at || r.trialSince !== undefined),
+    )
+    .map((r) => ({
+      ...r,
+      seen: r.seen.filter((s) => r.trialSince !== undefined || at - s.at <= 2 * r.windowSeconds * 1000),
+    }));
+  let changed = rises.length !== current.length;
+  if (evidence.refused) return { rises, changed: endTrials(rises, at, trialMaySend) || changed };
+  const trials = runTrials(rises, learned, evidence, trialFull);
+  if (trials.adopted) return trials.adopted;
+  changed = trials.changed || changed;
   // R1: a larger limit over a window no longer than a kept one's is evidence of that one's rise.
   const target = kept
     .filter((l) => l.limit < evidence.limit && evidence.windowSeconds <= l.windowSeconds)
