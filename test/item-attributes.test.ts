@@ -34,3 +34,26 @@ describe('ledger item attributes (shared/ledger/item/attributes.ts)', () => {
       });
   });
 });
+
+describe('docs/ledger.md quotes the attribute table', () => {
+  const START = '<!-- attributes: shared/ledger/item/attributes.ts, checked by test/item-attributes.test.ts -->';
+  const END = '<!-- end of attributes -->';
+  const table = () =>
+    [
+      '| Attribute | Type | Introduced in | Written by | Release N-1 reads it |',
+      '|---|---|---|---|---|',
+      ...Object.entries(ITEM_ATTRIBUTES).map(
+        ([role, a]) =>
+          `| \`${a.name}\`${a.name.endsWith(':') || a.name === 'H' ? '…' : ''} (${role}) | ${a.type} | ${a.introduced} | ${a.writtenBy.join(', ')} | ${a.readByPrevious ? 'yes' : 'no'} |`,
+      ),
+    ].join('\n');
+
+  it('the table in docs/ledger.md is the one in attributes.ts', () => {
+    const doc = readFileSync('docs/ledger.md', 'utf8');
+    const start = doc.indexOf(START);
+    const end = doc.indexOf(END);
+    expect(start).toBeGreaterThanOrEqual(0);
+    expect(end).toBeGreaterThan(start);
+    expect(doc.slice(start + START.length, end).trim()).toBe(table());
+  });
+});
