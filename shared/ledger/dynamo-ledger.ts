@@ -239,7 +239,7 @@ export class DynamoRateLedger implements RateLedger {
     return (await this.#planOf(limits, setId)).plan;
   }
 
-  /** The plan `state`'s share holds grants to at g (operations/held.ts). */
+  /** The plan `state`'s share holds grants to at g (operations/grant.ts). */
   #held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan {
     return heldBy(plan, state, g, this.#regional);
   }

@@ -231,7 +231,7 @@ export function acquire(
   ledgerKey?: string,
 ): AcquireOutcome {
   // Caps an older release wrote since (vendor-caps.ts): each to its limit, so the item keeps one per limit.
-  normalizeCaps(state, plan, g);
+  if (state.caps.length > 0) normalizeCaps(state, plan, g);
   if (cls !== undefined) {
     seedFromLearned(state, plan, cls, g, ledgerKey);
     restoreClassRings(state, plan, cls, g);

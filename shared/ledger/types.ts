@@ -42,7 +42,7 @@ export type PermitDecision =
       /** The permits may be used for sending until then (epoch ms); not after. */
       validUntil: number;
       remaining: WindowRemaining[];
-      /** The most a next grant could give this consumer now (available.ts): its reservation and the shared part. */
+      /** The most a next grant could give this consumer now (operations/grant.ts availableTo): its reservation and the shared part. */
       available: number;
     }
   | {
