@@ -11,7 +11,7 @@ import { type RiseState, trialLimitOf } from './learned-rise.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
 import { ALL_CLASSES, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
-import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
+import { checkPermit, checkTokenId, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
   type Applied,
   type At,
@@ -41,7 +41,7 @@ import type {
   WindowRemaining,
 } from './types.js';
 import { usageAt } from './usage.js';
-import { checkFeedback, checkGiveBack, checkPermit, checkTokenId } from './validation.js';
+import { checkFeedback, checkGiveBack } from './validation.js';
 
 export interface DynamoRateLedgerOptions {
   client: DynamoDBClient;

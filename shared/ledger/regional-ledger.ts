@@ -1,9 +1,9 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { DynamoRateLedger } from './dynamo-ledger.js';
+import { checkTokenId } from './limit-plan.js';
 import { adoptShare } from './operations/index.js';
 import { type Adoption, type AdoptionMode, checkShare, type RegionShare } from './region-share.js';
 import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
-import { checkTokenId } from './validation.js';
 
 /** What adoptShare did: the share in the item afterwards is `share`. */
 export interface AdoptShareResult extends Adoption {
