@@ -70,7 +70,7 @@ export interface GiveBackRequest {
 }
 
 /**
- * Why a give-back was not recorded (ledger-state.ts, spentPlaceFor): the caller's share of the item's spent
+ * Why a give-back was not recorded (operations/give-back.ts, spentPlaceFor): the caller's share of the item's spent
  * receipt ids is taken (CALLER_SHARE), or they are full of other callers' (LEDGER_BUSY).
  */
 export type NotRecordedReason = 'CALLER_SHARE' | 'LEDGER_BUSY';
