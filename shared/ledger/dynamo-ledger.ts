@@ -4,12 +4,10 @@ import type { RateLimitSettings } from '../config/rate-limits.js';
 import { SILENT_TELEMETRY, type Telemetry } from '../telemetry.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { type Change, ItemWriter, type Snapshot } from './item/index.js';
-import { resetInLedgerTime } from './learned-evidence.js';
-import { inForce, type LearnedLimit } from './learned-limits.js';
-import { learnFromReport, nextPlanIn, planIn, UNMEASURED_OFFSET } from './learned-reports.js';
-import { type RiseState, trialLimitOf } from './learned-rise.js';
+import { nextPlanIn, planIn } from './learned-reports.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
+import { type LedgerCore, learnedStatus, type RequestPlan, reportFeedback } from './ledger-reports.js';
 import { ALL_CLASSES, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
 import { checkPermit, checkTokenId, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
 import {
@@ -21,11 +19,9 @@ import {
   giveBack,
   grant,
   heldBy,
-  type LearningInput,
   NO_PENDING_ASKS,
   type Outcome,
   shareLapsed,
-  vendorReport,
 } from './operations/index.js';
 import { callerTag, receiptTtlMs } from './receipts.js';
 import type {
@@ -41,7 +37,7 @@ import type {
   WindowRemaining,
 } from './types.js';
 import { usageAt } from './usage.js';
-import { checkFeedback, checkGiveBack } from './validation.js';
+import { checkGiveBack } from './validation.js';
 
 export interface DynamoRateLedgerOptions {
   client: DynamoDBClient;
@@ -89,38 +85,6 @@ export interface DynamoRateLedgerOptions {
    * stage left when it went back to one Region: not held, and removed by the item's next write.
    */
   regional?: boolean;
-}
-
-/**
- * A learned limit with its rise trial, if one is under way (learned-rise.ts): only a kept limit has one, and a
- * trial's limit is what planIn holds a learned class to meanwhile (R2).
- */
-function withTrial(
-  limit: LearnedLimit,
-  rises: readonly RiseState[] | undefined,
-  marginMs: number,
-): LearnedLimitStatus {
-  const rise = rises?.find(
-    (r) => r.limit === limit.limit && r.windowSeconds === limit.windowSeconds && r.trialSince !== undefined,
-  );
-  if (limit.until !== undefined || rise?.trialSince === undefined || rise.seen.length === 0) return limit;
-  return {
-    ...limit,
-    trial: {
-      limit: trialLimitOf(rise, marginMs),
-      reportedLimit: Math.min(...rise.seen.map((s) => s.to)),
-      since: rise.trialSince,
-    },
-  };
-}
-
-/** The plan of a request: the settings', with the learned classes' rings as the set's view says. */
-interface RequestPlan {
-  plan: LimitPlan;
-  /** The view's version (0: none, or the plan has no learned class). */
-  version: number;
-  /** When the view next changes by itself (a provisional limit ends), and the plan then (H2: honest waits). */
-  next?: { at: number; plan: LimitPlan } | undefined;
 }
 
 /**
@@ -172,6 +136,8 @@ export class DynamoRateLedger implements RateLedger {
   readonly #asked = new Map<string, { count: number; writtenAt: number }>();
   readonly #learned: LearnedStore;
   readonly #regional: boolean;
+  /** What the reports and the learned status (ledger-reports.ts) use of this ledger. */
+  readonly #core: LedgerCore;
 
   constructor(options: DynamoRateLedgerOptions) {
     this.#clock = options.clock ?? systemClock;
@@ -203,6 +169,16 @@ export class DynamoRateLedger implements RateLedger {
       clock: this.#clock,
       cacheMs: options.learnedCacheMs,
     });
+    this.#core = {
+      items: this.#items,
+      learned: this.#learned,
+      telemetry: this.#telemetry,
+      regional: this.#regional,
+      planOf: (limits, setId, fresh) => this.#planOf(limits, setId, fresh),
+      planned: (limits, base, view) => this.#planned(limits, base, view),
+      viewTime: (base) => this.#viewTime(base),
+      readAt: (tokenId, plan) => this.#readAt(tokenId, plan),
+    };
   }
 
   /** The plan for these settings and the set's learned view (cached; `fresh`: read it again). */
@@ -272,23 +248,8 @@ export class DynamoRateLedger implements RateLedger {
    * What the set learned of its classes' limits, in force now (a fresh read: the operator's status). With the
    * set's `limits` (its margin sizes a trial, R2), each kept limit under a rise trial carries it.
    */
-  async learned(setId: string, limits?: RateLimitSettings): Promise<Record<string, LearnedLimitStatus[]>> {
-    const view = await this.#learned.view(setId, true);
-    const now = this.#viewTime();
-    const marginMs = limits === undefined ? undefined : planFor(limits).marginMs;
-    return Object.fromEntries(
-      Object.entries(view.classes)
-        .map(
-          ([cls, learned]) =>
-            [
-              cls,
-              inForce(learned, now).map((l) =>
-                marginMs === undefined ? l : withTrial(l, view.rises[cls], marginMs),
-              ),
-            ] as const,
-        )
-        .filter(([, learned]) => learned.length > 0),
-    );
+  learned(setId: string, limits?: RateLimitSettings): Promise<Record<string, LearnedLimitStatus[]>> {
+    return learnedStatus(this.#core, setId, limits);
   }
 
   async acquire(request: PermitRequest): Promise<PermitDecision> {
@@ -395,104 +356,9 @@ export class DynamoRateLedger implements RateLedger {
     return outcome.result;
   }
 
-  async reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined> {
-    const { tokenId, plan: base, feedback } = checkFeedback(report);
-    // Absolute times, fixed once (at the first attempt, on ledger time): applying the same report again (a
-    // retry) changes nothing.
-    let at: number | undefined;
-    // Who reported: another caller's report may corroborate a long Retry-After (vendor-feedback.ts).
-    const reporter = callerTag(report.caller ?? '');
-    const offset = report.vendorOffsetMs ?? UNMEASURED_OFFSET;
-    // C1: the reset on the vendor's clock, in ledger time at the latest the vendor can mean.
-    if (feedback.reset !== undefined) {
-      const reset = resetInLedgerTime(feedback.reset, offset);
-      feedback.resetMs = reset.latest;
-      feedback.resetWidthMs = reset.latest - reset.earliest;
-    }
-    const learned = await this.#learn(tokenId, report, base, feedback, reporter);
-    if (learned?.evidence) feedback.classWindowMs = learned.evidence.windowSeconds * 1000;
-    const { plan, version, next } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
-    // A learned ring that ends before a cap of this report does holds none of it then (vendor-feedback.ts addCap).
-    if (next) feedback.planUntil = next.at;
-    const learning: LearningInput = {
-      plan,
-      version,
-      seed:
-        learned?.evidence && feedback.remaining !== undefined
-          ? {
-              cls: learned.result.class,
-              windowSeconds: learned.evidence.windowSeconds,
-              counted: (feedback.limit as number) - feedback.remaining,
-              taught: learned.result.limits,
-            }
-          : undefined,
-    };
-    const { tightened } = await this.#items.apply(tokenId, plan, (state, g, now) => {
-      at ??= now;
-      return outcomeOf(vendorReport(state, { plan, at, feedback, reporter, learning }, { g, now }));
-    });
-    this.#telemetry.info('rate ledger: vendor feedback', {
-      tokenId,
-      ...feedback,
-      tightened,
-      ...(learned ? { learned: learned.result.changed } : {}),
-      ...(learned?.result.raised ? { raised: learned.result.raised } : {}),
-    });
-    return learned ? { learned: learned.result } : {};
-  }
-
-  /**
-   * A class report with X-RateLimit-Limit and -Reset may teach its class's limit (docs/class-limits.md), whether
-   * the class is learned or configured (for a configured class what is learned is shown and alarmed on, not
-   * enforced: the configuration sized its item). It is weighed against the ledger item's own history (one read).
-   */
-  async #learn(
-    tokenId: string,
-    report: VendorFeedbackReport,
-    base: LimitPlan,
-    feedback: ReturnType<typeof checkFeedback>['feedback'],
-    reporter: string,
-  ): Promise<
-    | {
-        planned: RequestPlan;
-        evidence: Awaited<ReturnType<typeof learnFromReport>>['evidence'];
-        result: NonNullable<VendorFeedbackResult['learned']>;
-      }
-    | undefined
-  > {
-    const cls = feedback.class;
-    const { setId } = report;
-    if (
-      cls === undefined ||
-      setId === undefined ||
-      feedback.limit === undefined ||
-      feedback.reset === undefined
-    )
-      return undefined;
-    const { state, g } = await this.#readAt(tokenId, base);
-    const { view, evidence, result } = await learnFromReport(
-      this.#learned,
-      base,
-      {
-        setId,
-        cls,
-        limit: feedback.limit,
-        ...(feedback.remaining === undefined ? {} : { remaining: feedback.remaining }),
-        reset: feedback.reset,
-        refused: feedback.retryAfterSeconds !== undefined,
-        by: reporter,
-        at: g,
-        offset: report.vendorOffsetMs ?? UNMEASURED_OFFSET,
-        limits: report.limits,
-        wholeHistory: !this.#regional,
-        ledgerKey: tokenId,
-      },
-      state,
-      g,
-    );
-    const planned: RequestPlan =
-      base.learned.size === 0 ? { plan: base, version: 0 } : this.#planned(report.limits, base, view);
-    return { planned, evidence, result };
+  /** A vendor's answer reported: its caps and cooldown, and what its class's limit teaches (ledger-reports.ts). */
+  reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined> {
+    return reportFeedback(this.#core, report);
   }
 
   async remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {
