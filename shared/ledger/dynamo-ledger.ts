@@ -7,12 +7,25 @@ import { type Change, ItemWriter, type Snapshot } from './item/index.js';
 import { nextPlanIn, planIn } from './learned-reports.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
-import { type LedgerCore, learnedStatus, type RequestPlan, reportFeedback } from './ledger-reports.js';
-import { ALL_CLASSES, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
-import { checkPermit, checkTokenId, type LimitPlan, largestGrant, planFor } from './limit-plan.js';
+import {
+  type LedgerCore,
+  learnedStatus,
+  type RequestPlan,
+  remainingOf,
+  reportFeedback,
+  usageOf,
+} from './ledger-reports.js';
+import { type LedgerState, stateAt } from './ledger-state.js';
+import {
+  checkClass,
+  checkPermit,
+  type LimitPlan,
+  largestGrant,
+  planFor,
+  reservedConsumer,
+} from './limit-plan.js';
 import {
   type Applied,
-  type At,
   countDenied,
   type GiveBackInput,
   type GrantInput,
@@ -36,7 +49,6 @@ import type {
   VendorFeedbackResult,
   WindowRemaining,
 } from './types.js';
-import { usageAt } from './usage.js';
 import { checkGiveBack } from './validation.js';
 
 export interface DynamoRateLedgerOptions {
@@ -178,6 +190,7 @@ export class DynamoRateLedger implements RateLedger {
       planned: (limits, base, view) => this.#planned(limits, base, view),
       viewTime: (base) => this.#viewTime(base),
       readAt: (tokenId, plan) => this.#readAt(tokenId, plan),
+      held: (plan, state, g) => this.#held(plan, state, g),
     };
   }
 
@@ -220,28 +233,9 @@ export class DynamoRateLedger implements RateLedger {
     return heldBy(plan, state, g, this.#regional);
   }
 
-  /** For the regional subclass (regional-ledger.ts): the plan a request of the set is decided on. */
-  protected async requestPlan(limits: RateLimitSettings, setId: string | undefined): Promise<LimitPlan> {
-    return (await this.#planOf(limits, setId)).plan;
-  }
-
-  /** For the regional subclass: a fresh read of the item, at ledger time g. */
-  protected readItem(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }> {
-    return this.#readAt(tokenId, plan);
-  }
-
-  /** For the regional subclass: an operation through the write loop (item/write-loop.ts). */
-  protected applyToItem<O extends Outcome>(
-    tokenId: string,
-    plan: LimitPlan,
-    operation: (state: LedgerState, at: At) => Applied<O>,
-  ): Promise<O> {
-    return this.#items.apply(tokenId, plan, (state, g, now) => outcomeOf(operation(state, { g, now })));
-  }
-
-  /** For the regional subclass: where the ledger logs. */
-  protected get telemetry(): Telemetry {
-    return this.#telemetry;
+  /** For the regional subclass (regional-ledger.ts): its plans, reads, write loop and telemetry. */
+  protected get core(): LedgerCore {
+    return this.#core;
   }
 
   /**
@@ -250,6 +244,18 @@ export class DynamoRateLedger implements RateLedger {
    */
   learned(setId: string, limits?: RateLimitSettings): Promise<Record<string, LearnedLimitStatus[]>> {
     return learnedStatus(this.#core, setId, limits);
+  }
+
+  /**
+   * The most one grant can ever give this consumer (largestGrant), on the plan its permits are decided on: a
+   * learned class's as the set's (cached) view says, else the settings'. Acquire answers it too (`maxCount`).
+   */
+  async maxCount(request: Pick<PermitRequest, 'limits' | 'setId' | 'class' | 'consumer'>): Promise<number> {
+    const base = planFor(request.limits);
+    const cls = checkClass(base, request.class);
+    const learned = cls !== undefined && base.learned.has(cls);
+    const plan = learned ? (await this.#planOf(request.limits, request.setId)).plan : base;
+    return largestGrant(plan, cls, reservedConsumer(plan, request.consumer));
   }
 
   async acquire(request: PermitRequest): Promise<PermitDecision> {
@@ -272,11 +278,7 @@ export class DynamoRateLedger implements RateLedger {
   ): Promise<Extract<Outcome, { kind: 'decided' | 'stale-view' }>> {
     const { tokenId, count, cls } = checkPermit(request, plan);
     // Only a consumer holding a reservation in this plan is named (in its receipt too).
-    const consumer =
-      request.consumer !== undefined &&
-      [...plan.reserved.values()].some((window) => window.reserved.has(request.consumer as string))
-        ? request.consumer
-        : undefined;
+    const consumer = reservedConsumer(plan, request.consumer);
     // Beyond the smallest limit checkPermit knows, a window with reservations holds less for most consumers.
     const largest = largestGrant(plan, cls, consumer);
     if (count > largest)
@@ -291,6 +293,7 @@ export class DynamoRateLedger implements RateLedger {
       count,
       cls,
       consumer,
+      maxCount: largest,
       caller: callerTag(request.caller ?? ''),
       regional: this.#regional,
       spreadMs: Math.min(MAX_HINT_SPREAD_MS, HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs))),
@@ -361,19 +364,14 @@ export class DynamoRateLedger implements RateLedger {
     return reportFeedback(this.#core, report);
   }
 
-  async remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return remainingAt(state, this.#held(plan, state, g), g, ALL_CLASSES);
+  /** A read, no write: what could be granted now, per limit (ledger-reports.ts). */
+  remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {
+    return remainingOf(this.#core, tokenId, limits, setId);
   }
 
   /** A read, no write: granted and left per limit, and the vendor cooldown (the operator's status). */
-  async usage(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return usageAt(state, this.#held(plan, state, g), g);
+  usage(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage> {
+    return usageOf(this.#core, tokenId, limits, setId);
   }
 
   /** A fresh read moved to the ledger time; DynamoDB failing is the ledger being unavailable. */

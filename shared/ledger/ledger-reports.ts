@@ -6,18 +6,26 @@ import { inForce, type LearnedLimit } from './learned-limits.js';
 import { learnFromReport, UNMEASURED_OFFSET } from './learned-reports.js';
 import { type RiseState, trialLimitOf } from './learned-rise.js';
 import type { LearnedStore, LearnedView } from './learned-store.js';
-import type { LedgerState } from './ledger-state.js';
-import { type LimitPlan, planFor } from './limit-plan.js';
+import { ALL_CLASSES, type LedgerState, remainingAt } from './ledger-state.js';
+import { checkTokenId, type LimitPlan, planFor } from './limit-plan.js';
 import { type LearningInput, vendorReport } from './operations/index.js';
 import { callerTag } from './receipts.js';
-import type { LearnedLimitStatus, VendorFeedbackReport, VendorFeedbackResult } from './types.js';
+import type {
+  LearnedLimitStatus,
+  LedgerUsage,
+  VendorFeedbackReport,
+  VendorFeedbackResult,
+  WindowRemaining,
+} from './types.js';
+import { usageAt } from './usage.js';
 import { checkFeedback } from './validation.js';
 
 /**
- * The rate ledger's vendor reports and what its sets learned (DynamoRateLedger's reportVendorFeedback and
- * learned, dynamo-ledger.ts): a report checked, its class's limit learned from it (learned-reports.ts), and its
- * caps, cooldown and learned ring written through the item's write loop (operations/vendor-report.ts). Off a
- * permit's path: dynamo-ledger.ts keeps the acquire.
+ * What the rate ledger is told and what it tells besides permits (DynamoRateLedger's reportVendorFeedback,
+ * learned, remaining and usage, dynamo-ledger.ts): a vendor report checked, its class's limit learned from it
+ * (learned-reports.ts), and its caps, cooldown and learned ring written through the item's write loop
+ * (operations/vendor-report.ts); what a set learned, and what is left of a token's quota. Off a permit's path:
+ * dynamo-ledger.ts keeps the acquire and the give-back.
  */
 
 /** What of DynamoRateLedger the reports and the learned status use. */
@@ -35,6 +43,8 @@ export interface LedgerCore {
   viewTime(base?: LimitPlan): number;
   /** A fresh read moved to the ledger time. */
   readAt(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }>;
+  /** The plan `state`'s share holds grants to at g (operations/grant.ts heldBy). */
+  held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan;
 }
 
 /** The plan of a request: the settings', with the learned classes' rings as the set's view says. */
@@ -199,4 +209,30 @@ async function learnFrom(
   const planned: RequestPlan =
     base.learned.size === 0 ? { plan: base, version: 0 } : core.planned(report.limits, base, view);
   return { planned, evidence, result };
+}
+
+/** A read, no write: what could be granted at once, per limit of the settings (every class's). */
+export async function remainingOf(
+  core: LedgerCore,
+  tokenId: string,
+  limits: RateLimitSettings,
+  setId?: string,
+): Promise<WindowRemaining[]> {
+  checkTokenId(tokenId);
+  const { plan } = await core.planOf(limits, setId);
+  const { state, g } = await core.readAt(tokenId, plan);
+  return remainingAt(state, core.held(plan, state, g), g, ALL_CLASSES);
+}
+
+/** A read, no write: granted and left per limit, and the vendor cooldown (the operator's status). */
+export async function usageOf(
+  core: LedgerCore,
+  tokenId: string,
+  limits: RateLimitSettings,
+  setId?: string,
+): Promise<LedgerUsage> {
+  checkTokenId(tokenId);
+  const { plan } = await core.planOf(limits, setId);
+  const { state, g } = await core.readAt(tokenId, plan);
+  return usageAt(state, core.held(plan, state, g), g);
 }

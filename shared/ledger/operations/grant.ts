@@ -30,6 +30,8 @@ export interface GrantInput {
   cls: string | undefined;
   /** The reserved consumer of the plan the caller is, if any. */
   consumer: string | undefined;
+  /** The most one grant can ever give it (largestGrant): told in the decision, granted or not. */
+  maxCount: number;
   /** callerTag of the caller (in the receipt). */
   caller: string;
   /** One Region's ledger of two (region-share.ts). */
@@ -73,6 +75,7 @@ export function grant(state: LedgerState, input: GrantInput, { g, now }: At): Ap
     ...granted,
     receipt,
     available: availableTo(state, held, g, cls, consumer),
+    maxCount: input.maxCount,
   };
   return { change: 'grant', outcome: { kind: 'decided', decision } };
 }
@@ -112,6 +115,7 @@ function denial(
     reason: outcome.reason,
     remaining: outcome.remaining,
     available: availableTo(state, heldBy(plan, state, g, input.regional), g, cls, consumer),
+    maxCount: input.maxCount,
   };
 }
 
