@@ -160,7 +160,10 @@ export class DynamoRateLedger implements RateLedger {
       telemetry: this.#telemetry,
     });
     this.#random = options.random ?? Math.random;
-    this.#regional = options.regional ?? false;
+    const regional = options.regional ?? false;
+    this.#regional = regional;
+    // The plan `state`'s share holds grants to at g (operations/grant.ts).
+    const held = (plan: LimitPlan, state: LedgerState, g: number) => heldBy(plan, state, g, regional);
     this.#items = new ItemWriter({
       client: options.client,
       tableName: options.tableName,
@@ -171,8 +174,8 @@ export class DynamoRateLedger implements RateLedger {
       jitterMs: options.conflictJitterMs ?? 10,
       random: this.#random,
       cacheFreshMs: options.cacheFreshMs ?? 1000,
-      held: (plan, state, g) => this.#held(plan, state, g),
-      lapsed: (state, g) => shareLapsed(state, g, this.#regional),
+      held,
+      lapsed: (state, g) => shareLapsed(state, g, regional),
       drawWriteId: options.drawWriteId,
     });
     this.#learned = new LearnedStore({
@@ -190,7 +193,7 @@ export class DynamoRateLedger implements RateLedger {
       planned: (limits, base, view) => this.#planned(limits, base, view),
       viewTime: (base) => this.#viewTime(base),
       readAt: (tokenId, plan) => this.#readAt(tokenId, plan),
-      held: (plan, state, g) => this.#held(plan, state, g),
+      held,
     };
   }
 
@@ -226,11 +229,6 @@ export class DynamoRateLedger implements RateLedger {
   /** The plan a permit of the set is decided on now: its learned classes' rings as its (cached) view says. */
   async planOf(limits: RateLimitSettings, setId: string): Promise<LimitPlan> {
     return (await this.#planOf(limits, setId)).plan;
-  }
-
-  /** The plan `state`'s share holds grants to at g (operations/grant.ts). */
-  #held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan {
-    return heldBy(plan, state, g, this.#regional);
   }
 
   /** For the regional subclass (regional-ledger.ts): its plans, reads, write loop and telemetry. */

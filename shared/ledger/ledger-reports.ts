@@ -211,6 +211,19 @@ async function learnFrom(
   return { planned, evidence, result };
 }
 
+/** A fresh read of the item at ledger time g, with the plan its share holds grants to (remaining, usage). */
+async function readHeld(
+  core: LedgerCore,
+  tokenId: string,
+  limits: RateLimitSettings,
+  setId: string | undefined,
+) {
+  checkTokenId(tokenId);
+  const { plan } = await core.planOf(limits, setId);
+  const { state, g } = await core.readAt(tokenId, plan);
+  return { state, held: core.held(plan, state, g), g };
+}
+
 /** A read, no write: what could be granted at once, per limit of the settings (every class's). */
 export async function remainingOf(
   core: LedgerCore,
@@ -218,10 +231,8 @@ export async function remainingOf(
   limits: RateLimitSettings,
   setId?: string,
 ): Promise<WindowRemaining[]> {
-  checkTokenId(tokenId);
-  const { plan } = await core.planOf(limits, setId);
-  const { state, g } = await core.readAt(tokenId, plan);
-  return remainingAt(state, core.held(plan, state, g), g, ALL_CLASSES);
+  const { state, held, g } = await readHeld(core, tokenId, limits, setId);
+  return remainingAt(state, held, g, ALL_CLASSES);
 }
 
 /** A read, no write: granted and left per limit, and the vendor cooldown (the operator's status). */
@@ -231,8 +242,6 @@ export async function usageOf(
   limits: RateLimitSettings,
   setId?: string,
 ): Promise<LedgerUsage> {
-  checkTokenId(tokenId);
-  const { plan } = await core.planOf(limits, setId);
-  const { state, g } = await core.readAt(tokenId, plan);
-  return usageAt(state, core.held(plan, state, g), g);
+  const { state, held, g } = await readHeld(core, tokenId, limits, setId);
+  return usageAt(state, held, g);
 }
