@@ -1,10 +1,5 @@
-import {
-  acquire,
-  emptyState,
-  type LedgerState,
-  seedLearnedRing,
-  type TaughtLimit,
-} from '../shared/ledger/ledger-state.js';
+import { seedLearnedRing, type TaughtLimit } from '../shared/ledger/learned-rings.js';
+import { acquire, emptyState, type LedgerState } from '../shared/ledger/ledger-state.js';
 import { type LimitPlan, parseRingKey, type RingSpec, ringLength } from '../shared/ledger/limit-plan.js';
 import {
   type Adoption,
@@ -114,7 +109,7 @@ export class RegionalLedgerModel {
 
   /**
    * A report taught a learned ring of `cls` (`windowSeconds`): seeded as the real ledger seeds it
-   * (ledger-state.ts seedLearnedRing) with `counted`, the vendor's `limit - remaining`, and the class's grants
+   * (learned-rings.ts seedLearnedRing) with `counted`, the vendor's `limit - remaining`, and the class's grants
    * in flight that this item's rings hold; the item then holds grants of the learned view `version` (the report's
    * write sets it, dynamo-ledger.ts). Whether it recorded any.
    */

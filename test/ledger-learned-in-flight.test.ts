@@ -23,7 +23,7 @@ import { call, tokenFor } from './support/sandbox-http.js';
  *   counts obey its other limits too, so they took a while to make: the window is at least that much longer
  *   (learned-limits.ts, spanOf).
  * - a newly learned limit's ring started with the vendor's count only, missing the grants in flight then
- *   (ledger-state.ts, seedLearnedRing).
+ *   (learned-rings.ts, seedLearnedRing).
  */
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
 const MARGIN = 0.5;

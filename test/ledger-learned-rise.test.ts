@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import type { ClassEvidence, LearnedLimit } from '../shared/ledger/learned-limits.js';
+import { boundClassRings } from '../shared/ledger/learned-rings.js';
 import {
   observeRise,
   RISE_BLOCK_MS,
@@ -8,7 +9,7 @@ import {
   type RiseState,
   trialLimitOf,
 } from '../shared/ledger/learned-rise.js';
-import { acquire, boundClassRings, emptyState, stateAt } from '../shared/ledger/ledger-state.js';
+import { acquire, emptyState, stateAt } from '../shared/ledger/ledger-state.js';
 import { planFor, ringKey } from '../shared/ledger/limit-plan.js';
 
 /**

@@ -2,18 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { inForce, type LearnedLimit } from '../shared/ledger/learned-limits.js';
 import { teachReport } from '../shared/ledger/learned-reports.js';
-import {
-  acquire,
-  emptyState,
-  type LedgerState,
-  seedLearnedRing,
-  stateAt,
-} from '../shared/ledger/ledger-state.js';
+import { seedLearnedRing } from '../shared/ledger/learned-rings.js';
+import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
 
 /**
  * A learned class's second limit is named by the vendor only once it is the tighter one, well into its window:
- * its new ring is seeded with what the vendor counted (ledger-state.ts, seedLearnedRing). The vendor releases
+ * its new ring is seeded with what the vendor counted (learned-rings.ts, seedLearnedRing). The vendor releases
  * those requests as they age out of its window; so must the ledger, as far as its own history tells when they
  * were made. Before, all of them were put at the moment of learning: the class idle for as long as the learning
  * took, a window later (issue 24's classes soak: 71 % of the quota used).

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
-import { acquire, emptyState, giveBack, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
+import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
 import { planFor } from '../shared/ledger/limit-plan.js';
+import { returnPermits as giveBack } from '../shared/ledger/operations/give-back.js';
 import {
   callerTag,
   hasMark,

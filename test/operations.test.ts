@@ -38,6 +38,7 @@ const ask = (count: number, extra: Partial<GrantInput> = {}): GrantInput => ({
   count,
   cls: undefined,
   consumer: undefined,
+  maxCount: 50,
   caller: callerTag('caller'),
   regional: false,
   spreadMs: 0,

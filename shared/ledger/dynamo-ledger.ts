@@ -4,28 +4,37 @@ import type { RateLimitSettings } from '../config/rate-limits.js';
 import { SILENT_TELEMETRY, type Telemetry } from '../telemetry.js';
 import { InvalidPermitCountError, LedgerUnavailableError, ReceiptRejectedError } from './errors.js';
 import { type Change, ItemWriter, type Snapshot } from './item/index.js';
-import { resetInLedgerTime } from './learned-evidence.js';
-import { inForce, type LearnedLimit } from './learned-limits.js';
-import { learnFromReport, nextPlanIn, planIn, UNMEASURED_OFFSET } from './learned-reports.js';
-import { type RiseState, trialLimitOf } from './learned-rise.js';
+import { nextPlanIn, planIn } from './learned-reports.js';
 import { LearnedStore, type LearnedView } from './learned-store.js';
 import { type ClockReference, LedgerClock } from './ledger-clock.js';
-import { ALL_CLASSES, type LedgerState, remainingAt, stateAt } from './ledger-state.js';
-import { type LimitPlan, largestGrant, planFor } from './limit-plan.js';
+import {
+  type LedgerCore,
+  learnedStatus,
+  type RequestPlan,
+  remainingOf,
+  reportFeedback,
+  usageOf,
+} from './ledger-reports.js';
+import { type LedgerState, stateAt } from './ledger-state.js';
+import {
+  checkClass,
+  checkPermit,
+  type LimitPlan,
+  largestGrant,
+  planFor,
+  reservedConsumer,
+} from './limit-plan.js';
 import {
   type Applied,
-  type At,
   countDenied,
   type GiveBackInput,
   type GrantInput,
   giveBack,
   grant,
   heldBy,
-  type LearningInput,
   NO_PENDING_ASKS,
   type Outcome,
   shareLapsed,
-  vendorReport,
 } from './operations/index.js';
 import { callerTag, receiptTtlMs } from './receipts.js';
 import type {
@@ -40,8 +49,7 @@ import type {
   VendorFeedbackResult,
   WindowRemaining,
 } from './types.js';
-import { usageAt } from './usage.js';
-import { checkFeedback, checkGiveBack, checkPermit, checkTokenId } from './validation.js';
+import { checkGiveBack } from './validation.js';
 
 export interface DynamoRateLedgerOptions {
   client: DynamoDBClient;
@@ -92,38 +100,6 @@ export interface DynamoRateLedgerOptions {
 }
 
 /**
- * A learned limit with its rise trial, if one is under way (learned-rise.ts): only a kept limit has one, and a
- * trial's limit is what planIn holds a learned class to meanwhile (R2).
- */
-function withTrial(
-  limit: LearnedLimit,
-  rises: readonly RiseState[] | undefined,
-  marginMs: number,
-): LearnedLimitStatus {
-  const rise = rises?.find(
-    (r) => r.limit === limit.limit && r.windowSeconds === limit.windowSeconds && r.trialSince !== undefined,
-  );
-  if (limit.until !== undefined || rise?.trialSince === undefined || rise.seen.length === 0) return limit;
-  return {
-    ...limit,
-    trial: {
-      limit: trialLimitOf(rise, marginMs),
-      reportedLimit: Math.min(...rise.seen.map((s) => s.to)),
-      since: rise.trialSince,
-    },
-  };
-}
-
-/** The plan of a request: the settings', with the learned classes' rings as the set's view says. */
-interface RequestPlan {
-  plan: LimitPlan;
-  /** The view's version (0: none, or the plan has no learned class). */
-  version: number;
-  /** When the view next changes by itself (a provisional limit ends), and the plan then (H2: honest waits). */
-  next?: { at: number; plan: LimitPlan } | undefined;
-}
-
-/**
  * Retry hints are spread over up to 1 % of the shortest window (at most 1 s), so that the consumers told to
  * wait do not all come back in the same millisecond and race for the same write: the first of them still
  * comes back close to the earliest moment.
@@ -141,7 +117,7 @@ const outcomeOf = <O extends Outcome>({ change, outcome }: Applied<O>): { change
  * The rate ledger on DynamoDB: one item per access token; each batch of changes is ONE conditional UpdateItem
  * built on what this process learned of the item within the last second (else on a consistent read), retried
  * on fresh state on conflict.
- * Concurrent grants in the same slot add to it instead of conflicting (fast-grant.ts). A denial writes
+ * Concurrent grants in the same slot add to it instead of conflicting (item/write-loop.ts headAdditions). A denial writes
  * nothing to the rings and is always decided on a fresh read; a regional ledger counts its denied asks in `dq`
  * (an ADD outside this protocol, at most one a second per key and process: #countAsked). No answer from DynamoDB, no permit.
  *
@@ -172,6 +148,8 @@ export class DynamoRateLedger implements RateLedger {
   readonly #asked = new Map<string, { count: number; writtenAt: number }>();
   readonly #learned: LearnedStore;
   readonly #regional: boolean;
+  /** What the reports and the learned status (ledger-reports.ts) use of this ledger. */
+  readonly #core: LedgerCore;
 
   constructor(options: DynamoRateLedgerOptions) {
     this.#clock = options.clock ?? systemClock;
@@ -182,7 +160,10 @@ export class DynamoRateLedger implements RateLedger {
       telemetry: this.#telemetry,
     });
     this.#random = options.random ?? Math.random;
-    this.#regional = options.regional ?? false;
+    const regional = options.regional ?? false;
+    this.#regional = regional;
+    // The plan `state`'s share holds grants to at g (operations/grant.ts).
+    const held = (plan: LimitPlan, state: LedgerState, g: number) => heldBy(plan, state, g, regional);
     this.#items = new ItemWriter({
       client: options.client,
       tableName: options.tableName,
@@ -193,8 +174,8 @@ export class DynamoRateLedger implements RateLedger {
       jitterMs: options.conflictJitterMs ?? 10,
       random: this.#random,
       cacheFreshMs: options.cacheFreshMs ?? 1000,
-      held: (plan, state, g) => this.#held(plan, state, g),
-      lapsed: (state, g) => shareLapsed(state, g, this.#regional),
+      held,
+      lapsed: (state, g) => shareLapsed(state, g, regional),
       drawWriteId: options.drawWriteId,
     });
     this.#learned = new LearnedStore({
@@ -203,6 +184,17 @@ export class DynamoRateLedger implements RateLedger {
       clock: this.#clock,
       cacheMs: options.learnedCacheMs,
     });
+    this.#core = {
+      items: this.#items,
+      learned: this.#learned,
+      telemetry: this.#telemetry,
+      regional: this.#regional,
+      planOf: (limits, setId, fresh) => this.#planOf(limits, setId, fresh),
+      planned: (limits, base, view) => this.#planned(limits, base, view),
+      viewTime: (base) => this.#viewTime(base),
+      readAt: (tokenId, plan) => this.#readAt(tokenId, plan),
+      held,
+    };
   }
 
   /** The plan for these settings and the set's learned view (cached; `fresh`: read it again). */
@@ -239,56 +231,29 @@ export class DynamoRateLedger implements RateLedger {
     return (await this.#planOf(limits, setId)).plan;
   }
 
-  /** The plan `state`'s share holds grants to at g (operations/held.ts). */
-  #held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan {
-    return heldBy(plan, state, g, this.#regional);
-  }
-
-  /** For the regional subclass (regional-ledger.ts): the plan a request of the set is decided on. */
-  protected async requestPlan(limits: RateLimitSettings, setId: string | undefined): Promise<LimitPlan> {
-    return (await this.#planOf(limits, setId)).plan;
-  }
-
-  /** For the regional subclass: a fresh read of the item, at ledger time g. */
-  protected readItem(tokenId: string, plan: LimitPlan): Promise<{ state: LedgerState; g: number }> {
-    return this.#readAt(tokenId, plan);
-  }
-
-  /** For the regional subclass: an operation through the write loop (item/write-loop.ts). */
-  protected applyToItem<O extends Outcome>(
-    tokenId: string,
-    plan: LimitPlan,
-    operation: (state: LedgerState, at: At) => Applied<O>,
-  ): Promise<O> {
-    return this.#items.apply(tokenId, plan, (state, g, now) => outcomeOf(operation(state, { g, now })));
-  }
-
-  /** For the regional subclass: where the ledger logs. */
-  protected get telemetry(): Telemetry {
-    return this.#telemetry;
+  /** For the regional subclass (regional-ledger.ts): its plans, reads, write loop and telemetry. */
+  protected get core(): LedgerCore {
+    return this.#core;
   }
 
   /**
    * What the set learned of its classes' limits, in force now (a fresh read: the operator's status). With the
    * set's `limits` (its margin sizes a trial, R2), each kept limit under a rise trial carries it.
    */
-  async learned(setId: string, limits?: RateLimitSettings): Promise<Record<string, LearnedLimitStatus[]>> {
-    const view = await this.#learned.view(setId, true);
-    const now = this.#viewTime();
-    const marginMs = limits === undefined ? undefined : planFor(limits).marginMs;
-    return Object.fromEntries(
-      Object.entries(view.classes)
-        .map(
-          ([cls, learned]) =>
-            [
-              cls,
-              inForce(learned, now).map((l) =>
-                marginMs === undefined ? l : withTrial(l, view.rises[cls], marginMs),
-              ),
-            ] as const,
-        )
-        .filter(([, learned]) => learned.length > 0),
-    );
+  learned(setId: string, limits?: RateLimitSettings): Promise<Record<string, LearnedLimitStatus[]>> {
+    return learnedStatus(this.#core, setId, limits);
+  }
+
+  /**
+   * The most one grant can ever give this consumer (largestGrant), on the plan its permits are decided on: a
+   * learned class's as the set's (cached) view says, else the settings'. Acquire answers it too (`maxCount`).
+   */
+  async maxCount(request: Pick<PermitRequest, 'limits' | 'setId' | 'class' | 'consumer'>): Promise<number> {
+    const base = planFor(request.limits);
+    const cls = checkClass(base, request.class);
+    const learned = cls !== undefined && base.learned.has(cls);
+    const plan = learned ? (await this.#planOf(request.limits, request.setId)).plan : base;
+    return largestGrant(plan, cls, reservedConsumer(plan, request.consumer));
   }
 
   async acquire(request: PermitRequest): Promise<PermitDecision> {
@@ -311,11 +276,7 @@ export class DynamoRateLedger implements RateLedger {
   ): Promise<Extract<Outcome, { kind: 'decided' | 'stale-view' }>> {
     const { tokenId, count, cls } = checkPermit(request, plan);
     // Only a consumer holding a reservation in this plan is named (in its receipt too).
-    const consumer =
-      request.consumer !== undefined &&
-      [...plan.reserved.values()].some((window) => window.reserved.has(request.consumer as string))
-        ? request.consumer
-        : undefined;
+    const consumer = reservedConsumer(plan, request.consumer);
     // Beyond the smallest limit checkPermit knows, a window with reservations holds less for most consumers.
     const largest = largestGrant(plan, cls, consumer);
     if (count > largest)
@@ -330,6 +291,7 @@ export class DynamoRateLedger implements RateLedger {
       count,
       cls,
       consumer,
+      maxCount: largest,
       caller: callerTag(request.caller ?? ''),
       regional: this.#regional,
       spreadMs: Math.min(MAX_HINT_SPREAD_MS, HINT_SPREAD * Math.min(...plan.general.map((r) => r.windowMs))),
@@ -395,119 +357,19 @@ export class DynamoRateLedger implements RateLedger {
     return outcome.result;
   }
 
-  async reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined> {
-    const { tokenId, plan: base, feedback } = checkFeedback(report);
-    // Absolute times, fixed once (at the first attempt, on ledger time): applying the same report again (a
-    // retry) changes nothing.
-    let at: number | undefined;
-    // Who reported: another caller's report may corroborate a long Retry-After (vendor-feedback.ts).
-    const reporter = callerTag(report.caller ?? '');
-    const offset = report.vendorOffsetMs ?? UNMEASURED_OFFSET;
-    // C1: the reset on the vendor's clock, in ledger time at the latest the vendor can mean.
-    if (feedback.reset !== undefined) {
-      const reset = resetInLedgerTime(feedback.reset, offset);
-      feedback.resetMs = reset.latest;
-      feedback.resetWidthMs = reset.latest - reset.earliest;
-    }
-    const learned = await this.#learn(tokenId, report, base, feedback, reporter);
-    if (learned?.evidence) feedback.classWindowMs = learned.evidence.windowSeconds * 1000;
-    const { plan, version, next } = learned?.planned ?? (await this.#planOf(report.limits, report.setId));
-    // A learned ring that ends before a cap of this report does holds none of it then (vendor-feedback.ts addCap).
-    if (next) feedback.planUntil = next.at;
-    const learning: LearningInput = {
-      plan,
-      version,
-      seed:
-        learned?.evidence && feedback.remaining !== undefined
-          ? {
-              cls: learned.result.class,
-              windowSeconds: learned.evidence.windowSeconds,
-              counted: (feedback.limit as number) - feedback.remaining,
-              taught: learned.result.limits,
-            }
-          : undefined,
-    };
-    const { tightened } = await this.#items.apply(tokenId, plan, (state, g, now) => {
-      at ??= now;
-      return outcomeOf(vendorReport(state, { plan, at, feedback, reporter, learning }, { g, now }));
-    });
-    this.#telemetry.info('rate ledger: vendor feedback', {
-      tokenId,
-      ...feedback,
-      tightened,
-      ...(learned ? { learned: learned.result.changed } : {}),
-      ...(learned?.result.raised ? { raised: learned.result.raised } : {}),
-    });
-    return learned ? { learned: learned.result } : {};
+  /** A vendor's answer reported: its caps and cooldown, and what its class's limit teaches (ledger-reports.ts). */
+  reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined> {
+    return reportFeedback(this.#core, report);
   }
 
-  /**
-   * A class report with X-RateLimit-Limit and -Reset may teach its class's limit (docs/class-limits.md), whether
-   * the class is learned or configured (for a configured class what is learned is shown and alarmed on, not
-   * enforced: the configuration sized its item). It is weighed against the ledger item's own history (one read).
-   */
-  async #learn(
-    tokenId: string,
-    report: VendorFeedbackReport,
-    base: LimitPlan,
-    feedback: ReturnType<typeof checkFeedback>['feedback'],
-    reporter: string,
-  ): Promise<
-    | {
-        planned: RequestPlan;
-        evidence: Awaited<ReturnType<typeof learnFromReport>>['evidence'];
-        result: NonNullable<VendorFeedbackResult['learned']>;
-      }
-    | undefined
-  > {
-    const cls = feedback.class;
-    const { setId } = report;
-    if (
-      cls === undefined ||
-      setId === undefined ||
-      feedback.limit === undefined ||
-      feedback.reset === undefined
-    )
-      return undefined;
-    const { state, g } = await this.#readAt(tokenId, base);
-    const { view, evidence, result } = await learnFromReport(
-      this.#learned,
-      base,
-      {
-        setId,
-        cls,
-        limit: feedback.limit,
-        ...(feedback.remaining === undefined ? {} : { remaining: feedback.remaining }),
-        reset: feedback.reset,
-        refused: feedback.retryAfterSeconds !== undefined,
-        by: reporter,
-        at: g,
-        offset: report.vendorOffsetMs ?? UNMEASURED_OFFSET,
-        limits: report.limits,
-        wholeHistory: !this.#regional,
-        ledgerKey: tokenId,
-      },
-      state,
-      g,
-    );
-    const planned: RequestPlan =
-      base.learned.size === 0 ? { plan: base, version: 0 } : this.#planned(report.limits, base, view);
-    return { planned, evidence, result };
-  }
-
-  async remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return remainingAt(state, this.#held(plan, state, g), g, ALL_CLASSES);
+  /** A read, no write: what could be granted now, per limit (ledger-reports.ts). */
+  remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]> {
+    return remainingOf(this.#core, tokenId, limits, setId);
   }
 
   /** A read, no write: granted and left per limit, and the vendor cooldown (the operator's status). */
-  async usage(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage> {
-    checkTokenId(tokenId);
-    const { plan } = await this.#planOf(limits, setId);
-    const { state, g } = await this.#readAt(tokenId, plan);
-    return usageAt(state, this.#held(plan, state, g), g);
+  usage(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage> {
+    return usageOf(this.#core, tokenId, limits, setId);
   }
 
   /** A fresh read moved to the ledger time; DynamoDB failing is the ledger being unavailable. */

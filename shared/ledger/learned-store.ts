@@ -50,7 +50,7 @@ export const LEARNED_TABLE_ENV = 'LEARNED_TABLE_NAME';
 /**
  * A report's count for a window it taught (compact: it is kept on the item): `w` the window in seconds, `n` what
  * the vendor had counted in it, `at` the ledger time of the report, `v` the version of the write that put it there,
- * `k` the tag of the report's ledger key (ledger-state.ts seedKeyOf: the vendor counted that token's requests).
+ * `k` the tag of the report's ledger key (learned-rings.ts seedKeyOf: the vendor counted that token's requests).
  */
 export interface LearnedSeed {
   w: number;

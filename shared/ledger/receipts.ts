@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * Grant receipts (write ids: item/write-ids.ts).
+ * Grant receipts (write ids: item/write-loop.ts, item/item-size.ts).
  *
  * A grant answers a receipt: the ledger key, the class, the count, the grant time, the caller and a random id
  * (and, for a set with reservations, `r2`: a tag of the reserved consumer and how much of each reserved window
@@ -14,7 +14,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * permits back, and the id stays until the receipt could no longer be used anyway. So a receipt returns at
  * most what its grant gave, once, and only to the caller it was issued to. Grants store nothing for their
  * receipts: tracking spent receipts costs item space per give-back (a full write anyway), tracking open ones
- * would cost it per grant and take the cheap concurrent path (fast-grant.ts) away from busy tokens.
+ * would cost it per grant and take the cheap concurrent path (item/write-loop.ts headAdditions) away from busy tokens.
  *
  * The spent set is short (it is in every write of the item), so it is shared out: each caller may hold at
  * most SPENT_PER_CALLER of its SPENT_KEPT places, told by a mark of the caller inside the receipt id. A

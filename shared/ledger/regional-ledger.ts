@@ -1,9 +1,9 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { DynamoRateLedger } from './dynamo-ledger.js';
+import { checkTokenId } from './limit-plan.js';
 import { adoptShare } from './operations/index.js';
 import { type Adoption, type AdoptionMode, checkShare, type RegionShare } from './region-share.js';
 import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
-import { checkTokenId } from './validation.js';
 
 /** What adoptShare did: the share in the item afterwards is `share`. */
 export interface AdoptShareResult extends Adoption {
@@ -39,14 +39,15 @@ export class RegionalRateLedger extends DynamoRateLedger {
     options: { mode?: AdoptionMode } = {},
   ): Promise<AdoptShareResult> {
     checkTokenId(tokenId);
-    const plan = await this.requestPlan(limits, setId);
+    const { plan } = await this.core.planOf(limits, setId);
     const wanted = checkShare(share, plan);
     const mode = options.mode ?? 'replace';
-    const { adoption, snapshot } = await this.applyToItem(tokenId, plan, (state, at) =>
-      adoptShare(state, { plan, wanted, mode }, at),
-    );
+    const { adoption, snapshot } = await this.core.items.apply(tokenId, plan, (state, g, now) => {
+      const { change, outcome } = adoptShare(state, { plan, wanted, mode }, { g, now });
+      return { change, result: outcome };
+    });
     const result: AdoptShareResult = { ...adoption, snapshot };
-    this.telemetry.info('rate ledger: region share', {
+    this.core.telemetry.info('rate ledger: region share', {
       tokenId,
       mode,
       outcome: result.outcome,
@@ -68,8 +69,8 @@ export class RegionalRateLedger extends DynamoRateLedger {
     setId?: string,
   ): Promise<{ snapshot: RingSnapshot; share?: RegionShare; asked: number }> {
     checkTokenId(tokenId);
-    const plan = await this.requestPlan(limits, setId);
-    const { state, g } = await this.readItem(tokenId, plan);
+    const { plan } = await this.core.planOf(limits, setId);
+    const { state, g } = await this.core.readAt(tokenId, plan);
     return {
       snapshot: ringSnapshotOf(state, plan, g),
       ...(state.share ? { share: state.share } : {}),

@@ -170,6 +170,12 @@ export function largestGrant(plan: LimitPlan, cls: string | undefined, consumer:
   );
 }
 
+/** `consumer` if it holds a reservation in the plan (only such a consumer is named, in its receipt too), else undefined. */
+export const reservedConsumer = (plan: LimitPlan, consumer: string | undefined): string | undefined =>
+  consumer !== undefined && [...plan.reserved.values()].some((window) => window.reserved.has(consumer))
+    ? consumer
+    : undefined;
+
 /** The rings a permit of `cls` counts against: the general ones, then the class's. */
 export function ringsFor(plan: LimitPlan, cls: string | undefined): RingSpec[] {
   if (cls === undefined) return plan.general;

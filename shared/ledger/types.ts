@@ -1,6 +1,5 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import type { LearnedLimit } from './learned-limits.js';
-import type { LimitPlan } from './ring-plan.js';
 
 /** What is left of one limit (general, or of a class) at the time of the answer. */
 export interface WindowRemaining {
@@ -42,8 +41,10 @@ export type PermitDecision =
       /** The permits may be used for sending until then (epoch ms); not after. */
       validUntil: number;
       remaining: WindowRemaining[];
-      /** The most a next grant could give this consumer now (available.ts): its reservation and the shared part. */
+      /** The most a next grant could give this consumer now (operations/grant.ts availableTo): its reservation and the shared part. */
       available: number;
+      /** The most one grant can ever give this consumer (RateLedger.maxCount): a larger count is refused. */
+      maxCount: number;
     }
   | {
       granted: false;
@@ -55,6 +56,8 @@ export type PermitDecision =
       remaining: WindowRemaining[];
       /** The most a grant could give this consumer now: an ask this large or smaller may be granted at once. */
       available: number;
+      /** The most one grant can ever give this consumer (RateLedger.maxCount): a larger count is refused. */
+      maxCount: number;
     };
 
 export interface GiveBackRequest {
@@ -70,7 +73,7 @@ export interface GiveBackRequest {
 }
 
 /**
- * Why a give-back was not recorded (ledger-state.ts, spentPlaceFor): the caller's share of the item's spent
+ * Why a give-back was not recorded (operations/give-back.ts, spentPlaceFor): the caller's share of the item's spent
  * receipt ids is taken (CALLER_SHARE), or they are full of other callers' (LEDGER_BUSY).
  */
 export type NotRecordedReason = 'CALLER_SHARE' | 'LEDGER_BUSY';
@@ -129,6 +132,11 @@ export interface VendorFeedbackResult {
 
 export interface RateLedger {
   acquire(request: PermitRequest): Promise<PermitDecision>;
+  /**
+   * The most one grant can ever give this consumer (a larger count is refused, InvalidPermitCountError), on the
+   * plan its permits are decided on: for a count checked before anything else is (the vend API's 400).
+   */
+  maxCount(request: Pick<PermitRequest, 'limits' | 'setId' | 'class' | 'consumer'>): Promise<number>;
   /** Throws ReceiptRejectedError (nothing changed) for a forged, foreign, spent or expired receipt. */
   giveBack(request: GiveBackRequest): Promise<GiveBackResult>;
   reportVendorFeedback(report: VendorFeedbackReport): Promise<VendorFeedbackResult | undefined>;
@@ -136,8 +144,6 @@ export interface RateLedger {
   remaining(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<WindowRemaining[]>;
   /** A read, no write: granted and left per limit, and the vendor cooldown (for the operator's status). */
   usage?(tokenId: string, limits: RateLimitSettings, setId?: string): Promise<LedgerUsage>;
-  /** The plan a permit of the set is decided on now (its learned classes' rings as learned). */
-  planOf?(limits: RateLimitSettings, setId: string): Promise<LimitPlan>;
   /**
    * What the set learned of its classes' limits (in force now; the operator's status). With the set's `limits`,
    * a kept limit under a rise trial also says so (`trial`); without them, as before.

@@ -1,23 +1,17 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
-import {
-  InvalidLedgerRequestError,
-  InvalidPermitCountError,
-  ReceiptRejectedError,
-  UnknownPermitClassError,
-} from './errors.js';
-import { type LimitPlan, planFor, ringsFor } from './limit-plan.js';
+import { InvalidLedgerRequestError, InvalidPermitCountError, ReceiptRejectedError } from './errors.js';
+import { checkClass, checkTokenId, type LimitPlan, planFor } from './limit-plan.js';
 import { parseReceipt } from './receipts.js';
 import type { VendorFeedback } from './vendor-feedback.js';
+
+/**
+ * Input checks of the give-back and the vendor's feedback, before anything is read or written (a permit's, on its
+ * plan: limit-plan.ts checkPermit). The vend API maps the errors' codes to 400s.
+ */
 
 /** Receipts are about 100 characters; anything much longer is not one. */
 export const MAX_RECEIPT_LENGTH = 256;
 
-/**
- * Input checks of the ledger's operations, before anything is read or written. The vend API maps the errors'
- * codes to 400s. Messages never echo a token id: a caller may have sent the token itself by mistake.
- */
-const TOKEN_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const CLASS_NAME = /^[a-z][a-z0-9-]{0,62}$/;
 /** A vendor asking for more than a day of silence is not believed; the report is refused as malformed. */
 const MAX_RETRY_AFTER_SECONDS = 86_400;
 
@@ -37,49 +31,6 @@ export const acceptedVendorOffset = (offset: { lo: number; hi: number }): boolea
   offset.lo <= offset.hi &&
   Math.abs(offset.lo) <= MAX_VENDOR_OFFSET_MS &&
   Math.abs(offset.hi) <= MAX_VENDOR_OFFSET_MS;
-
-export function checkTokenId(tokenId: unknown): string {
-  if (typeof tokenId !== 'string' || !TOKEN_ID.test(tokenId))
-    throw new InvalidLedgerRequestError('tokenId must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -');
-  return tokenId;
-}
-
-function checkClass(plan: LimitPlan, cls: unknown): string | undefined {
-  if (cls === undefined) return undefined;
-  if (typeof cls === 'string' && plan.classes.has(cls)) return cls;
-  const known = [...plan.classes.keys()].join(', ') || 'none';
-  const named = typeof cls === 'string' && CLASS_NAME.test(cls) ? ` "${cls}"` : '';
-  throw new UnknownPermitClassError(`unknown permit class${named}; this credential set has: ${known}`);
-}
-
-function checkCount(plan: LimitPlan, cls: string | undefined, count: unknown): number {
-  const max = Math.min(...ringsFor(plan, cls).map((spec) => spec.limit));
-  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > max)
-    throw new InvalidPermitCountError(`count must be an integer from 1 to ${max}`);
-  return count;
-}
-
-export interface CheckedPermit {
-  tokenId: string;
-  plan: LimitPlan;
-  count: number;
-  cls: string | undefined;
-}
-
-/** `plan`: the plan to check against (with the learned classes' rings as learned); default the settings'. */
-export function checkPermit(
-  request: {
-    tokenId: unknown;
-    count: unknown;
-    class?: unknown;
-    limits: RateLimitSettings;
-  },
-  plan: LimitPlan = planFor(request.limits),
-): CheckedPermit {
-  const tokenId = checkTokenId(request?.tokenId);
-  const cls = checkClass(plan, request.class);
-  return { tokenId, plan, cls, count: checkCount(plan, cls, request.count) };
-}
 
 export function checkGiveBack(request: {
   tokenId: unknown;

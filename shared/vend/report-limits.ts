@@ -38,7 +38,7 @@ import { VendError } from './vend-errors.js';
  *   set at most twice that (its current and previous token), plus the re-sends of give-backs whose answer was
  *   lost. As for rate-limit reports, 120 per caller and 600 per set a minute leave more than twice that; they
  *   bound the ledger writes and reads one caller can cause by presenting receipts, and the spent receipt ids
- *   it can take (ledger-state.ts, spentPlaceFor, keeps it to its share of those in any case).
+ *   it can take (operations/give-back.ts, spentPlaceFor, keeps it to its share of those in any case).
  * - Re-logins driven by rejection reports: at most one per set every 300 s whatever the number of reports or
  *   callers (the refresher's storm guard alone allows one a minute). A rejected token is replaced at once
  *   the first time; only a token rejected again within 5 minutes of that re-login waits. The refresher's

@@ -3,12 +3,12 @@ import {
   type AcquireOutcome,
   acquire,
   emptyState,
-  giveBack,
   type LedgerState,
   remainingAt,
   stateAt,
 } from '../../shared/ledger/ledger-state.js';
 import { planFor } from '../../shared/ledger/limit-plan.js';
+import { returnPermits as giveBack } from '../../shared/ledger/operations/give-back.js';
 import { callerTag, newReceiptId } from '../../shared/ledger/receipts.js';
 import { applyVendorFeedback, type VendorFeedback } from '../../shared/ledger/vendor-feedback.js';
 

@@ -2,20 +2,20 @@
  * The ledger item: one DynamoDB item per ledger key (`token#<tokenId>`, ledger-item.ts), its two formats and their
  * codecs (state-codec.ts, packed-codec.ts), the bound of its size (item-size.ts), its attributes (attributes.ts),
  * and the conditional-write loop every change goes through (write-loop.ts: `ItemWriter.apply(key, plan,
- * operation)`, the operations being shared/ledger/operations/). This file is the folder's only public face
- * (.dependency-cruiser.cjs, rule ledger-item-closed).
+ * operation)`, the operations being shared/ledger/operations/), with its batches, write ids and head additions.
+ * This file is the folder's only public face (.dependency-cruiser.cjs, rule ledger-item-closed).
  *
  * Invariants. Each: the promise, the code that keeps it, the test that pins it (its name starts with the number).
  *
  * I1. The bound: in any span of a ring's window plus the margin, the grants counted never exceed the ring's limit,
  *     whatever the interleaving of processes. Kept by: every write is conditional on what it was decided on
  *     (write-loop.ts #write: a full write on the version and head-addition count it read, ledger-item.ts fullWrite;
- *     a head addition on the version and, per ring, "the head holds at most `max`", fast-grant.ts), and a grant is
+ *     a head addition on the version and, per ring, "the head holds at most `max`", write-loop.ts headAdditions), and a grant is
  *     decided on a state moved to its ledger time (ledger-state.ts acquire). Pinned by: test/ledger-property.test.ts
  *     "I1: never exceeds 50 in any 60 s …", test/ledger-dynamo.test.ts "I1: keeps several processes inside the limit …".
  *
  * I2. Exactly once: an operation takes effect once, whatever is re-sent. Every write carries a write id that no
- *     write id of the item it was planned on has (write-ids.ts newWriteId, drawn to avoid them), kept in the item
+ *     write id of the item it was planned on has (write-loop.ts newWriteId, drawn to avoid them), kept in the item
  *     (`w`, and `wp` carried by a full write: CARRIED_WRITE_IDS); a head addition is conditional on its id not
  *     being there yet. A write whose condition failed, or whose answer was lost, reads the item: its id there, it
  *     applied (its results stand); absent, it is decided again on the fresh state (write-loop.ts #write,
@@ -42,7 +42,7 @@
  *
  * I6. Head additions only where they commute: a batch that only added grants, in the head slots of the item's
  *     last full write, with no vendor cap in force, no change of cooldown, learned version or reservations, and
- *     room for its id in `w` (WRITE_IDS_LIMIT), is written as DynamoDB ADDs (fast-grant.ts headAdditions,
+ *     room for its id in `w` (WRITE_IDS_LIMIT), is written as DynamoDB ADDs (write-loop.ts headAdditions,
  *     ledger-item.ts headWrite); everything else is a full write. Pinned by: test/ledger-codec.test.ts "I6: …",
  *     test/ledger-dynamo.test.ts "I6: lets grants of several processes in the same slot add up …".
  *
@@ -51,13 +51,14 @@
  *     conditional write). Pinned by: test/ledger-give-back-property.test.ts "I7: never 503, never honoured twice …".
  */
 export { ATTR, ITEM_ATTRIBUTES } from './attributes.js';
-export { headAdditions } from './fast-grant.js';
 export {
+  CARRIED_WRITE_IDS,
   chooseItemFormat,
   ITEM_BYTES_BUDGET,
   packedItemBound,
   RESERVED_ITEM_BYTES_BUDGET,
   textItemBound,
+  WRITE_IDS_LIMIT,
 } from './item-size.js';
 export { ledgerKey } from './ledger-item.js';
 export type { Snapshot } from './ledger-table.js';
@@ -65,5 +66,11 @@ export { LedgerTable } from './ledger-table.js';
 /** Format 2's `rb` decoded: for tools that show an item (docs/ledger.md's worked examples). */
 export { decodePacked, type PackedState } from './packed-codec.js';
 export { decodeState, encodeState, PURGE_SLACK_SECONDS } from './state-codec.js';
-export { CARRIED_WRITE_IDS, randomWriteId, WRITE_IDS_LIMIT } from './write-ids.js';
-export { type Change, type ItemOperation, ItemWriter, type ItemWriterOptions } from './write-loop.js';
+export {
+  type Change,
+  headAdditions,
+  type ItemOperation,
+  ItemWriter,
+  type ItemWriterOptions,
+  randomWriteId,
+} from './write-loop.js';

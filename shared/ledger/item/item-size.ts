@@ -8,7 +8,6 @@ import {
   SUB_SLOTS,
   windowCode,
 } from '../ring-plan.js';
-import { CARRIED_WRITE_IDS, WRITE_ID_LENGTH, WRITE_IDS_LIMIT } from './write-ids.js';
 
 /**
  * The item's size bound: the most bytes a ledger item of a plan's rings can take in each format, mirroring the
@@ -27,6 +26,30 @@ export const ITEM_BYTES_BUDGET = 1024;
  * ones: its item may take up to 4 write units (a few reservations at the default limits take 2).
  */
 export const RESERVED_ITEM_BYTES_BUDGET = 4096;
+
+/**
+ * Write ids (`w`, a string set): every write adds its own, so that after a lost answer (the SDK re-sends a write
+ * that was applied, and the copy fails its condition) the ledger can tell its own applied write from someone
+ * else's by reading the item. A full write replaces the set with its own id; head additions add theirs, and a
+ * head addition is conditional on its id not being there yet. Head additions happen only within one slot of
+ * the shortest window (a second at 60 s), so the set holds the writes of about a second, at most
+ * WRITE_IDS_LIMIT: in a busier second, the next write is a full write, which resets the set. No write goes
+ * without an id.
+ */
+
+/**
+ * Write ids of earlier generations carried by a full write (`wp`, newest first): a full write replaces `w` with its
+ * own id, so without them a write applied just before another process's full write could no longer be told
+ * after a lost answer, and its grant would be decided again (counted twice). A write's id survives until this
+ * many later writes have been carried past it: far longer than the SDK's retries of it take (a few hundred
+ * milliseconds), at the vendor's 50 a minute. Every set carries them (`wp` in item format 1, which releases from
+ * before reservations ignore; inside `rb` in format 2).
+ */
+export const CARRIED_WRITE_IDS = 12;
+/** Write ids an item's set holds at most: past it, the next write is a full write, which resets the set (see above). */
+export const WRITE_IDS_LIMIT = 12;
+/** Characters of a write id: 30 random bits (unique enough among the dozen writes of a second). */
+export const WRITE_ID_LENGTH = 5;
 
 /** Characters of the `cap` text's fingerprint in `cw` (state-codec.ts). */
 export const CAP_FINGERPRINT_LENGTH = 3;

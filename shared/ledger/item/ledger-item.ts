@@ -1,9 +1,21 @@
 import type { AttributeValue, UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import { tokenKey } from '../../aws/keys.js';
 import { ATTR } from './attributes.js';
-import type { HeadAddition } from './fast-grant.js';
+import { WRITE_IDS_LIMIT } from './item-size.js';
 import type { StoredLedger } from './state-codec.js';
-import { WRITE_IDS_LIMIT } from './write-ids.js';
+
+/**
+ * A fast grant's addition to one ring's head slot (I6: write-loop.ts headAdditions says when a batch is one),
+ * written by headWrite below.
+ */
+export interface HeadAddition {
+  key: string;
+  add: number;
+  /** The head may hold at most this before the addition. */
+  max: number;
+  /** The latest sub-slot of the head's grants after the batch (added to the head's set of sub-slots). */
+  sub: number;
+}
 
 /**
  * The ledger item in DynamoDB's terms: `pk` = `token#<tokenId>`, `v` version, `n` head additions since the

@@ -9,8 +9,14 @@ import { LedgerUnavailableError } from '../errors.js';
 import { emptyState, type LedgerState } from '../ledger-state.js';
 import type { ItemFormat } from '../ring-plan.js';
 import { ATTR } from './attributes.js';
-import type { HeadAddition } from './fast-grant.js';
-import { fullWrite, headWrite, isHeadAttribute, ledgerKey, toStored } from './ledger-item.js';
+import {
+  fullWrite,
+  type HeadAddition,
+  headWrite,
+  isHeadAttribute,
+  ledgerKey,
+  toStored,
+} from './ledger-item.js';
 import { decodeState, encodeState } from './state-codec.js';
 
 /** What a process knows of a ledger item. */

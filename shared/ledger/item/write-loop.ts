@@ -4,16 +4,16 @@ import type { Telemetry } from '../../telemetry.js';
 import { LedgerUnavailableError } from '../errors.js';
 import type { LedgerClock } from '../ledger-clock.js';
 import { type LedgerState, stateAt } from '../ledger-state.js';
-import { newSecret } from '../receipts.js';
-import type { ItemFormat, LimitPlan } from '../ring-plan.js';
-import { BatchQueue } from './batch-queue.js';
-import { headAdditions } from './fast-grant.js';
+import { newSecret, randomChars } from '../receipts.js';
+import { type Ring, slotIndex, usedAt } from '../ring.js';
+import { allRings, type ItemFormat, type LimitPlan, parseRingKey } from '../ring-plan.js';
+import { CARRIED_WRITE_IDS, WRITE_ID_LENGTH, WRITE_IDS_LIMIT } from './item-size.js';
+import type { HeadAddition } from './ledger-item.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
-import { CARRIED_WRITE_IDS, newWriteId, WRITE_IDS_LIMIT, wroteWithId } from './write-ids.js';
 
 /**
  * What an operation did to the working state it was handed: `none` (nothing to write), `grant` (it only added
- * grants to the rings: a head addition may carry it, fast-grant.ts), `other` (a full write).
+ * grants to the rings: a head addition may carry it, headAdditions below), `other` (a full write).
  */
 export type Change = 'none' | 'grant' | 'other';
 
@@ -44,7 +44,7 @@ export interface ItemWriterOptions {
   held(plan: LimitPlan, state: LedgerState, g: number): LimitPlan;
   /** Whether the item's share lapsed at g: it leaves with the next write, a full one. */
   lapsed(state: LedgerState, g: number): boolean;
-  /** Draws a candidate write id; default 30 random bits (write-ids.ts). */
+  /** Draws a candidate write id; default 30 random bits (randomWriteId below). */
   drawWriteId?: (() => string) | undefined;
 }
 
@@ -53,7 +53,7 @@ const MAX_CACHED_TOKENS = 1000;
 /**
  * The conditional-write loop of the ledger items: each batch of operations on one item is ONE conditional
  * UpdateItem built on what this process learned of the item within `cacheFreshMs` (else on a consistent read),
- * retried on fresh state on conflict; a write id tells an applied write after a lost answer (write-ids.ts).
+ * retried on fresh state on conflict; a write id tells an applied write after a lost answer (newWriteId below; item-size.ts WRITE_IDS_LIMIT).
  */
 export class ItemWriter {
   readonly #table: LedgerTable;
@@ -226,4 +226,138 @@ export class ItemWriter {
     const ms = this.#options.random() * this.#options.jitterMs * 2 ** Math.min(conflicts - 1, 5);
     return new Promise((resolve) => setTimeout(resolve, ms));
   }
+}
+
+// Write ids (`w`, `wp`): why every write carries one and how many the item keeps, item-size.ts WRITE_IDS_LIMIT.
+
+/** A candidate write id: 30 random bits. */
+export const randomWriteId = (): string => randomChars(WRITE_ID_LENGTH);
+/**
+ * A write id that is none of `present` (the ids of the item the write is planned on, `w` and `wp`): an id already
+ * there would make a write that failed its condition read the item, find "its" id and take itself for applied (a
+ * grant answered and never counted, issue 34). Same width as before, so release N-1 reads it.
+ */
+function newWriteId(present: (id: string) => boolean, draw: () => string = randomWriteId): string {
+  for (;;) {
+    const id = draw();
+    if (!present(id)) return id;
+  }
+}
+
+/** Whether the item (`state`) holds this write id: in its set `w`, or carried by a full write (`wp`). */
+const wroteWithId = (state: Pick<LedgerState, 'writeIds' | 'carriedWriteIds'>, writeId: string): boolean =>
+  state.writeIds.has(writeId) || state.carriedWriteIds.includes(writeId);
+
+/**
+ * Operations on one token from this process run one batch at a time: everything that arrived while the previous
+ * batch was being written goes out in the next single conditional write. Concurrent callers of one process so
+ * never conflict with each other, and a burst of N acquires costs about one write instead of N.
+ */
+class BatchQueue<Op> {
+  readonly #pending = new Map<string, Op[]>();
+  readonly #run: (key: string, ops: Op[]) => Promise<void>;
+  readonly #maxBatch: number;
+
+  /** `run` settles every op of its batch itself and must not throw. */
+  constructor(run: (key: string, ops: Op[]) => Promise<void>, maxBatch = 64) {
+    this.#run = run;
+    this.#maxBatch = maxBatch;
+  }
+
+  push(key: string, op: Op): void {
+    const queue = this.#pending.get(key);
+    if (queue) {
+      queue.push(op);
+      return;
+    }
+    this.#pending.set(key, [op]);
+    void this.#drain(key);
+  }
+
+  async #drain(key: string): Promise<void> {
+    // Let callers of the same tick join the first batch.
+    await Promise.resolve();
+    for (;;) {
+      const queue = this.#pending.get(key);
+      if (!queue || queue.length === 0) {
+        this.#pending.delete(key);
+        return;
+      }
+      await this.#run(key, queue.splice(0, this.#maxBatch));
+    }
+  }
+}
+
+/**
+ * Fast grants (I6), written by ledger-item.ts headWrite. The cheap path for concurrent grants. When a batch only grants, in the same head slot (of every ring) as the
+ * last full write, with no vendor cap in force, its whole effect is "add d to the head slot of these rings".
+ * That can be written as an addition guarded per ring by "the head holds at most `max` now", where `max` leaves
+ * room for d beside the older slots, plus "no full write happened since" (the item's version). Grants of other
+ * processes in the same slot then add up instead of conflicting (DynamoDB ADD commutes: counts add, the
+ * sub-slots of the latest grants join a set), and the bound still holds: the older slots cannot change without
+ * a new version, and the guard counts every grant already in the head.
+ */
+const head = (ring: Ring | undefined) => ({ count: ring?.counts[0] ?? 0, sub: ring?.subs[0] ?? -1 });
+
+/** The head additions equivalent to going from `read` to `work` at time g, or undefined if a full write is needed. */
+export function headAdditions(
+  read: LedgerState,
+  work: LedgerState,
+  plans: readonly LimitPlan[],
+  g: number,
+): HeadAddition[] | undefined {
+  if (
+    read.version === 0 ||
+    work.caps.length > 0 ||
+    work.cooldownUntil !== read.cooldownUntil ||
+    work.learnedVersion !== read.learnedVersion
+  )
+    return undefined;
+  // A change of reservations is written in full, and so is every grant while it still guards the general rings.
+  const guardMs = Math.max(...plans.map((plan) => plan.retainMs));
+  if (
+    work.reservationsKey !== read.reservationsKey ||
+    work.reservationsChangedAt !== read.reservationsChangedAt ||
+    g < read.reservationsChangedAt + guardMs
+  )
+    return undefined;
+  const keys = new Set([...read.rings.keys(), ...work.rings.keys()]);
+  for (const key of keys) {
+    const { slotMs } = parseRingKey(key);
+    if (slotIndex(g, slotMs) !== slotIndex(read.time, slotMs)) return undefined;
+  }
+  const additions: HeadAddition[] = [];
+  for (const key of keys) {
+    const before = read.rings.get(key);
+    const after = work.rings.get(key);
+    const older = (ring: Ring | undefined) =>
+      (ring?.counts ?? [])
+        .slice(1)
+        .join(',')
+        .replace(/(^|,)[0,]*$/, '');
+    if (older(before) !== older(after)) return undefined;
+    const add = head(after).count - head(before).count;
+    if (add < 0) return undefined;
+    if (add === 0) continue;
+    const olderOnly: Ring = {
+      counts: [0, ...(after?.counts ?? []).slice(1)],
+      subs: [0, ...(after?.subs ?? []).slice(1)],
+    };
+    // The general ring of a window with reservations is not a bound (its shared and reservation rings are,
+    // each with its own condition): only that it is known; except under a Region's share (region-share.ts).
+    const bounds = plans.flatMap((plan) =>
+      allRings(plan)
+        .filter((spec) => spec.key === key)
+        .map((spec) =>
+          plan.reserved.has(spec.key) && plan.checkReserved !== true
+            ? Number.MAX_SAFE_INTEGER
+            : spec.limit - usedAt(spec, olderOnly, g) - add,
+        ),
+    );
+    const max = Math.min(...bounds);
+    // A ring no plan of the batch knows cannot have grown; and a grant that fit leaves max ≥ head before.
+    if (!Number.isFinite(max) || max < head(before).count) return undefined;
+    additions.push({ key, add, max, sub: head(after).sub });
+  }
+  return additions.length > 0 ? additions : undefined;
 }

@@ -1,11 +1,10 @@
-import { availableTo } from '../available.js';
 import { PROBE_RETRY_MS } from '../learned-limits.js';
-import { type AcquireOutcome, acquire, type LedgerState, stateAt } from '../ledger-state.js';
+import { type AcquireOutcome, acquire, type LedgerState, leftAt, stateAt } from '../ledger-state.js';
 import { isProbing } from '../limit-plan.js';
 import { consumerTag, issueReceipt, newReceiptId, receiptTtlMs } from '../receipts.js';
-import type { LimitPlan } from '../ring-plan.js';
+import { heldPlan, NO_SHARE } from '../region-share.js';
+import { GENERAL_SCOPE, type LimitPlan, ringsFor } from '../ring-plan.js';
 import type { PermitDecision } from '../types.js';
-import { heldBy } from './held.js';
 import type { Applied, At, Outcome } from './outcome.js';
 
 /**
@@ -31,6 +30,8 @@ export interface GrantInput {
   cls: string | undefined;
   /** The reserved consumer of the plan the caller is, if any. */
   consumer: string | undefined;
+  /** The most one grant can ever give it (largestGrant): told in the decision, granted or not. */
+  maxCount: number;
   /** callerTag of the caller (in the receipt). */
   caller: string;
   /** One Region's ledger of two (region-share.ts). */
@@ -74,6 +75,7 @@ export function grant(state: LedgerState, input: GrantInput, { g, now }: At): Ap
     ...granted,
     receipt,
     available: availableTo(state, held, g, cls, consumer),
+    maxCount: input.maxCount,
   };
   return { change: 'grant', outcome: { kind: 'decided', decision } };
 }
@@ -113,5 +115,48 @@ function denial(
     reason: outcome.reason,
     remaining: outcome.remaining,
     available: availableTo(state, heldBy(plan, state, g, input.regional), g, cls, consumer),
+    maxCount: input.maxCount,
   };
+}
+
+/**
+ * A share a one-Region ledger (`regional` false) no longer holds: its fence passed, so no renewer keeps it (the
+ * stage went back to one Region, docs/deploying.md). A regional ledger fences itself to its floor instead.
+ */
+export const shareLapsed = (state: LedgerState, g: number, regional: boolean): boolean =>
+  !regional && state.share !== undefined && g >= state.share.fenceAt;
+
+/** The plan `state`'s share holds grants to at g (region-share.ts); without Regions, `plan` itself. */
+export function heldBy(plan: LimitPlan, state: LedgerState, g: number, regional: boolean): LimitPlan {
+  if (regional) return heldPlan(plan, state.share ?? NO_SHARE, g);
+  // No share held (none, or lapsed): the plan itself, as heldPlan would answer.
+  if (state.share === undefined || shareLapsed(state, g, regional)) return plan;
+  return heldPlan(plan, state.share, g);
+}
+
+/**
+ * The most one grant of `cls` could give `consumer` (its configured name if it holds a reservation) at g: the
+ * smallest of what is left of each limit that applies, where a window with reservations holds for it only the
+ * shared part's room plus its own reservation's room (ReservedWindow: a grant is checked against those, not the
+ * general ring, whose `remaining` also counts the other consumers' reservations). 0 during a cooldown, lowered
+ * by vendor caps (leftAt). A consumer sizes its next ask by it: a larger one is denied whole.
+ */
+function availableTo(
+  state: LedgerState,
+  plan: LimitPlan,
+  g: number,
+  cls: string | undefined,
+  consumer: string | undefined,
+): number {
+  return Math.min(
+    ...ringsFor(plan, cls).map((spec) => {
+      const left = leftAt(state, spec, g, spec.scope === GENERAL_SCOPE ? undefined : spec.scope);
+      const window = plan.reserved.get(spec.key);
+      if (!window) return left;
+      const own = consumer === undefined ? undefined : window.reserved.get(consumer);
+      const parts = leftAt(state, window.shared, g, undefined) + (own ? leftAt(state, own, g, undefined) : 0);
+      // The general ring as well: for a span after the reservations changed, grants are checked against it too.
+      return Math.min(left, parts);
+    }),
+  );
 }

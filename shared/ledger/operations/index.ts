@@ -6,9 +6,8 @@
  */
 export { countDenied, NO_PENDING_ASKS, type PendingAsks } from './denied-asks.js';
 export { type GiveBackInput, giveBack } from './give-back.js';
-export { type GrantInput, grant, SHARE_RETRY_MS } from './grant.js';
-export { heldBy, shareLapsed } from './held.js';
+export { type GrantInput, grant, heldBy, SHARE_RETRY_MS, shareLapsed } from './grant.js';
 export { type LearningInput, learn } from './learning.js';
-export type { Applied, At, Outcome } from './outcome.js';
+export type { Applied, Outcome } from './outcome.js';
 export { adoptShare, type ShareAdoptionInput } from './share-adoption.js';
 export { type VendorReportInput, vendorReport } from './vendor-report.js';

@@ -1,4 +1,5 @@
-import { type LedgerState, seedLearnedRing, type TaughtLimit } from '../ledger-state.js';
+import { seedLearnedRing, type TaughtLimit } from '../learned-rings.js';
+import type { LedgerState } from '../ledger-state.js';
 import type { LimitPlan } from '../ring-plan.js';
 
 export interface LearningInput {
@@ -11,7 +12,7 @@ export interface LearningInput {
 
 /**
  * Learning: what a class report taught holds the item's grants from now on. A taught window's ring is seeded
- * with what the vendor counted (ledger-state.ts seedLearnedRing), and the item is stamped with the view's version,
+ * with what the vendor counted (learned-rings.ts seedLearnedRing), and the item is stamped with the view's version,
  * so that a process on an older view reads the view again before it grants (grant's stale-view). Whether it
  * seeded a ring (the item is tighter) and whether it raised the item's version (both change the item).
  */

@@ -43,31 +43,28 @@ function permitDimensions(
 }
 
 /**
- * The most one grant can ever give this caller: the smallest limit that applies, where a window with reservations
- * holds the shared part plus the caller's own reservation (largestGrant). Unknown class: 400.
+ * The request's class and count, checked before the token is looked up (a request with several errors is
+ * answered for these first). Unknown class: 400. A count above the most one grant can ever give this caller
+ * (the ledger's maxCount: the smallest limit that applies, where a window with reservations holds the shared
+ * part plus the caller's own reservation; a learned class's limits as learned) could never be granted: refused
+ * instead of denied forever, the answer saying the most that can be (`details.maxCount`), so a client whose
+ * batch grew too large shrinks it and asks again.
  */
-async function maxCountFor(
+async function checkClassAndCount(
   context: SetRouteContext,
-  permitClass: string | undefined,
+  request: { count: number; class?: string | undefined },
   consumer: string | undefined,
-): Promise<number> {
+): Promise<void> {
   const { set, services } = context;
-  if (permitClass !== undefined && !set.rateLimits.classes[permitClass])
+  if (request.class !== undefined && !set.rateLimits.classes[request.class])
     throw new BadRequestError('INVALID_VALUE', 'class', 'not a permit class of this credential set');
-  // A learned class: its limits as learned (the probe's 1 until then), not the configuration's none.
-  const plan =
-    permitClass !== undefined && set.rateLimits.classes[permitClass]?.length === 0 && services.ledger.planOf
-      ? await services.ledger.planOf(set.rateLimits, set.id)
-      : planFor(set.rateLimits);
-  return largestGrant(plan, permitClass, consumer);
-}
-
-/**
- * A count above maxCount could never be granted: refused instead of denied forever, the answer saying the most
- * that can be (`details.maxCount`), so a client whose batch grew too large shrinks it and asks again.
- */
-function checkCount(count: number, maxCount: number): void {
-  if (count > maxCount)
+  const maxCount = await services.ledger.maxCount({
+    limits: set.rateLimits,
+    setId: set.id,
+    ...(request.class === undefined ? {} : { class: request.class }),
+    ...(consumer === undefined ? {} : { consumer }),
+  });
+  if (request.count > maxCount)
     throw new BadRequestError('INVALID_VALUE', 'count', `must be at most ${maxCount}`, { maxCount });
 }
 
@@ -126,8 +123,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
   // holding a reservation in it when the caller has one (the configuration allows one per principal and set).
   const named = consumerOf(context);
   const consumer = reservedConsumer(set, named);
-  const maxCount = await maxCountFor(context, request.class, consumer);
-  checkCount(request.count, maxCount);
+  await checkClassAndCount(context, request, consumer);
   await requireLiveToken(context, request.tokenId);
   audit.count = request.count;
   const [dimensions, perConsumer] = permitDimensions(context, named);
@@ -152,7 +148,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
         retryAfterMs: decision.retryAfterMs,
         remaining: decision.remaining,
         available: decision.available,
-        maxCount,
+        maxCount: decision.maxCount,
       },
     });
   }
@@ -172,7 +168,7 @@ export async function acquirePermits(context: SetRouteContext): Promise<VendResu
     /** The most one grant could give this caller now (its reservation and the shared part): the next ask's cap. */
     available: decision.available,
     /** The most one grant can ever give this caller (a larger count is 400). */
-    maxCount,
+    maxCount: decision.maxCount,
   });
 }
 
