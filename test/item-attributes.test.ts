@@ -36,7 +36,8 @@ describe('ledger item attributes (shared/ledger/item/attributes.ts)', () => {
 });
 
 describe('docs/ledger.md quotes the attribute table', () => {
-  const START = '<!-- attributes: shared/ledger/item/attributes.ts, checked by test/item-attributes.test.ts -->';
+  const START =
+    '<!-- attributes: shared/ledger/item/attributes.ts, checked by test/item-attributes.test.ts -->';
   const END = '<!-- end of attributes -->';
   const table = () =>
     [

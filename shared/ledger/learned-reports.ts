@@ -10,9 +10,10 @@ import {
   type TeachOptions,
   teach,
 } from './learned-limits.js';
+import { seedKeyOf } from './learned-rings.js';
 import { observeRise, type RiseState, trialLimitOf, trialsOf } from './learned-rise.js';
 import type { LearnedSeed, LearnedStore, LearnedView, Seeds } from './learned-store.js';
-import { type LedgerState, seedKeyOf } from './ledger-state.js';
+import type { LedgerState } from './ledger-state.js';
 import { GENERAL_SCOPE, type LearnedRings, type LimitPlan, parseRingKey, planFor } from './limit-plan.js';
 import type { VendorFeedbackResult } from './types.js';
 

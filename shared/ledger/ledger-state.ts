@@ -15,7 +15,6 @@ import type { DenialReason, WindowRemaining } from './types.js';
 import { normalizeCaps, type VendorCap } from './vendor-caps.js';
 
 /** The tag of a seed's ledger key, where learned-reports.ts has long imported it from (learned-rings.ts). */
-export { seedKeyOf } from './learned-rings.js';
 
 /**
  * The pure core of the rate ledger: the state of one access token and what a grant or a question about what

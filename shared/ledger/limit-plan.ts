@@ -27,7 +27,6 @@ import {
   slotMsFor,
 } from './ring-plan.js';
 
-export { ITEM_BYTES_BUDGET, RESERVED_ITEM_BYTES_BUDGET } from './item/index.js';
 export * from './ring-plan.js';
 
 /** Request classes per credential set (each adds rings to the one ledger item; see ITEM_BYTES_BUDGET). */

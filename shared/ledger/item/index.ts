@@ -54,23 +54,17 @@ export { ATTR, ITEM_ATTRIBUTES } from './attributes.js';
 export {
   CARRIED_WRITE_IDS,
   chooseItemFormat,
-  ITEM_BYTES_BUDGET,
-  packedItemBound,
-  RESERVED_ITEM_BYTES_BUDGET,
-  textItemBound,
   WRITE_IDS_LIMIT,
 } from './item-size.js';
 export { ledgerKey } from './ledger-item.js';
 export type { Snapshot } from './ledger-table.js';
 export { LedgerTable } from './ledger-table.js';
 /** Format 2's `rb` decoded: for tools that show an item (docs/ledger.md's worked examples). */
-export { decodePacked, type PackedState } from './packed-codec.js';
+export { decodePacked } from './packed-codec.js';
 export { decodeState, encodeState, PURGE_SLACK_SECONDS } from './state-codec.js';
 export {
   type Change,
   headAdditions,
-  type ItemOperation,
   ItemWriter,
-  type ItemWriterOptions,
   randomWriteId,
 } from './write-loop.js';

@@ -4,10 +4,10 @@
  * without a database (test/operations.test.ts). The ledger (dynamo-ledger.ts) builds each input, hands the
  * operation to the write loop and turns its outcome (outcome.ts) into its answer.
  */
-export { countDenied, NO_PENDING_ASKS, type PendingAsks } from './denied-asks.js';
+export { countDenied, NO_PENDING_ASKS } from './denied-asks.js';
 export { type GiveBackInput, giveBack } from './give-back.js';
 export { type GrantInput, grant, heldBy, SHARE_RETRY_MS, shareLapsed } from './grant.js';
 export { type LearningInput, learn } from './learning.js';
 export type { Applied, Outcome } from './outcome.js';
-export { adoptShare, type ShareAdoptionInput } from './share-adoption.js';
-export { type VendorReportInput, vendorReport } from './vendor-report.js';
+export { adoptShare } from './share-adoption.js';
+export { vendorReport } from './vendor-report.js';
