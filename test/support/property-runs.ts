@@ -1,3 +1,5 @@
+import { type TestFunction, it as vitestIt } from 'vitest';
+
 /**
  * A property's run count (or a run's length) in `npm test` and in `npm run test:long` (docs/testing.md): the
  * quick count keeps `npm test` within its time, the full one runs in test:long (which sets TEST_LONG=1). The
@@ -13,4 +15,38 @@ export function propertyRuns(runs: { quick: number; full: number }): number {
   if (!(runs.quick > 0 && runs.quick <= runs.full))
     throw new Error(`property runs: want 0 < quick ≤ full, got ${JSON.stringify(runs)}`);
   return FULL_RUNS ? runs.full : runs.quick;
+}
+
+/** A test's name, body and timeout, as `it` takes them. */
+type DefineTest = (name: string, fn: TestFunction, timeout?: number) => void;
+
+/**
+ * `it` for a `describe.each(ENGINES)` body whose heavy simulations take turns (takesTurn): `turns` gives, by the
+ * start of its name, each such test's turn; those are defined on this engine only when its turn it is in this
+ * suite (every turn in test:long), every other test as `it` defines it. Shadow `it` with it in the body:
+ * `const it = itTakingTurns(engine, ENGINES, { 'a process 2 minutes ahead': 0 })`. A name that no longer starts
+ * as listed runs on both engines: slower, never lost.
+ */
+export function itTakingTurns(
+  engine: string,
+  engines: readonly string[],
+  turns: Record<string, number>,
+): DefineTest {
+  return (name, fn, timeout) => {
+    const turn = Object.entries(turns).find(([start]) => name.startsWith(start))?.[1];
+    if (turn === undefined || takesTurn(engine, engines, turn)) vitestIt(name, fn, timeout);
+  };
+}
+
+/**
+ * Whether a heavy simulation of a file on both engines (`describe.each(ENGINES)`) runs on `engine` in this suite:
+ * in test:long on each engine; in `npm test` on one, the engines taking turns by the test's `turn` (0, 1, …), so
+ * that `npm test` still plays the file's simulations on both engines, each once, instead of each twice (as the
+ * learned-limits property's runs take turns). A plain `if` around the `it`, not `it.skipIf`: `npm test` lists no
+ * skipped test, and test:long (this module's importers run again there) runs every one on both engines.
+ */
+export function takesTurn(engine: string, engines: readonly string[], turn: number): boolean {
+  const index = engines.indexOf(engine);
+  if (index < 0) throw new Error(`takesTurn: ${engine} is not one of ${engines.join(', ')}`);
+  return FULL_RUNS || turn % engines.length === index;
 }
