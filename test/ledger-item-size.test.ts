@@ -57,7 +57,7 @@ describe.each(ENGINES)('ledger item size on %s', (engine) => {
     await dynamo.close();
   });
 
-  it.each(CASES.filter((_, turn) => takesTurn(engine, ENGINES, turn)))(
+  it.each(CASES.filter((_, turn) => takesTurn(engine, ENGINES, turn, 'the other engine')))(
     '%s: filled as full as it gets, within its computed bound and one write unit',
     async (name, limits, format) => {
       expect(planFor(limits).itemFormat).toBe(format);

@@ -42,7 +42,7 @@ function mostInAMinute(times: readonly number[]): number {
 }
 
 describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
-  const it = itTakingTurns(engine, ENGINES, { 'a renewer container 90 s ahead': 0 });
+  const it = itTakingTurns(engine, ENGINES, { 'a renewer container 90 s ahead': 0 }, 'the other engine');
   const truth = new ManualClock(T0);
   let dynamo: LocalDynamo;
   let uat: Sandbox;

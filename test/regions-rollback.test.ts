@@ -97,7 +97,12 @@ async function expectTakesOver(
 describe.each(ENGINES)(
   'a two-Region stage rolled back to N-1 (a6dc151) and forward again, on %s',
   (engine) => {
-    const it = itTakingTurns(engine, ENGINES, { 'drops to one Region': 0, 'is the wait of step 2': 1 });
+    const it = itTakingTurns(
+      engine,
+      ENGINES,
+      { 'drops to one Region': 0, 'is the wait of step 2': 1 },
+      'the other engine',
+    );
     let dynamo: LocalDynamo;
     let sandbox: Sandbox;
     let n1: Release;
