@@ -9,6 +9,7 @@ import { checkRun, type RunVerdict } from './support/learned-checks.js';
 import { runScenario, type WorldParts } from './support/learned-property-world.js';
 import { type Scenario, scenarioArb } from './support/learned-scenarios.js';
 import { timelineOf } from './support/learned-timeline.js';
+import { propertyRuns } from './support/property-runs.js';
 
 /**
  * Issue 32, build point 5: learned class limits (docs/class-limits.md) against the vendor sandbox, model-based.
@@ -30,13 +31,14 @@ import { timelineOf } from './support/learned-timeline.js';
  * of that property with fast-check.
  */
 /**
- * 200 runs in `npm test`, the engines taking turns: run k of the seed is played on ENGINES[k % 2], so each engine
- * plays 100 different runs and the two engines 200 (a run is about 100 DynamoDB calls of 2 to 3 ms and 0.25 s of
- * this process's CPU: 200 runs on each engine took 114 s on dynalite and 94 s on DynamoDB Local side by side on a
- * busy 2-core machine, two minutes of the suite's three). LEARNED_PROPERTY_RUNS sets another count;
+ * The engines take turns: run k of the seed is played on ENGINES[k % 2], so each engine plays half the runs and
+ * the two engines all of them. 100 runs in `npm test` (50 on each engine), the first 100 of test:long's 200
+ * (test/support/property-runs.ts; a run is about 100 DynamoDB calls of 2 to 3 ms and 0.25 s of this process's
+ * CPU: 200 runs, 100 on each engine, took 48 s on dynalite and 56 s on DynamoDB Local side by side on a busy
+ * 2-core machine, a third of `npm test`'s three minutes). LEARNED_PROPERTY_RUNS sets another count;
  * LEARNED_PROPERTY_EVERY_ENGINE=1 plays every run on each engine.
  */
-const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? 200);
+const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? propertyRuns({ quick: 140, full: 200 }));
 const EVERY_ENGINE = process.env.LEARNED_PROPERTY_EVERY_ENGINE === '1';
 /** Run k of the seed is this engine's to play. */
 const playsRun = (engine: string, k: number): boolean =>

@@ -32,7 +32,7 @@ const VARIANTS: Variant[] = ['configured', 'learned'];
 
 const FAMILY_NAMES = ['reports', 'rebalancing'] as const;
 /** Runs per engine and variant; `npm test` runs the first of them (the same seed). */
-const RUNS = propertyRuns({ quick: 25, full: 100 });
+const RUNS = propertyRuns({ quick: 12, full: 100 });
 const SEED = Number(process.env.CLASSES_PROPERTY_SEED ?? 20_260_124);
 
 const limitArb = (min: number, max: number) =>

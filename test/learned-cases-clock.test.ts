@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ENGINES } from './support/engines.js';
 import {
   A,
@@ -12,6 +12,7 @@ import {
   shown,
   T0,
 } from './support/learned-world.js';
+import { itTakingTurns } from './support/property-runs.js';
 
 /**
  * Issue 32's cases of time and windows (docs/class-limits.md C1, I3): a vendor clock off ours, fixed windows first
@@ -22,6 +23,7 @@ import {
  * now.
  */
 describe.each(ENGINES)('issue 32 cases: time and windows, on %s', (engine) => {
+  const it = itTakingTurns(engine, ENGINES, { 'I3: a sliding': 1 }, 'the other engine');
   const world = learnedWorlds(engine);
 
   /** Ledger time of the start of the vendor's `windowSeconds` window that holds vendor time `at + offset`. */

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ENGINES } from './support/engines.js';
 import {
   A,
@@ -11,6 +11,7 @@ import {
   shown,
   T0,
 } from './support/learned-world.js';
+import { itTakingTurns } from './support/property-runs.js';
 
 /**
  * Issue 32's cases of room and change (docs/class-limits.md M1, M2, R1-R4, T3): a family of three windows, two
@@ -20,6 +21,7 @@ import {
  * ("was ..."), its assertions the figure now.
  */
 describe.each(ENGINES)('issue 32 cases: room and change, on %s', (engine) => {
+  const it = itTakingTurns(engine, ENGINES, { 'M2:': 1, 'M1:': 1 }, 'the other engine');
   const world = learnedWorlds(engine);
 
   it('M2: a family of three windows (10/10 s, 30/60 s, 300/3600 s): one caller naming the hour keeps the minute; two hours later 60 permits in 2 minutes (was 30/3600 s kept: 30)', async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ENGINES } from './support/engines.js';
 import {
   A,
@@ -13,6 +13,7 @@ import {
   shown,
   T0,
 } from './support/learned-world.js';
+import { itTakingTurns } from './support/property-runs.js';
 import type { Reply } from './support/sandbox-http.js';
 
 /**
@@ -23,6 +24,7 @@ import type { Reply } from './support/sandbox-http.js';
  * Each test's name gives the figure the landed code (a6dc151) measured ("was ..."), its assertions the figure now.
  */
 describe.each(ENGINES)('issue 32 cases: trust, holds and waits, on %s', (engine) => {
+  const it = itTakingTurns(engine, ENGINES, { 'I1:': 1, 'T2:': 1 }, 'the other engine');
   const world = learnedWorlds(engine);
 
   it('I2: "limit 10, remaining 10, reset a day ahead" from one caller teaches nothing: a day later 10 and 10 in two minutes (was kept 10 per 86400 s: 10, then 0)', async () => {

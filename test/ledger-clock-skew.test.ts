@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { createDynamoDbClient } from '../shared/aws/dynamodb.js';
 import { attachDateReference } from '../shared/aws/dynamodb-date-reference.js';
 import { ManualClock } from '../shared/clock.js';
@@ -20,7 +20,7 @@ import {
   type SendableCount,
   seededRandom,
 } from './support/ledger-harness.js';
-import { propertyRuns } from './support/property-runs.js';
+import { itTakingTurns, propertyRuns } from './support/property-runs.js';
 
 /**
  * Processes whose clocks disagree, on one ledger item. Time is simulated: one true clock, which DynamoDB's
@@ -159,6 +159,11 @@ async function simulate(options: {
 
 // Timeouts bound a hang: a simulated half hour takes a few seconds idle, much more on a loaded machine.
 describe.each(ENGINES)("rate ledger with a process clock off DynamoDB's on %s", (engine) => {
+  const it = itTakingTurns(engine, ENGINES, {
+    'a process 2 minutes ahead': 0,
+    'a process 10 minutes ahead': 1,
+    'property:': 1,
+  });
   let dynamo: LocalDynamo;
   beforeAll(async () => {
     dynamo = await startEngine(engine);

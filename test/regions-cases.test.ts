@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect } from 'vitest';
 import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import type { Clock } from '../shared/clock.js';
 import { ManualClock } from '../shared/clock.js';
@@ -14,6 +14,7 @@ import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
 import { offsetClock } from './support/ledger-harness.js';
+import { itTakingTurns } from './support/property-runs.js';
 import { credentialSet, startWorld, type World } from './support/refresher-harness.js';
 import { seededRandom } from './support/sandbox-http.js';
 
@@ -41,6 +42,7 @@ function mostInAMinute(times: readonly number[]): number {
 }
 
 describe.each(ENGINES)('issue 33 cases: the lease renewer, on %s', (engine) => {
+  const it = itTakingTurns(engine, ENGINES, { 'a renewer container 90 s ahead': 0 }, 'the other engine');
   const truth = new ManualClock(T0);
   let dynamo: LocalDynamo;
   let uat: Sandbox;

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
@@ -8,7 +8,7 @@ import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { type Attempt, createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
 import { maxInAnySpan } from './support/ledger-harness.js';
-import { propertyRuns } from './support/property-runs.js';
+import { itTakingTurns, propertyRuns } from './support/property-runs.js';
 import { CLASS, HOME, PEER, RegionsLearnedWorld } from './support/regions-learned-world.js';
 
 /**
@@ -51,6 +51,12 @@ function shown(name: string, figures: Record<string, unknown>): string {
 }
 
 describe.each(ENGINES)('learned limits shared between two Regions on %s', (engine) => {
+  const it = itTakingTurns(engine, ENGINES, {
+    'a probe is shared': 0,
+    'equal class demand': 1,
+    'equal greedy class demand': 0,
+    'the control': 1,
+  });
   let dynamo: LocalDynamo;
   const open: { close(): unknown }[] = [];
   beforeAll(async () => {

@@ -1,10 +1,11 @@
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { defaultSandboxUsers, type Sandbox, startSandbox } from '../sandbox/index.js';
 import { ManualClock } from '../shared/clock.js';
 import { CLOCK_BOUND_MS, LEASE_MS, RENEW_MS } from '../shared/regions/lease.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
+import { itTakingTurns } from './support/property-runs.js';
 import { fakeSecretsManager } from './support/refresher-harness.js';
 import {
   currentRelease,
@@ -96,6 +97,12 @@ async function expectTakesOver(
 describe.each(ENGINES)(
   'a two-Region stage rolled back to N-1 (a6dc151) and forward again, on %s',
   (engine) => {
+    const it = itTakingTurns(
+      engine,
+      ENGINES,
+      { 'drops to one Region': 0, 'is the wait of step 2': 1 },
+      'the other engine',
+    );
     let dynamo: LocalDynamo;
     let sandbox: Sandbox;
     let n1: Release;

@@ -1,3 +1,7 @@
+// Powertools sets process.env.AWS_SDK_UA_APP_ID when its commons module is first imported, once per process:
+// whichever file of a worker imports it first (through shared/) would fail the check below for a change it did
+// not make. Imported here, before any file's snapshot, it is part of the environment every file starts from.
+import '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll } from 'vitest';
 
 /**
