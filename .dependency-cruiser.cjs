@@ -70,10 +70,10 @@ module.exports = {
     {
       name: 'ledger-item-closed',
       comment:
-        'shared/ledger/item/ is closed (issue 34): outside it, import only its index.ts (its invariants are listed there).',
+        'shared/ledger/item/ is closed (issue 34): outside it, import only its index.ts (its invariants are listed there), or bound.ts (the size bound, pure, for the configuration path).',
       severity: 'error',
       from: { pathNot: '^shared/ledger/item/' },
-      to: { path: '^shared/ledger/item/', pathNot: '^shared/ledger/item/index\\.[cm]?[jt]s$' },
+      to: { path: '^shared/ledger/item/', pathNot: '^shared/ledger/item/(index|bound)\\.[cm]?[jt]s$' },
     },
     ...layerRules,
   ],

@@ -9,7 +9,8 @@ import {
   UnknownPermitClassError,
 } from '../shared/ledger/errors.js';
 import { acquire, emptyState, stateAt } from '../shared/ledger/ledger-state.js';
-import { checkPermit, largestGrant, planFor } from '../shared/ledger/limit-plan.js';
+import { largestGrant, planFor } from '../shared/ledger/limit-plan.js';
+import { checkPermit } from '../shared/ledger/operations/index.js';
 import { checkFeedback, checkGiveBack } from '../shared/ledger/validation.js';
 import { LedgerCore } from './support/ledger-core.js';
 import { maxInAnySpan, type TimedCount } from './support/ledger-harness.js';

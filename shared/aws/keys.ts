@@ -9,19 +9,19 @@ import { PARTITION_KEY } from './tables.js';
  *
  * | prefix     | item                                                              | table                        |
  * | ---------- | ----------------------------------------------------------------- | ---------------------------- |
- * | `token#`   | a ledger item (shared/ledger/ledger-item.ts), one per ledger key  | ledger                       |
+ * | `token#`   | a ledger item (shared/ledger/item/ledger-item.ts), one per ledger key | ledger                       |
  * | `report#`  | a report-limit counter or re-login claim (shared/vend/report-limits.ts) | ledger                 |
  * | `learned#` | a set's learned class limits (shared/ledger/learned-store.ts)     | ledger; MRSC in two Regions  |
  * | `set#`     | a credential set's tokens (shared/tokens/dynamo-token-item.ts)    | tokens; MRSC in two Regions  |
  * | `lease#`   | a ledger key's lease item (shared/regions/lease-store.ts)         | MRSC (two Regions only)      |
  */
-export const KEY_PREFIX = {
-  token: 'token#',
-  report: 'report#',
-  learned: 'learned#',
-  set: 'set#',
-  lease: 'lease#',
-} as const;
+export enum KEY_PREFIX {
+  token = 'token#',
+  report = 'report#',
+  learned = 'learned#',
+  set = 'set#',
+  lease = 'lease#',
+}
 
 /** A key as the DynamoDB client takes it: the one partition key attribute (shared/aws/tables.ts). */
 export type ItemKey = Record<string, AttributeValue>;

@@ -16,16 +16,11 @@ import {
   usageOf,
 } from './ledger-reports.js';
 import { type LedgerState, stateAt } from './ledger-state.js';
-import {
-  checkClass,
-  checkPermit,
-  type LimitPlan,
-  largestGrant,
-  planFor,
-  reservedConsumer,
-} from './limit-plan.js';
+import { type LimitPlan, largestGrant, planFor, reservedConsumer } from './limit-plan.js';
 import {
   type Applied,
+  checkClass,
+  checkPermit,
   countDenied,
   type GiveBackInput,
   type GrantInput,
@@ -224,11 +219,6 @@ export class DynamoRateLedger implements RateLedger {
     } catch {
       return this.#clock.now();
     }
-  }
-
-  /** The plan a permit of the set is decided on now: its learned classes' rings as its (cached) view says. */
-  async planOf(limits: RateLimitSettings, setId: string): Promise<LimitPlan> {
-    return (await this.#planOf(limits, setId)).plan;
   }
 
   /** For the regional subclass (regional-ledger.ts): its plans, reads, write loop and telemetry. */

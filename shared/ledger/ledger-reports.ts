@@ -7,8 +7,8 @@ import { learnFromReport, UNMEASURED_OFFSET } from './learned-reports.js';
 import { type RiseState, trialLimitOf } from './learned-rise.js';
 import type { LearnedStore, LearnedView } from './learned-store.js';
 import { ALL_CLASSES, type LedgerState, remainingAt } from './ledger-state.js';
-import { checkTokenId, type LimitPlan, planFor } from './limit-plan.js';
-import { type LearningInput, vendorReport } from './operations/index.js';
+import { type LimitPlan, planFor } from './limit-plan.js';
+import { checkTokenId, type LearningInput, vendorReport } from './operations/index.js';
 import { callerTag } from './receipts.js';
 import type {
   LearnedLimitStatus,

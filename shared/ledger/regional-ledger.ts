@@ -1,8 +1,8 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { DynamoRateLedger } from './dynamo-ledger.js';
-import { checkTokenId } from './limit-plan.js';
-import { adoptShare } from './operations/index.js';
+import { adoptShare, checkTokenId } from './operations/index.js';
 import { type Adoption, type AdoptionMode, checkShare, type RegionShare } from './region-share.js';
+import type { LimitPlan } from './ring-plan.js';
 import { type RingSnapshot, ringSnapshotOf } from './ring-snapshot.js';
 
 /** What adoptShare did: the share in the item afterwards is `share`. */
@@ -20,6 +20,11 @@ export interface AdoptShareResult extends Adoption {
  * function (which never adopts a share) does not carry it.
  */
 export class RegionalRateLedger extends DynamoRateLedger {
+  /** The plan a permit of the set is decided on now: its learned classes' rings as its (cached) view says. */
+  async planOf(limits: RateLimitSettings, setId: string): Promise<LimitPlan> {
+    return (await this.core.planOf(limits, setId)).plan;
+  }
+
   /**
    * Adopts a Region's share of the budgets of one ledger key (issue 27): ONE conditional write of the item, like
    * a grant's (so it waits for no lock and a grant decided on the share before it fails its condition and is

@@ -1,6 +1,7 @@
 import type { RateLimitSettings } from '../config/rate-limits.js';
 import { InvalidLedgerRequestError, InvalidPermitCountError, ReceiptRejectedError } from './errors.js';
-import { checkClass, checkTokenId, type LimitPlan, planFor } from './limit-plan.js';
+import { type LimitPlan, planFor } from './limit-plan.js';
+import { checkClass, checkTokenId } from './operations/index.js';
 import { parseReceipt } from './receipts.js';
 import type { VendorFeedback } from './vendor-feedback.js';
 

@@ -53,7 +53,6 @@
 export { ATTR, ITEM_ATTRIBUTES } from './attributes.js';
 export {
   CARRIED_WRITE_IDS,
-  chooseItemFormat,
   WRITE_IDS_LIMIT,
 } from './item-size.js';
 export { ledgerKey } from './ledger-item.js';

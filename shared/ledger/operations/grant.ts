@@ -1,6 +1,8 @@
+import type { RateLimitSettings } from '../../config/rate-limits.js';
+import { InvalidLedgerRequestError, InvalidPermitCountError, UnknownPermitClassError } from '../errors.js';
 import { PROBE_RETRY_MS } from '../learned-limits.js';
 import { type AcquireOutcome, acquire, type LedgerState, leftAt, stateAt } from '../ledger-state.js';
-import { isProbing } from '../limit-plan.js';
+import { isProbing, planFor } from '../limit-plan.js';
 import { consumerTag, issueReceipt, newReceiptId, receiptTtlMs } from '../receipts.js';
 import { heldPlan, NO_SHARE } from '../region-share.js';
 import { GENERAL_SCOPE, type LimitPlan, ringsFor } from '../ring-plan.js';
@@ -159,4 +161,56 @@ function availableTo(
       return Math.min(left, parts);
     }),
   );
+}
+
+/**
+ * A permit's request checked against its plan, and every request's token id (validation.ts has the give-back's
+ * and the feedback's checks), before anything is read or written. The vend API maps the errors' codes to 400s.
+ * Messages never echo a token id: a caller may have sent the token itself by mistake.
+ */
+const TOKEN_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** A class name that may be echoed in a message (limit-plan's own names are checked at configuration). */
+const REQUESTED_CLASS = /^[a-z][a-z0-9-]{0,62}$/;
+
+export function checkTokenId(tokenId: unknown): string {
+  if (typeof tokenId !== 'string' || !TOKEN_ID.test(tokenId))
+    throw new InvalidLedgerRequestError('tokenId must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -');
+  return tokenId;
+}
+
+export function checkClass(plan: LimitPlan, cls: unknown): string | undefined {
+  if (cls === undefined) return undefined;
+  if (typeof cls === 'string' && plan.classes.has(cls)) return cls;
+  const known = [...plan.classes.keys()].join(', ') || 'none';
+  const named = typeof cls === 'string' && REQUESTED_CLASS.test(cls) ? ` "${cls}"` : '';
+  throw new UnknownPermitClassError(`unknown permit class${named}; this credential set has: ${known}`);
+}
+
+function checkCount(plan: LimitPlan, cls: string | undefined, count: unknown): number {
+  const max = Math.min(...ringsFor(plan, cls).map((spec) => spec.limit));
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > max)
+    throw new InvalidPermitCountError(`count must be an integer from 1 to ${max}`);
+  return count;
+}
+
+export interface CheckedPermit {
+  tokenId: string;
+  plan: LimitPlan;
+  count: number;
+  cls: string | undefined;
+}
+
+/** `plan`: the plan to check against (with the learned classes' rings as learned); default the settings'. */
+export function checkPermit(
+  request: {
+    tokenId: unknown;
+    count: unknown;
+    class?: unknown;
+    limits: RateLimitSettings;
+  },
+  plan: LimitPlan = planFor(request.limits),
+): CheckedPermit {
+  const tokenId = checkTokenId(request?.tokenId);
+  const cls = checkClass(plan, request.class);
+  return { tokenId, plan, cls, count: checkCount(plan, cls, request.count) };
 }

@@ -6,7 +6,16 @@
  */
 export { countDenied, NO_PENDING_ASKS } from './denied-asks.js';
 export { type GiveBackInput, giveBack } from './give-back.js';
-export { type GrantInput, grant, heldBy, SHARE_RETRY_MS, shareLapsed } from './grant.js';
+export {
+  checkClass,
+  checkPermit,
+  checkTokenId,
+  type GrantInput,
+  grant,
+  heldBy,
+  SHARE_RETRY_MS,
+  shareLapsed,
+} from './grant.js';
 export { type LearningInput, learn } from './learning.js';
 export type { Applied, Outcome } from './outcome.js';
 export { adoptShare } from './share-adoption.js';
