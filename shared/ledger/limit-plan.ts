@@ -20,7 +20,6 @@ import {
   reservedScope,
   ringKey,
   ringLength,
-  ringsFor,
   SHARED_SCOPE,
   SLOTS_PER_WINDOW,
   slotMsFor,
