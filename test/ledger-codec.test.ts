@@ -2,7 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { rateLimitSettingsSchema } from '../shared/config/credential-sets.js';
 import { LedgerUnavailableError } from '../shared/ledger/errors.js';
-import { decodeState, encodeState, headAdditions, PURGE_SLACK_SECONDS } from '../shared/ledger/item/index.js';
+import {
+  decodeState,
+  encodeState,
+  grantAdditions,
+  PURGE_SLACK_SECONDS,
+} from '../shared/ledger/item/index.js';
 import { acquire, emptyState, type LedgerState, stateAt } from '../shared/ledger/ledger-state.js';
 import { CAP_UNTIL_MS, parseRingKey, planFor } from '../shared/ledger/limit-plan.js';
 import { subSlot, trimRing } from '../shared/ledger/ring.js';
@@ -177,19 +182,21 @@ describe('head additions (concurrent grants in one slot)', () => {
     acquire(state, plan, T0, 30, undefined);
     return state;
   };
-  const grantAt = (read: LedgerState, g: number, k: number, cls?: string) => {
+  /** A grant on `read` at g, and the head additions the write loop makes of what it told (I6). */
+  const additionsOf = (read: LedgerState, g: number, k: number, cls?: string) => {
     const work = stateAt(read, g, plan.marginMs);
-    expect(acquire(work, plan, g, k, cls).granted).toBe(true);
-    return work;
+    const outcome = acquire(work, plan, g, k, cls);
+    if (!outcome.granted) throw new Error('the grant was denied');
+    if (outcome.effect.rewrote) return undefined;
+    return grantAdditions(read, work, outcome.effect.recorded, [plan], g);
   };
 
   it('I6: turns grants in the same slots into guarded additions', () => {
     const read = base();
-    const work = grantAt(read, T0 + 500, 5, 'reports');
     // The class's ring has coarser slots (item format 2: 12 a window): its own sub-slot.
     const reports = plan.classes.get('reports')?.[0];
     expect(reports?.key).toBe('reports/1aao.c');
-    expect(headAdditions(read, work, [plan], T0 + 500)).toEqual([
+    expect(additionsOf(read, T0 + 500, 5, 'reports')).toEqual([
       { key: '*/1aao', add: 5, max: 50 - 5, sub: 18 },
       { key: '*/255s0', add: 5, max: 1000 - 5, sub: 0 },
       { key: 'reports/1aao.c', add: 5, max: 10 - 5, sub: subSlot(T0 + 500, reports?.slotMs ?? 0) },
@@ -201,8 +208,7 @@ describe('head additions (concurrent grants in one slot)', () => {
     acquire(older, plan, T0, 20, undefined);
     const read = stateAt(older, T0 + 2000, plan.marginMs);
     acquire(read, plan, T0 + 2000, 1, undefined);
-    const work = grantAt(read, T0 + 2100, 4);
-    expect(headAdditions(read, work, [plan], T0 + 2100)?.[0]).toEqual({
+    expect(additionsOf(read, T0 + 2100, 4)?.[0]).toEqual({
       key: '*/1aao',
       add: 4,
       max: 50 - 20 - 4,
@@ -212,10 +218,16 @@ describe('head additions (concurrent grants in one slot)', () => {
 
   it('I6: needs a full write when a slot changes, a cap is in force, or the item does not exist yet', () => {
     const read = base();
-    expect(headAdditions(read, grantAt(read, T0 + 1000, 1), [plan], T0 + 1000)).toBeUndefined();
+    expect(additionsOf(read, T0 + 1000, 1)).toBeUndefined();
     const capped = { ...read, caps: [{ scope: '*', remaining: 9, until: T0 + 9000 }] };
-    expect(headAdditions(capped, grantAt(capped, T0 + 10, 1), [plan], T0 + 10)).toBeUndefined();
+    expect(additionsOf(capped, T0 + 10, 1)).toBeUndefined();
     const fresh = stateAt(emptyState(), T0, plan.marginMs);
-    expect(headAdditions(fresh, grantAt(fresh, T0, 1), [plan], T0)).toBeUndefined();
+    expect(additionsOf(fresh, T0, 1)).toBeUndefined();
+    // The grant itself tells the loop it changed more than its grants: a cap counted down.
+    const work = stateAt(capped, T0 + 10, plan.marginMs);
+    expect(acquire(work, plan, T0 + 10, 1, undefined)).toMatchObject({
+      granted: true,
+      effect: { rewrote: true },
+    });
   });
 });

@@ -50,7 +50,8 @@ describe('operations (shared/ledger/operations/), on an in-memory item', () => {
   it('grant: grants up to the limit in a span (a grant change), then denies QUOTA with the wait, changing nothing', () => {
     const state = item();
     const first = grant(state, ask(50), at(T0));
-    expect(first.change).toBe('grant');
+    // Told, not diffed (I6): the grants it added, per ring (the 60 s and the hour's general rings here).
+    expect(first.change).toEqual({ grants: new Map(plan.general.map((spec) => [spec.key, 50])) });
     expect(first.outcome).toMatchObject({
       kind: 'decided',
       decision: { granted: true, count: 50, available: 0 },

@@ -112,7 +112,7 @@ const outcomeOf = <O extends Outcome>({ change, outcome }: Applied<O>): { change
  * The rate ledger on DynamoDB: one item per access token; each batch of changes is ONE conditional UpdateItem
  * built on what this process learned of the item within the last second (else on a consistent read), retried
  * on fresh state on conflict.
- * Concurrent grants in the same slot add to it instead of conflicting (item/write-loop.ts headAdditions). A denial writes
+ * Concurrent grants in the same slot add to it instead of conflicting (item/write-loop.ts grantAdditions). A denial writes
  * nothing to the rings and is always decided on a fresh read; a regional ledger counts its denied asks in `dq`
  * (an ADD outside this protocol, at most one a second per key and process: #countAsked). No answer from DynamoDB, no permit.
  *

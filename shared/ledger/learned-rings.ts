@@ -33,10 +33,11 @@ interface RingsState {
  * span. Without it, a ring left out of the plan while a tighter limit held the class (a liar's 1 per minute over
  * a kept 7 per 15 s) came back empty when that limit ended, and the grants of its last window went uncounted: 8 in
  * 15 s at the vendor. A window the class never had, which no longer ring covers, is seeded at its learning
- * instead (seedLearnedRing).
+ * instead (seedLearnedRing). Returns whether it restored any (the grant then needs a full write).
  */
-export function restoreClassRings(state: RingsState, plan: LimitPlan, cls: string, g: number): void {
-  if (!plan.learned.has(cls)) return;
+export function restoreClassRings(state: RingsState, plan: LimitPlan, cls: string, g: number): boolean {
+  if (!plan.learned.has(cls)) return false;
+  let restored = false;
   for (const spec of plan.classes.get(cls) ?? []) {
     if (state.rings.has(spec.key)) continue;
     const longer = [...state.rings.keys()]
@@ -51,8 +52,11 @@ export function restoreClassRings(state: RingsState, plan: LimitPlan, cls: strin
       const end = slotEnd(head - j, from.subs[j] ?? SUB_SLOTS - 1, longer.slotMs);
       if (count > 0 && end > g - spec.spanMs) recordAt(ring, spec.slotMs, g, Math.min(end - 1, g), count);
     });
-    if (!isEmptyRing(ring)) state.rings.set(spec.key, ring);
+    if (isEmptyRing(ring)) continue;
+    state.rings.set(spec.key, ring);
+    restored = true;
   }
+  return restored;
 }
 
 /**
@@ -66,7 +70,8 @@ export function restoreClassRings(state: RingsState, plan: LimitPlan, cls: strin
  * docs/class-limits.md, "Processes that disagree"): what it lacks is recorded at the report's time. Those of its
  * own grants the vendor counted are counted twice for at most a window: more, never fewer. Without it the other
  * Region took the whole learned limit on top of the vendor's count until the reporting Region's lease record named
- * the learned rings (docs/multi-region.md, "The first learning in two Regions").
+ * the learned rings (docs/multi-region.md, "The first learning in two Regions"). Returns whether it changed the
+ * item (a ring seeded or dropped, its learned version raised): the grant then needs a full write.
  */
 export function seedFromLearned(
   state: RingsState,
@@ -74,8 +79,9 @@ export function seedFromLearned(
   cls: string,
   g: number,
   ledgerKey: string | undefined,
-): void {
-  if (!plan.seeds || !plan.learned.has(cls)) return;
+): boolean {
+  if (!plan.seeds || !plan.learned.has(cls)) return false;
+  let seeded = false;
   const decidedOn = state.learnedVersion;
   const tag = ledgerKey === undefined ? undefined : seedKeyOf(ledgerKey);
   for (const spec of plan.classes.get(cls) ?? []) {
@@ -106,8 +112,9 @@ export function seedFromLearned(
     if (!isEmptyRing(ring)) state.rings.set(spec.key, ring);
     // Once: written with it, the item holds grants of the seed's view (a process on an older one reads it first).
     state.learnedVersion = Math.max(state.learnedVersion, seed.v);
+    seeded = true;
   }
-  boundClassRings(state, plan, cls);
+  return boundClassRings(state, plan, cls) || seeded;
 }
 
 /** The ledger key a seed is of, on the learned item: 8 characters of its hash (the items' keys stay apart). */
@@ -119,10 +126,10 @@ export const seedKeyOf = (ledgerKey: string): string =>
  * and the probe's ring, which is what the item is sized for. A ring of the class its plan no longer has (a lapsed
  * window) keeps counting the class's grants (rule 1 of "Processes that disagree") while there is room; past it,
  * such rings go, longest window first (a window learned again is seeded anew). Without it, a liar cycling
- * through windows grows the item past its write unit.
+ * through windows grows the item past its write unit. Returns whether it dropped any.
  */
-export function boundClassRings(state: RingsState, plan: LimitPlan, cls: string): void {
-  if (!plan.learned.has(cls)) return;
+export function boundClassRings(state: RingsState, plan: LimitPlan, cls: string): boolean {
+  if (!plan.learned.has(cls)) return false;
   const inPlan = new Set((plan.classes.get(cls) ?? []).map((spec) => spec.key));
   const probe = ringKey(cls, PROBE_LIMIT.windowSeconds * 1000, CLASS_SLOTS_PER_WINDOW);
   const others = [...state.rings.keys()]
@@ -130,8 +137,9 @@ export function boundClassRings(state: RingsState, plan: LimitPlan, cls: string)
     .sort((a, b) => parseRingKey(b).windowMs - parseRingKey(a).windowMs);
   // The plan's rings (the probe's key is a learned 10 s window's too: then it counts as one of them).
   const learned = [...inPlan].filter((key) => state.rings.has(key)).length;
-  for (const key of others.slice(0, Math.max(0, learned + others.length - plan.learnedWindows)))
-    state.rings.delete(key);
+  const dropped = others.slice(0, Math.max(0, learned + others.length - plan.learnedWindows));
+  for (const key of dropped) state.rings.delete(key);
+  return dropped.length > 0;
 }
 
 /**

@@ -127,6 +127,16 @@ const capApplies = (cap: VendorCap, cls: string | undefined): boolean =>
  */
 export type ReservedSplit = [generalKey: string, reserved: number][];
 
+/**
+ * What a grant did to the state, as the write loop is told it (item/write-loop.ts grantAdditions): the grants it
+ * recorded, per ring key, at g; and whether it changed anything else (a ring seeded, restored or dropped, a vendor
+ * cap counted down, the reservations' key): then only a full write carries it.
+ */
+export interface GrantEffect {
+  recorded: Map<string, number>;
+  rewrote: boolean;
+}
+
 export type AcquireOutcome =
   | {
       granted: true;
@@ -136,6 +146,7 @@ export type AcquireOutcome =
       remaining: WindowRemaining[];
       /** Present when the plan has reservations: one entry per reserved window. */
       split?: ReservedSplit;
+      effect: GrantEffect;
     }
   | { granted: false; retryAt: number; reason: DenialReason; remaining: WindowRemaining[] };
 
@@ -189,10 +200,11 @@ function reservedShares(
   return shares;
 }
 
-const record = (state: LedgerState, spec: RingSpec, g: number, k: number): void => {
+const record = (state: LedgerState, spec: RingSpec, g: number, k: number, effect: GrantEffect): void => {
   const ring = ringOf(state, spec);
   recordGrant(ring, spec.slotMs, g, k);
   state.rings.set(spec.key, ring);
+  effect.recorded.set(spec.key, (effect.recorded.get(spec.key) ?? 0) + k);
 };
 
 /**
@@ -208,17 +220,22 @@ export function acquire(
   consumer?: string,
   ledgerKey?: string,
 ): AcquireOutcome {
-  // Caps an older release wrote since (vendor-caps.ts): each to its limit, so the item keeps one per limit.
+  // Caps in force are counted down by a grant that applies to them (below): a full write, as is every grant while
+  // one is in force (I6). Caps an older release wrote since (vendor-caps.ts): each to its limit, so the item keeps
+  // one per limit.
+  const effect: GrantEffect = { recorded: new Map(), rewrote: state.caps.length > 0 };
   if (state.caps.length > 0) normalizeCaps(state, plan, g);
   // A learned class's rings seeded or restored (learned-rings.ts).
   if (cls !== undefined && plan.learned.has(cls)) {
-    seedFromLearned(state, plan, cls, g, ledgerKey);
-    restoreClassRings(state, plan, cls, g);
+    const seeded = seedFromLearned(state, plan, cls, g, ledgerKey);
+    const restored = restoreClassRings(state, plan, cls, g);
+    effect.rewrote ||= seeded || restored;
   }
   // Reservations other than those the rings were kept by, while rings hold grants: see LimitPlan.reservationsKey.
   if (state.reservationsKey !== plan.reservationsKey) {
     if (state.rings.size > 0) state.reservationsChangedAt = g;
     state.reservationsKey = plan.reservationsKey;
+    effect.rewrote = true;
   }
   // The general rings of reserved windows are recorded, not checked: their shared and reservation rings carry
   // the bound (ReservedWindow); except for a span after the reservations changed, when those know too little.
@@ -245,21 +262,21 @@ export function acquire(
     const reason: DenialReason = cooldownAt > g ? 'COOLDOWN' : quotaAt > g ? 'QUOTA' : 'VENDOR_CAP';
     return { granted: false, retryAt, reason, remaining: remainingAt(state, plan, g, cls) };
   }
-  for (const spec of specs) record(state, spec, g, k);
+  for (const spec of specs) record(state, spec, g, k, effect);
   // Every other ring of the class in the item too (a process with another learned view keeps it): its grants
   // count against the rings of every view, whichever process decides (docs/class-limits.md, "Processes").
   if (cls !== undefined) {
     for (const key of [...state.rings.keys()]) {
       const { scope, slotMs } = parseRingKey(key);
       if (scope === cls && !specs.some((spec) => spec.key === key))
-        record(state, { key, slotMs } as RingSpec, g, k);
+        record(state, { key, slotMs } as RingSpec, g, k, effect);
     }
-    if (plan.learned.has(cls)) boundClassRings(state, plan, cls);
+    if (plan.learned.has(cls) && boundClassRings(state, plan, cls)) effect.rewrote = true;
   }
   for (const share of shares) {
-    record(state, share.general, g, k);
-    if (share.a > 0 && share.own) record(state, share.own, g, share.a);
-    if (share.b > 0) record(state, share.window.shared, g, share.b);
+    record(state, share.general, g, k, effect);
+    if (share.a > 0 && share.own) record(state, share.own, g, share.a, effect);
+    if (share.b > 0) record(state, share.window.shared, g, share.b, effect);
   }
   for (const cap of state.caps) if (capApplies(cap, cls)) cap.remaining -= k;
   return {
@@ -269,6 +286,7 @@ export function acquire(
     validUntil: g + plan.validityMs,
     remaining: remainingAt(state, plan, g, cls),
     ...(plan.reserved.size > 0 ? { split: shares.map((share) => [share.general.key, share.a]) } : {}),
+    effect,
   };
 }
 

@@ -14,7 +14,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * permits back, and the id stays until the receipt could no longer be used anyway. So a receipt returns at
  * most what its grant gave, once, and only to the caller it was issued to. Grants store nothing for their
  * receipts: tracking spent receipts costs item space per give-back (a full write anyway), tracking open ones
- * would cost it per grant and take the cheap concurrent path (item/write-loop.ts headAdditions) away from busy tokens.
+ * would cost it per grant and take the cheap concurrent path (item/write-loop.ts grantAdditions) away from busy tokens.
  *
  * The spent set is short (it is in every write of the item), so it is shared out: each caller may hold at
  * most SPENT_PER_CALLER of its SPENT_KEPT places, told by a mark of the caller inside the receipt id. A

@@ -10,7 +10,7 @@
  * I1. The bound: in any span of a ring's window plus the margin, the grants counted never exceed the ring's limit,
  *     whatever the interleaving of processes. Kept by: every write is conditional on what it was decided on
  *     (write-loop.ts #write: a full write on the version and head-addition count it read, ledger-item.ts fullWrite;
- *     a head addition on the version and, per ring, "the head holds at most `max`", write-loop.ts headAdditions), and a grant is
+ *     a head addition on the version and, per ring, "the head holds at most `max`", write-loop.ts grantAdditions), and a grant is
  *     decided on a state moved to its ledger time (ledger-state.ts acquire). Pinned by: test/ledger-property.test.ts
  *     "I1: never exceeds 50 in any 60 s …", test/ledger-dynamo.test.ts "I1: keeps several processes inside the limit …".
  *
@@ -40,11 +40,14 @@
  *     more than `maxConflictRetries` conflicts in a row, is no permit: LedgerUnavailableError (write-loop.ts
  *     #runBatch, #decide). Pinned by: test/ledger-dynamo.test.ts "I5: fails closed …" (two tests).
  *
- * I6. Head additions only where they commute: a batch that only added grants, in the head slots of the item's
- *     last full write, with no vendor cap in force, no change of cooldown, learned version or reservations, and
- *     room for its id in `w` (WRITE_IDS_LIMIT), is written as DynamoDB ADDs (write-loop.ts headAdditions,
- *     ledger-item.ts headWrite); everything else is a full write. Pinned by: test/ledger-codec.test.ts "I6: …",
- *     test/ledger-dynamo.test.ts "I6: lets grants of several processes in the same slot add up …".
+ * I6. Head additions only where they commute: a batch whose operations told the loop they only added grants
+ *     (Change `grants`, the counts per ring that ledger-state.ts acquire recorded: GrantEffect; a seeded,
+ *     restored or dropped ring, a cap counted down, a learned version or reservations changed are `other`), in
+ *     the head slots of the item's last full write, with no vendor cap in force and room for its id in `w`
+ *     (WRITE_IDS_LIMIT), is written as DynamoDB ADDs (write-loop.ts grantAdditions, ledger-item.ts headWrite);
+ *     everything else is a full write. Pinned by: test/ledger-codec.test.ts "I6: …" (among them: what a grant
+ *     tells is exactly what it changed, over random grants), test/ledger-dynamo.test.ts "I6: lets grants of
+ *     several processes in the same slot add up …".
  *
  * I7. A receipt gives back at most what its grant gave, once, to the caller it was issued to (receipts.ts,
  *     operations/give-back.ts: signed by the item's secret `k`, its id recorded among the spent ids `g` in the same
@@ -63,7 +66,7 @@ export { decodePacked } from './packed-codec.js';
 export { decodeState, encodeState, PURGE_SLACK_SECONDS } from './state-codec.js';
 export {
   type Change,
-  headAdditions,
+  grantAdditions,
   ItemWriter,
   randomWriteId,
 } from './write-loop.js';

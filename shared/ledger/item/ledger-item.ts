@@ -5,7 +5,7 @@ import { WRITE_IDS_LIMIT } from './item-size.js';
 import type { StoredLedger } from './state-codec.js';
 
 /**
- * A fast grant's addition to one ring's head slot (I6: write-loop.ts headAdditions says when a batch is one),
+ * A fast grant's addition to one ring's head slot (I6: write-loop.ts grantAdditions says when a batch is one),
  * written by headWrite below.
  */
 export interface HeadAddition {

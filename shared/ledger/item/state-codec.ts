@@ -16,7 +16,7 @@ const isWriteId = (id: string): boolean => /^[A-Za-z0-9_-]{5}$/.test(id);
  * The ledger item, compactly, within one write unit (1 KB). Two formats (limit-plan.ts, ItemFormat): 1, the text
  * below, which the previous release reads; 2, packed (packed-codec.ts), which that release refuses to read.
  * The head slot of each ring (the slot of `time`) is kept apart, as a number per ring, so that concurrent grants
- * in the same slot can add to it without rewriting the rest (see write-loop.ts headAdditions). The older slots of a ring are
+ * in the same slot can add to it without rewriting the rest (see write-loop.ts grantAdditions). The older slots of a ring are
  * one string of base-36 counters: each non-empty slot is `<sub-slot digit><count>`, an empty one is empty,
  * newest first, separated by commas; a ring is `<scope>/<window ms>=<slots>`, e.g. `reports/1aao=z1e,,31`
  * (window 60 000 ms; 50 permits one slot before the head, 1 three slots before it).

@@ -12,10 +12,11 @@ import type { HeadAddition } from './ledger-item.js';
 import { LedgerTable, type Snapshot } from './ledger-table.js';
 
 /**
- * What an operation did to the working state it was handed: `none` (nothing to write), `grant` (it only added
- * grants to the rings: a head addition may carry it, headAdditions below), `other` (a full write).
+ * What an operation did to the working state it was handed, as it tells the loop: `none` (nothing to write),
+ * `grants` (it only added grants to rings at g, this many per ring key: head additions may carry them,
+ * grantAdditions below), `other` (anything else: a full write). The loop does not look for changes itself.
  */
-export type Change = 'none' | 'grant' | 'other';
+export type Change = 'none' | { grants: ReadonlyMap<string, number> } | 'other';
 
 /**
  * One operation on one item, applied to the working state at ledger time g. It is applied again, from scratch,
@@ -145,8 +146,8 @@ export class ItemWriter {
         fresh = true;
         continue;
       }
-      const fastPath = !dropsShare && outcomes.every((outcome) => outcome.change !== 'other');
-      const written = await this.#write(key, snapshot, work, plans, g, fastPath);
+      const grants = dropsShare ? undefined : grantsOf(outcomes.map((outcome) => outcome.change));
+      const written = await this.#write(key, snapshot, work, plans, g, grants);
       if (written.ok) {
         this.#remember(key, written.snapshot);
         return results;
@@ -161,9 +162,9 @@ export class ItemWriter {
   }
 
   /**
-   * Writes `work` (decided on `snapshot` at g) once, with a write id of its own: as head additions where only
-   * grants were added (`fastPath`) and the item allows it, else in full. Applied (by this attempt or an earlier
-   * one the SDK re-sent: the id in the item says so), or the item as it is now.
+   * Writes `work` (decided on `snapshot` at g) once, with a write id of its own: as head additions where the batch
+   * only added grants (`grants`, as its operations told) and the item allows it, else in full. Applied (by this
+   * attempt or an earlier one the SDK re-sent: the id in the item says so), or the item as it is now.
    */
   async #write(
     key: string,
@@ -171,7 +172,7 @@ export class ItemWriter {
     work: LedgerState,
     plans: readonly LimitPlan[],
     g: number,
-    fastPath: boolean,
+    grants: ReadonlyMap<string, number> | undefined,
   ): Promise<{ ok: true; snapshot: Snapshot } | { ok: false; current: Snapshot }> {
     const read = snapshot.state;
     const retainMs = Math.max(...plans.map((plan) => plan.retainMs));
@@ -185,13 +186,14 @@ export class ItemWriter {
     // A head addition needs room for its id in the item's set and the item's own format; else a full write
     // (which resets the set), so that no write ever goes without an id.
     const additions =
-      fastPath &&
+      grants !== undefined &&
       read.secret !== undefined &&
       read.writeIds.size < WRITE_IDS_LIMIT &&
       snapshot.format === format
-        ? headAdditions(
+        ? grantAdditions(
             read,
             work,
+            grants,
             plans.map((plan) => this.#options.held(plan, work, g)),
             g,
           )
@@ -299,49 +301,45 @@ class BatchQueue<Op> {
  */
 const head = (ring: Ring | undefined) => ({ count: ring?.counts[0] ?? 0, sub: ring?.subs[0] ?? -1 });
 
-/** The head additions equivalent to going from `read` to `work` at time g, or undefined if a full write is needed. */
-export function headAdditions(
+/** The grants a batch added, per ring key, when every operation of it only added grants (or changed nothing). */
+function grantsOf(changes: readonly Change[]): ReadonlyMap<string, number> | undefined {
+  const sum = new Map<string, number>();
+  for (const change of changes) {
+    if (change === 'other') return undefined;
+    if (change === 'none') continue;
+    for (const [key, k] of change.grants) sum.set(key, (sum.get(key) ?? 0) + k);
+  }
+  return sum;
+}
+
+/**
+ * The head additions that write `grants` (added at g to the item read as `read`, by the batch's operations, as
+ * they told), or undefined if a full write is needed: the item's last full write was in another slot of a ring,
+ * or the item itself asks for one (new, a cap in force, reservations changed within a span). `work` is the
+ * batch's working state at g: its caps in force, and the head's sub-slot.
+ */
+export function grantAdditions(
   read: LedgerState,
   work: LedgerState,
+  grants: ReadonlyMap<string, number>,
   plans: readonly LimitPlan[],
   g: number,
 ): HeadAddition[] | undefined {
-  if (
-    read.version === 0 ||
-    work.caps.length > 0 ||
-    work.cooldownUntil !== read.cooldownUntil ||
-    work.learnedVersion !== read.learnedVersion
-  )
-    return undefined;
-  // A change of reservations is written in full, and so is every grant while it still guards the general rings.
+  if (read.version === 0 || work.caps.length > 0) return undefined;
+  // Every grant while a change of reservations still guards the general rings is written in full.
   const guardMs = Math.max(...plans.map((plan) => plan.retainMs));
-  if (
-    work.reservationsKey !== read.reservationsKey ||
-    work.reservationsChangedAt !== read.reservationsChangedAt ||
-    g < read.reservationsChangedAt + guardMs
-  )
-    return undefined;
-  const keys = new Set([...read.rings.keys(), ...work.rings.keys()]);
-  for (const key of keys) {
+  if (g < read.reservationsChangedAt + guardMs) return undefined;
+  for (const key of new Set([...read.rings.keys(), ...grants.keys()])) {
     const { slotMs } = parseRingKey(key);
     if (slotIndex(g, slotMs) !== slotIndex(read.time, slotMs)) return undefined;
   }
   const additions: HeadAddition[] = [];
-  for (const key of keys) {
+  for (const [key, add] of grants) {
+    if (add <= 0) continue;
     const before = read.rings.get(key);
-    const after = work.rings.get(key);
-    const older = (ring: Ring | undefined) =>
-      (ring?.counts ?? [])
-        .slice(1)
-        .join(',')
-        .replace(/(^|,)[0,]*$/, '');
-    if (older(before) !== older(after)) return undefined;
-    const add = head(after).count - head(before).count;
-    if (add < 0) return undefined;
-    if (add === 0) continue;
     const olderOnly: Ring = {
-      counts: [0, ...(after?.counts ?? []).slice(1)],
-      subs: [0, ...(after?.subs ?? []).slice(1)],
+      counts: [0, ...(before?.counts ?? []).slice(1)],
+      subs: [0, ...(before?.subs ?? []).slice(1)],
     };
     // The general ring of a window with reservations is not a bound (its shared and reservation rings are,
     // each with its own condition): only that it is known; except under a Region's share (region-share.ts).
@@ -357,7 +355,7 @@ export function headAdditions(
     const max = Math.min(...bounds);
     // A ring no plan of the batch knows cannot have grown; and a grant that fit leaves max ≥ head before.
     if (!Number.isFinite(max) || max < head(before).count) return undefined;
-    additions.push({ key, add, max, sub: head(after).sub });
+    additions.push({ key, add, max, sub: head(work.rings.get(key)).sub });
   }
   return additions.length > 0 ? additions : undefined;
 }

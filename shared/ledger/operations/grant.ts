@@ -61,9 +61,10 @@ export function grant(state: LedgerState, input: GrantInput, { g, now }: At): Ap
       outcome: { kind: 'decided', decision: denial(state, input, outcome, { g, now }) },
     };
   // The item's grants are from this view on: a process on an older one reads it first (stale-view).
-  if (learning) state.learnedVersion = Math.max(state.learnedVersion, version);
+  const stamps = learning && version > state.learnedVersion;
+  if (stamps) state.learnedVersion = version;
   const id = newReceiptId(g + receiptTtlMs(plan), caller, state.spent);
-  const { split, ...granted } = outcome;
+  const { split, effect, ...granted } = outcome;
   const receipt = issueReceipt(state.secret as string, {
     key,
     cls,
@@ -79,7 +80,9 @@ export function grant(state: LedgerState, input: GrantInput, { g, now }: At): Ap
     available: availableTo(state, held, g, cls, consumer),
     maxCount: input.maxCount,
   };
-  return { change: 'grant', outcome: { kind: 'decided', decision } };
+  // Told to the write loop: grants added to rings alone may go as head additions (I6); anything more, in full.
+  const change = effect.rewrote || stamps ? 'other' : { grants: effect.recorded };
+  return { change, outcome: { kind: 'decided', decision } };
 }
 
 /** The denial of an ask that did not fit: when to ask again, and what is available now. */

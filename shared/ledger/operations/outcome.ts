@@ -1,4 +1,5 @@
 import type { ReceiptProblem } from '../errors.js';
+import type { Change } from '../item/index.js';
 import type { Adoption } from '../region-share.js';
 import type { RingSnapshot } from '../ring-snapshot.js';
 import type { GiveBackResult, PermitDecision } from '../types.js';
@@ -25,9 +26,9 @@ export type Outcome =
   /** A share adoption, and the item's rings at it. */
   | { kind: 'share'; adoption: Adoption; snapshot: RingSnapshot };
 
-/** What an operation did to the state it was handed (item/write-loop.ts Change) and what it decided. */
+/** What an operation did to the state it was handed and what it decided. */
 export interface Applied<O extends Outcome = Outcome> {
-  change: 'none' | 'grant' | 'other';
+  change: Change;
   outcome: O;
 }
 
