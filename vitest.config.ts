@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { SlowestFirst } from './test/support/sequencer.js';
 import { mocksModules, splitTestFiles, type TestSuite } from './test/support/test-projects.js';
 
 // Projects by what the files import (docs/testing.md, test/support/test-projects.ts). Whether a file starts the
@@ -59,6 +60,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     // dynalite and the sandbox are per-file servers on ephemeral ports; files run in parallel.
     pool: 'forks',
+    // The slowest files first, across projects (test/support/sequencer.ts): no heavy file left to run alone at the end.
+    sequence: { sequencer: SlowestFirst },
     // Two workers on two cores: most files are CPU-bound simulations (dynalite, sandboxes, the ledger's
     // properties on a ManualClock); the soaks of test:long wait on real time, but their margins want the CPU.
     maxWorkers: 2,

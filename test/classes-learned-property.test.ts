@@ -9,7 +9,7 @@ import { checkRun, type RunVerdict } from './support/learned-checks.js';
 import { runScenario, type WorldParts } from './support/learned-property-world.js';
 import { type Scenario, scenarioArb } from './support/learned-scenarios.js';
 import { timelineOf } from './support/learned-timeline.js';
-import { propertyRuns } from './support/property-runs.js';
+import { FULL_RUNS, propertyRuns } from './support/property-runs.js';
 
 /**
  * Issue 32, build point 5: learned class limits (docs/class-limits.md) against the vendor sandbox, model-based.
@@ -32,13 +32,14 @@ import { propertyRuns } from './support/property-runs.js';
  */
 /**
  * The engines take turns: run k of the seed is played on ENGINES[k % 2], so each engine plays half the runs and
- * the two engines all of them. 100 runs in `npm test` (50 on each engine), the first 100 of test:long's 200
+ * the two engines all of them. 60 runs in `npm test` (30 on each engine), the first 60 of test:long's 200
  * (test/support/property-runs.ts; a run is about 100 DynamoDB calls of 2 to 3 ms and 0.25 s of this process's
- * CPU: 200 runs, 100 on each engine, took 48 s on dynalite and 56 s on DynamoDB Local side by side on a busy
- * 2-core machine, a third of `npm test`'s three minutes). LEARNED_PROPERTY_RUNS sets another count;
- * LEARNED_PROPERTY_EVERY_ENGINE=1 plays every run on each engine.
+ * CPU: 140 runs, 70 on each engine, took 35 s on dynalite and 37 s on DynamoDB Local side by side, a fifth of
+ * `npm test`; issue 34 asks for three minutes, so the 200 runs issue 32 asked of `npm test` run in test:long,
+ * which CI runs). LEARNED_PROPERTY_RUNS sets another count; LEARNED_PROPERTY_EVERY_ENGINE=1 plays every run on
+ * each engine.
  */
-const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? propertyRuns({ quick: 140, full: 200 }));
+const RUNS = Number(process.env.LEARNED_PROPERTY_RUNS ?? propertyRuns({ quick: 60, full: 200 }));
 const EVERY_ENGINE = process.env.LEARNED_PROPERTY_EVERY_ENGINE === '1';
 /** Run k of the seed is this engine's to play. */
 const playsRun = (engine: string, k: number): boolean =>
@@ -355,7 +356,9 @@ describe.each(PLAYING ? ENGINES : (['dynalite'] as const))(
         expect(all).toHaveLength(runsOf(engine));
         // The runs were about something: requests sent, use and rises measured, liars checked.
         expect(sum((r) => r.sends)).toBeGreaterThan(5 * all.length);
-        expect(measured('use').length).toBeGreaterThan(all.length / 10);
+        // Use is measured where a run's demand held a learned class at its limits: in more than a tenth of
+        // test:long's 200 runs (CI), in a few of npm test's first 60 (1 and 3 of 30 per engine at the seed).
+        expect(measured('use').length).toBeGreaterThan(FULL_RUNS ? all.length / 10 : 0);
         expect(measured('rise').length).toBeGreaterThan(0);
         expect(sum((r) => r.verdict.quiet.asked)).toBeGreaterThan(0);
       });

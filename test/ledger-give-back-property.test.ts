@@ -22,7 +22,7 @@ import {
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { granted } from './support/ledger-harness.js';
-import { propertyRuns } from './support/property-runs.js';
+import { enginesTakingTurns, propertyRuns } from './support/property-runs.js';
 
 /**
  * Give-backs under floods and replays, on both engines: many callers in two processes (two ledger instances
@@ -87,7 +87,11 @@ interface Issued {
   recordedAt?: number;
 }
 
-describe.each(ENGINES)('give-backs under floods and replays on %s', (engine) => {
+// Each engine in turn (issue 34: npm test in three minutes): npm test runs the block below on dynalite,
+// test:long on DynamoDB Local (test/support/property-runs.ts).
+const IN_TURN = enginesTakingTurns(ENGINES, 0);
+
+describe.each(IN_TURN)('give-backs under floods and replays on %s', (engine) => {
   let dynamo: LocalDynamo;
   let client: DynamoDBClient;
   beforeAll(async () => {

@@ -20,6 +20,7 @@ import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
 import { denied, granted, maxInAnySpan, seededRandom, type TimedCount } from './support/ledger-harness.js';
 import { previousRelease } from './support/previous-release.js';
+import { enginesTakingTurns } from './support/property-runs.js';
 
 /** Issue 24, builds 3 and 4: learned class limits (docs/class-limits.md). */
 const T0 = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -166,7 +167,11 @@ describe('learned limits: configuration (planFor)', () => {
   });
 });
 
-describe.each(ENGINES)('learned class limits through DynamoRateLedger on %s', (engine) => {
+// Each engine in turn (issue 34: npm test in three minutes): npm test runs the block below on dynalite,
+// test:long on DynamoDB Local (test/support/property-runs.ts).
+const IN_TURN = enginesTakingTurns(ENGINES, 0);
+
+describe.each(IN_TURN)('learned class limits through DynamoRateLedger on %s', (engine) => {
   const TOKEN = '5c4b3a2918070605';
   const NEXT_TOKEN = '0a1b2c3d4e5f6071';
   let dynamo: LocalDynamo;

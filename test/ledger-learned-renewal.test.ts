@@ -9,6 +9,7 @@ import { teachReport } from '../shared/ledger/learned-reports.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { granted } from './support/ledger-harness.js';
+import { enginesTakingTurns } from './support/property-runs.js';
 
 /**
  * Issue 24, renewing one caller's word (docs/class-limits.md, "Trust"): a class's answers tell only its most
@@ -97,7 +98,11 @@ describe('renewal: the rules (learned-limits.ts, T3)', () => {
   });
 });
 
-describe.each(ENGINES)('renewal through DynamoRateLedger on %s', (engine) => {
+// Each engine in turn (issue 34: npm test in three minutes): npm test runs the block below on dynalite,
+// test:long on DynamoDB Local (test/support/property-runs.ts).
+const IN_TURN = enginesTakingTurns(ENGINES, 0);
+
+describe.each(IN_TURN)('renewal through DynamoRateLedger on %s', (engine) => {
   const TOKEN = '5c4b3a2918070605';
   const ONE_PRINCIPAL = 'arn:aws:iam::123456789012:role/portfolio-service';
   const OTHER = 'arn:aws:iam::123456789012:role/reporting-service';

@@ -16,6 +16,7 @@ import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient, type FaultyDynamoDb } from './support/faulty-dynamodb.js';
 import { countDynamoCalls, denied, granted } from './support/ledger-harness.js';
+import { enginesTakingTurns } from './support/property-runs.js';
 
 /**
  * A Region's share in its regional ledger (issue 27, shared/ledger/region-share.ts): adopted with one conditional
@@ -31,7 +32,11 @@ const MINUTE = ringKey(GENERAL_SCOPE, 60_000);
 const HOUR = ringKey(GENERAL_SCOPE, 3_600_000);
 const CLASS = ringKey('reports', 60_000);
 
-describe.each(ENGINES)('a Region share in the rate ledger on %s', (engine) => {
+// Each engine in turn (issue 34: npm test in three minutes): npm test runs the block below on DynamoDB Local,
+// test:long on dynalite (test/support/property-runs.ts).
+const IN_TURN = enginesTakingTurns(ENGINES, 1);
+
+describe.each(IN_TURN)('a Region share in the rate ledger on %s', (engine) => {
   let dynamo: LocalDynamo;
   let faulty: FaultyDynamoDb;
   let clock: ManualClock;

@@ -7,6 +7,7 @@ import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
 import { currentRelease, type LedgerRelease, previousRelease } from './support/previous-release.js';
+import { enginesTakingTurns } from './support/property-runs.js';
 import { type Ask, type Granted, ReleaseWorld, type Side, TOKEN } from './support/release-world.js';
 
 /**
@@ -186,7 +187,11 @@ const loadPrevious = (): Promise<LedgerRelease> =>
     return loaded;
   }));
 
-describe.each(ENGINES)('ledger releases side by side on %s', (engine) => {
+// Each engine in turn (issue 34: npm test in three minutes): npm test runs the block below on DynamoDB Local,
+// test:long on dynalite (test/support/property-runs.ts).
+const IN_TURN = enginesTakingTurns(ENGINES, 1);
+
+describe.each(IN_TURN)('ledger releases side by side on %s', (engine) => {
   let dynamo: LocalDynamo;
   let client: DynamoDBClient;
 

@@ -10,6 +10,7 @@ import { consumerTag, parseReceipt } from '../shared/ledger/receipts.js';
 import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { denied, fillLedgerItem, granted } from './support/ledger-harness.js';
+import { enginesTakingTurns } from './support/property-runs.js';
 
 /** 50 a minute, 1000 an hour; order-service holds 20 of the minute's 50 (30 shared). */
 const limits: RateLimitSettings = rateLimitSettingsSchema.parse({
@@ -92,7 +93,11 @@ describe('rateLimits.reservations: validation', () => {
   });
 });
 
-describe.each(ENGINES)('rate ledger reservations on %s', (engine) => {
+// Each engine in turn (issue 34: npm test in three minutes): npm test runs the block below on DynamoDB Local,
+// test:long on dynalite (test/support/property-runs.ts).
+const IN_TURN = enginesTakingTurns(ENGINES, 1);
+
+describe.each(IN_TURN)('rate ledger reservations on %s', (engine) => {
   let dynamo: LocalDynamo;
   let client: DynamoDBClient;
   let table: string;

@@ -30,18 +30,18 @@ const PROBE_SPAN_MS = 13_000;
 /** The SDK's attempts of one write (createFaultyDynamoDbClient's default maxAttempts): each meets the conflict. */
 const CONFLICTS = ['replicatedWriteConflict', 'replicatedWriteConflict', 'replicatedWriteConflict'] as const;
 /**
- * The control's simulated minutes: `npm test` runs the first 3 of test:long's 10 (the same world, so the same run
+ * The control's simulated minutes: `npm test` runs the first 2 of test:long's 10 (the same world, so the same run
  * up to its end). The peer's share of the class stays 0 from the home Region's first learning on (the first minute).
  */
-const CONTROL_MINUTES = propertyRuns({ quick: 3, full: 10 });
+const CONTROL_MINUTES = propertyRuns({ quick: 2, full: 10 });
 /**
- * The simulated minutes of the two cases of equal demand: `npm test` runs the first 4 of test:long's 10 (the same
+ * The simulated minutes of the two cases of equal demand: `npm test` runs the first 2 of test:long's 10 (the same
  * world, so the same run up to its end). Both serve at a steady rate from the first minute on (measured per minute:
  * 4 and 4 a minute paced, about 8 and 2 greedy), so each count asserted is per minute of the run: test:long's are
  * the figures docs/multi-region.md quotes (10 minutes: 36 of 40 each, 80 in all), and a6dc151's figures in the
  * names are its 10 minutes'.
  */
-const DEMAND_MINUTES = propertyRuns({ quick: 4, full: 10 });
+const DEMAND_MINUTES = propertyRuns({ quick: 2, full: 10 });
 
 /** A figure line, printed with CASE_FIGURES=1, and the message of the assertions it explains. */
 function shown(name: string, figures: Record<string, unknown>): string {

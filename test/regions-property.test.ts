@@ -39,7 +39,7 @@ import { seededRandom } from './support/sandbox-http.js';
  * with a class in both Regions for the class's) through the same checks, which must catch them: they can fail.
  */
 // `npm test` runs the first of the runs of test:long (the same seed), the controls on the same scenarios.
-const RUNS = Number(process.env.REGIONS_PROPERTY_RUNS ?? propertyRuns({ quick: 300, full: 1000 }));
+const RUNS = Number(process.env.REGIONS_PROPERTY_RUNS ?? propertyRuns({ quick: 150, full: 1000 }));
 const CONTROL_RUNS = propertyRuns({ quick: 150, full: 300 });
 /** The learned class's control, and the same scenarios leased: a class in both Regions, each run longer. */
 const LEARNED_RUNS = propertyRuns({ quick: 50, full: 150 });

@@ -14,6 +14,7 @@ import type { LocalDynamo } from './support/dynalite.js';
 import { ENGINES, startEngine } from './support/engines.js';
 import { createFaultyDynamoDbClient } from './support/faulty-dynamodb.js';
 import { offsetClock } from './support/ledger-harness.js';
+import { enginesTakingTurns } from './support/property-runs.js';
 import { credentialSet, startWorld, type World } from './support/refresher-harness.js';
 
 /**
@@ -28,7 +29,11 @@ const MINUTE = 60_000;
 const HOME = 'eu-west-1';
 const PEER = 'eu-central-1';
 
-describe.each(ENGINES)('the lease renewers of two Regions on %s', (engine) => {
+// Each engine in turn (issue 34: npm test in three minutes): npm test runs the block below on dynalite,
+// test:long on DynamoDB Local (test/support/property-runs.ts).
+const IN_TURN = enginesTakingTurns(ENGINES, 0);
+
+describe.each(IN_TURN)('the lease renewers of two Regions on %s', (engine) => {
   const clock = new ManualClock(T0);
   let dynamo: LocalDynamo;
   let uat: Sandbox;

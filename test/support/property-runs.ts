@@ -67,3 +67,16 @@ export function takesTurn(
   if (!FULL_RUNS) return ours;
   return inTestLong === 'both engines' || !ours;
 }
+
+/**
+ * The engines a whole `describe.each` block of one file runs on in this suite (takesTurn for each): in `npm test`
+ * the one whose turn it is, in test:long as `inTestLong` says. For a file whose every test is a heavy simulation,
+ * where itTakingTurns would leave a `describe` with no test: `describe.each(enginesTakingTurns(ENGINES, 0))`.
+ */
+export function enginesTakingTurns<E extends string>(
+  engines: readonly E[],
+  turn: number,
+  inTestLong: InTestLong = 'the other engine',
+): E[] {
+  return engines.filter((engine) => takesTurn(engine, engines, turn, inTestLong));
+}
