@@ -8,7 +8,10 @@ import { propertyRuns } from './support/property-runs.js';
  * outage tolerance of long tokens kept. The vend API, the refresher, the sandbox over HTTP and dynalite on a
  * ManualClock; a consumer asks for the token at every step. (24-hour figures: `npm run bench -- lifecycle`.)
  */
-/** The simulated hours of the long tokens' runs: `npm test` the first 12 of test:long's 24 (two 8 h tokens or more). */
+/**
+ * The simulated hours of the long tokens' runs: `npm test` the first 12 of test:long's 24 (two 8 h tokens or more);
+ * of the short tokens' runs, below, the first 2 of 3 and 4 of 6 (12 and 8 tokens or more).
+ */
 const LONG_TOKEN_HOURS = propertyRuns({ quick: 12, full: 24 });
 let dynamo: LocalDynamo;
 beforeAll(async () => {
@@ -20,8 +23,13 @@ afterAll(async () => {
 
 describe('token lifetimes', () => {
   it.each([
-    { lifetimeSeconds: 600, periodSeconds: 60, stepSeconds: 60, hours: 3 },
-    { lifetimeSeconds: 1800, periodSeconds: 180, stepSeconds: 60, hours: 6 },
+    { lifetimeSeconds: 600, periodSeconds: 60, stepSeconds: 60, hours: propertyRuns({ quick: 2, full: 3 }) },
+    {
+      lifetimeSeconds: 1800,
+      periodSeconds: 180,
+      stepSeconds: 60,
+      hours: propertyRuns({ quick: 4, full: 6 }),
+    },
     { lifetimeSeconds: 4 * 3600, periodSeconds: 300, stepSeconds: 300, hours: LONG_TOKEN_HOURS },
     { lifetimeSeconds: 8 * 3600, periodSeconds: 300, stepSeconds: 300, hours: LONG_TOKEN_HOURS },
   ])(
