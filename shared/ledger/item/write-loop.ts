@@ -315,8 +315,9 @@ function grantsOf(changes: readonly Change[]): ReadonlyMap<string, number> | und
 /**
  * The head additions that write `grants` (added at g to the item read as `read`, by the batch's operations, as
  * they told), or undefined if a full write is needed: the item's last full write was in another slot of a ring,
- * or the item itself asks for one (new, a cap in force, reservations changed within a span). `work` is the
- * batch's working state at g: its caps in force, and the head's sub-slot.
+ * or the item itself asks for one (new, reservations changed within a span). A grant under a vendor cap counts
+ * the cap down, so it tells the loop `other` itself (ledger-state.ts acquire). `work` is the batch's working
+ * state at g: the head's sub-slot.
  */
 export function grantAdditions(
   read: LedgerState,
@@ -325,7 +326,7 @@ export function grantAdditions(
   plans: readonly LimitPlan[],
   g: number,
 ): HeadAddition[] | undefined {
-  if (read.version === 0 || work.caps.length > 0) return undefined;
+  if (read.version === 0) return undefined;
   // Every grant while a change of reservations still guards the general rings is written in full.
   const guardMs = Math.max(...plans.map((plan) => plan.retainMs));
   if (g < read.reservationsChangedAt + guardMs) return undefined;
