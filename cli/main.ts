@@ -20,6 +20,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     const { statusCommand, STATUS_HELP } = await import('./commands/status.js');
     return { run: statusCommand, help: STATUS_HELP };
   },
+  refresh: async () => {
+    const { refreshCommand, REFRESH_HELP } = await import('./commands/refresh.js');
+    return { run: refreshCommand, help: REFRESH_HELP };
+  },
   'check-config': async () => {
     const { checkConfigCommand, CHECK_CONFIG_HELP } = await import('./commands/check-config.js');
     return { run: checkConfigCommand, help: CHECK_CONFIG_HELP };
@@ -44,6 +48,7 @@ credential set, stage checks before a deploy, and new vendor credentials.
 Commands:
   token <set>            print a credential set's access token on stdout (nothing else)
   status [<set>...]      each set's state, token expiry and age, quota used, cause (--wide: all; --watch)
+  refresh <set>          force a re-login of a set now; prints the new token's id and expiry (operators)
   check-config <stage>   validate a stage's configuration before deploying it (offline; --secrets asks AWS)
   put-credentials <set>  write a set's vendor username and password (from stdin or a prompt) to its secret
   secret-policy <stage>  print the resource policy every vendor secret of the stage carries

@@ -8,6 +8,8 @@ import {
   listAnswer,
   type PermitGrant,
   permitAnswer,
+  type RefreshAnswer,
+  refreshAnswer,
   returnAnswer,
   shapeProblem,
   tokenAnswer,
@@ -97,6 +99,20 @@ export class BrokerApi {
       retry: true,
     });
     return toVendedToken(answer, this.#options.clock.now());
+  }
+
+  /**
+   * An operator's forced re-login. Not retried: a second request after a lost answer would replace the token
+   * the first one made.
+   */
+  forceRefresh(setId: string, signal?: AbortSignal): Promise<RefreshAnswer> {
+    return this.#call({
+      method: 'POST',
+      path: setPath(setId, '/refresh'),
+      schema: refreshAnswer,
+      signal,
+      retry: false,
+    });
   }
 
   /** A 429 (no room) is thrown as BrokerApiError RATE_LIMIT_EXCEEDED, not retried here. */

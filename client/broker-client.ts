@@ -20,6 +20,7 @@ import type {
   AcquirePermitOptions,
   BrokerClientOptions,
   CredentialSetSummary,
+  ForcedRefresh,
   GetTokenOptions,
   RateLimitReportResult,
   ReportRateLimitOptions,
@@ -164,6 +165,25 @@ export class BrokerClient {
   async listCredentialSets(options: { signal?: AbortSignal } = {}): Promise<CredentialSetSummary[]> {
     this.#checkOpen();
     return this.#api.listCredentialSets(options.signal);
+  }
+
+  /**
+   * Forces a re-login of the set and answers the new token's id and expiry (never the token): for operators
+   * whose entry in the stage has `refresh: true` (`token-broker refresh`); anyone else gets 403. One login
+   * however many ask at once; at most one attempt a minute per set (429 with Retry-After past that).
+   */
+  async forceRefresh(setId: string, options: { signal?: AbortSignal } = {}): Promise<ForcedRefresh> {
+    this.#checkOpen();
+    const answer = await this.#api.forceRefresh(setId, options.signal);
+    return {
+      credentialSet: answer.credentialSet,
+      environment: answer.environment,
+      tokenId: answer.tokenId,
+      expiresAt: answer.expiresAt,
+      expiresInSeconds: answer.expiresInSeconds,
+      loggedIn: answer.loggedIn,
+      ...(answer.replacedTokenId === undefined ? {} : { replacedTokenId: answer.replacedTokenId }),
+    };
   }
 
   /** The set's token: from memory while it has `max(minValiditySeconds, 300)` + margin left, else from the broker. */

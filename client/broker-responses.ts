@@ -59,6 +59,23 @@ export type PermitGrant = z.infer<typeof permitAnswer>;
 
 export const returnAnswer = z.object({ returned: z.number().int().min(0) }).loose();
 
+/** A forced re-login's answer: the new token by id and expiry, never the token. */
+export const refreshAnswer = z
+  .object({
+    credentialSet: z.string(),
+    environment: z.string(),
+    tokenId: z.string().regex(/^[0-9a-f]{16}$/),
+    expiresAt: z.number(),
+    expiresInSeconds: z.number().min(0),
+    loggedIn: z.boolean(),
+    replacedTokenId: z
+      .string()
+      .regex(/^[0-9a-f]{16}$/)
+      .optional(),
+  })
+  .loose();
+export type RefreshAnswer = z.infer<typeof refreshAnswer>;
+
 /** A part of a window with reservations: a consumer's reservation, or the shared part. */
 const partUsage = z.object({ limit: z.number(), used: z.number(), remaining: z.number() }).loose();
 

@@ -40,6 +40,7 @@ export type {
   AcquirePermitOptions,
   BrokerClientOptions,
   CredentialSetSummary,
+  ForcedRefresh,
   GetTokenOptions,
   Permit,
   PermitPriority,

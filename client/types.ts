@@ -227,3 +227,18 @@ export interface TokenRejection {
   /** The vendor's request id (its `X-Request-Id` or the body's `requestId`), for the broker's audit line. */
   requestId?: string;
 }
+
+/** A forced re-login's answer (`BrokerClient.forceRefresh`, operators only): the new token by id, never the token. */
+export interface ForcedRefresh {
+  credentialSet: string;
+  environment: string;
+  tokenId: string;
+  /** The new token's `exp`, Unix seconds. */
+  expiresAt: number;
+  /** On the vendor's clock as measured at login. */
+  expiresInSeconds: number;
+  /** This request's login made the token; false when another one (a concurrent refresh, the schedule) did. */
+  loggedIn: boolean;
+  /** The token it replaced, when there was a usable one. */
+  replacedTokenId?: string;
+}

@@ -105,7 +105,7 @@ describe(`a stage of ${CONSUMERS} consumers and ${SETS} credential sets`, () => 
       for (const setId of consumer.credentialSets) expect(policy.authorize(caller, setId).id).toBe(setId);
       const other = config.sets.find((set) => !consumer.credentialSets.includes(set.id));
       expect(() => policy.authorize(caller, other?.id ?? '')).toThrow(
-        'this caller may not use this credential set',
+        `this caller may not use credential set "${other?.id}"`,
       );
     }
   });

@@ -40,6 +40,22 @@ const STRANGER = `arn:aws:sts::${ACCOUNT}:assumed-role/analytics-sandbox/jane`;
 const BATCH = `arn:aws:iam::${ACCOUNT}:user/ops/batch-runner`;
 const ONCALL: OperatorConfig = { name: 'oncall', principalArn: `arn:aws:iam::${ACCOUNT}:role/oncall` };
 const ONCALL_SESSION = `arn:aws:sts::${ACCOUNT}:assumed-role/oncall/alice`;
+/** An operator who may force re-logins (`refresh: true`), under another role. */
+const LEAD: OperatorConfig = {
+  name: 'lead',
+  principalArn: `arn:aws:iam::${ACCOUNT}:role/lead`,
+  refresh: true,
+};
+const LEAD_SESSION = `arn:aws:sts::${ACCOUNT}:assumed-role/lead/bob`;
+/** POST refresh of uat-advisor, as the operator with `refresh`; `body` a JSON body (default: none). */
+const refreshAs = (callerArn: string, body?: unknown) =>
+  as(
+    withChanges(fixture('acquire-permits'), {
+      path: '/v1/credential-sets/uat-advisor/refresh',
+      body: body ?? '',
+    }),
+    callerArn,
+  );
 /** The reporting service (a consumer of uat-execution, through a role with a path). */
 const REPORTING_SESSION = `arn:aws:sts::${ACCOUNT}:assumed-role/reporting-service/nightly`;
 
@@ -290,7 +306,7 @@ describe('docs/vend-api.openapi.yaml', () => {
 
   it('matches every answer of every route but the outages: 2xx, 400, 403, 404, 405, 409, 410, 413, 429', async () => {
     const h = await startHarness({
-      operators: [ONCALL],
+      operators: [ONCALL, LEAD],
       // A permit class with its paths, so that quotas list class windows, a grant names its class, and the token
       // answer lists the class's path patterns.
       setOverrides: {
@@ -540,6 +556,31 @@ describe('docs/vend-api.openapi.yaml', () => {
     );
     await send('rate-limit report, body too large', tooLarge('report-rate-limit'), 413);
 
+    // POST refresh: past the refresher's one attempt a minute, then within it.
+    await h.clock.advance(61_000);
+    const refreshed = await send('refresh', refreshAs(LEAD_SESSION), 200);
+    expect(parseBody(refreshed)).toMatchObject({ loggedIn: true, replacedTokenId: current });
+    await send('refresh with an empty object', refreshAs(LEAD_SESSION, {}), 429);
+    await send('refresh with a field', refreshAs(LEAD_SESSION, { force: true }), 400);
+    await send('refresh with a body not JSON', refreshAs(LEAD_SESSION, 'now please'), 400);
+    await send(
+      'refresh as a consumer',
+      refreshAs('arn:aws:sts::123456789012:assumed-role/portfolio-service/s'),
+      403,
+    );
+    await send('refresh as a status-only operator', refreshAs(ONCALL_SESSION), 403);
+    await send('refresh as stranger', refreshAs(STRANGER), 403);
+    await send('refresh of an unknown set', onSet(refreshAs(LEAD_SESSION), 'nope'), 404);
+    await send('refresh with GET', withChanges(refreshAs(LEAD_SESSION), { method: 'GET' }), 405);
+    await send(
+      'refresh, body too large',
+      as(
+        withChanges(tooLarge('acquire-permits'), { path: '/v1/credential-sets/uat-advisor/refresh' }),
+        LEAD_SESSION,
+      ),
+      413,
+    );
+
     // Paths the document does not list: 404 in the error body.
     await send(
       'a trailing slash',
@@ -584,7 +625,7 @@ describe('docs/vend-api.openapi.yaml', () => {
   });
 
   it('matches the outage and failure answers: 503 TOKEN_UNAVAILABLE and LEDGER_UNAVAILABLE, 500', async () => {
-    const h = await startHarness();
+    const h = await startHarness({ operators: [LEAD] });
     const send = (name: string, event: VendEvent, status: number) => check(h.invoke, name, event, status);
     const tokenId = parseBody<{ tokenId: string }>(await send('token', fixture('get-token'), 200)).tokenId;
     const { receipt } = parseBody<{ receipt: string }>(
@@ -597,6 +638,7 @@ describe('docs/vend-api.openapi.yaml', () => {
       ['return', withBody('return-permits', { tokenId, count: 1, receipt })],
       ['rejection', withBody('report-token-rejection', { tokenId, errorCode: 'TOKEN_EXPIRED' })],
       ['rate-limit report', withBody('report-rate-limit', { tokenId, retryAfterSeconds: 1 })],
+      ['refresh', refreshAs(LEAD_SESSION)],
     ];
 
     // 500: a bug in a part (the tokens table read throws something that is not one of the broker's errors),
@@ -636,11 +678,20 @@ describe('docs/vend-api.openapi.yaml', () => {
       withBody('report-token-rejection', { tokenId, errorCode: 'TOKEN_INVALID' }),
       503,
     );
+    const refreshFailed = await send('refresh, vendor down', refreshAs(LEAD_SESSION), 503);
+    expect(parseBody(refreshFailed)).toMatchObject({
+      details: {
+        credentialSet: 'uat-advisor',
+        cause: { code: 'SERVICE_UNAVAILABLE' },
+        servedTokenId: tokenId,
+      },
+    });
     h.sandbox.update({ outage: false });
 
     // 503 LEDGER_UNAVAILABLE: the ledger table (also the report limits') does not answer.
     await h.dynamo.client.send(new DeleteTableCommand({ TableName: h.ledgerTable }));
-    for (const [name, event] of requests.slice(2)) {
+    // (A forced re-login does not use the ledger: it is not among them.)
+    for (const [name, event] of requests.slice(2).filter(([name]) => name !== 'refresh')) {
       const result = await send(`${name}, ledger down`, event, 503);
       expect(parseBody(result).errorCode, name).toBe('LEDGER_UNAVAILABLE');
     }

@@ -102,7 +102,8 @@ describe('an operator (status only)', () => {
       expect(errorBodyProblems(result), route).toEqual([]);
       expect(parseBody(result), route).toMatchObject({
         errorCode: 'INSUFFICIENT_PERMISSIONS',
-        errorMessage: "this caller may read this credential set's status only (GET /v1/credential-sets)",
+        errorMessage: `this caller may read credential set "uat-advisor"'s status only (GET /v1/credential-sets)`,
+        details: { credentialSet: 'uat-advisor' },
       });
       expect(result.body, route).not.toContain(token.accessToken);
     }
@@ -124,11 +125,18 @@ describe('an operator (status only)', () => {
     expect(await listed(ONCALL_SESSION)).toEqual(['uat-execution']);
     const other = await h.invoke(as(fixture('get-token'), ONCALL_SESSION));
     expect(other.statusCode).toBe(403);
-    expect(parseBody(other)).toMatchObject({ errorMessage: 'this caller may not use this credential set' });
+    expect(parseBody(other)).toMatchObject({
+      errorMessage: 'this caller may not use credential set "uat-advisor"',
+      details: { credentialSet: 'uat-advisor' },
+    });
     const unknown = await h.invoke(
       as(withChanges(fixture('get-token'), { path: '/v1/credential-sets/uat-nope/token' }), ONCALL_SESSION),
     );
     expect(unknown.statusCode).toBe(404);
+    expect(parseBody(unknown)).toMatchObject({
+      errorMessage: 'no credential set "uat-nope"',
+      details: { credentialSet: 'uat-nope' },
+    });
   });
 
   it('a principal that is consumer and operator keeps its consumer rights and sees the status of all its sets', async () => {

@@ -19,7 +19,9 @@ export const prodRegions = {
     ...consumer,
     principalArn: consumer.principalArn.replace(':222222222222:', ':555555555555:'),
   })),
-  operators: [{ name: 'oncall', principalArn: 'arn:aws:iam::555555555555:role/token-broker-oncall' }],
+  operators: [
+    { name: 'oncall', principalArn: 'arn:aws:iam::555555555555:role/token-broker-oncall', refresh: true },
+  ],
   breakGlassPrincipals: ['arn:aws:iam::555555555555:role/token-broker-break-glass'],
   regions: { home: 'eu-west-1', peer: 'eu-central-1', witness: 'eu-west-2' },
 } satisfies StageInput;

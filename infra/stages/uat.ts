@@ -46,7 +46,9 @@ export const uat = {
     },
   ],
   // The on-call role: `token-broker status` for every set, never a token (docs/runbook.md, Before you start).
-  operators: [{ name: 'oncall', principalArn: 'arn:aws:iam::111111111111:role/token-broker-oncall-uat' }],
+  operators: [
+    { name: 'oncall', principalArn: 'arn:aws:iam::111111111111:role/token-broker-oncall-uat', refresh: true },
+  ],
   // Besides the refresher, only this role may read the vendor secrets (docs/runbook.md, Break-glass read).
   breakGlassPrincipals: ['arn:aws:iam::111111111111:role/token-broker-break-glass-uat'],
   alarms: {

@@ -5,8 +5,8 @@ import { principalArnSchema, requireKnownSets, ruleNameSchema } from './consumer
 import { parseConfig } from './credential-sets.js';
 
 /**
- * Who may read the sets' status (GET /v1/credential-sets) and nothing else: on-call engineers, dashboards.
- * An operator never gets a token, a permit or a report accepted; a principal that is also a consumer keeps its
+ * Who may read the sets' status (GET /v1/credential-sets), and with `refresh` force a re-login: on-call
+ * engineers, dashboards. An operator never gets a token, a permit or a report accepted; a principal that is also a consumer keeps its
  * consumer rights on the consumer's sets and sees the status of both. Without `credentialSets`, every set of
  * the stage (the usual case for on-call); with them, only those.
  */
@@ -16,6 +16,11 @@ export const operatorSchema = lazySchema(() =>
     name: ruleNameSchema,
     principalArn: principalArnSchema,
     credentialSets: z.array(z.string().min(1)).min(1).optional(),
+    /**
+     * May force a re-login of its sets (`POST /v1/credential-sets/{id}/refresh`, `token-broker refresh`): the
+     * on-call role's way out of a token the vendor stopped honouring. Default false: status only.
+     */
+    refresh: z.boolean().optional(),
   }),
 );
 export type OperatorConfig = z.infer<typeof operatorSchema>;

@@ -18,6 +18,8 @@ export interface Caller {
   statusSetIds: ReadonlySet<string>;
   /** The sets an operator rule of it names: their status shows every consumer's reservation. */
   operatorSetIds: ReadonlySet<string>;
+  /** The sets an operator rule of it with `refresh: true` names: it may force their re-login. */
+  refreshSetIds: ReadonlySet<string>;
   /**
    * Per set it may use, the one consumer rule it is for that set: the rule holding a reservation on the set
    * (`rateLimits.reservations`; the configuration allows one per principal and set) if one of this principal's
@@ -33,6 +35,7 @@ interface Rule {
   setIds: Set<string>;
   statusSetIds: Set<string>;
   operatorSetIds: Set<string>;
+  refreshSetIds: Set<string>;
   consumerBySet: Map<string, string>;
 }
 
@@ -78,6 +81,7 @@ export class AccessPolicy {
       for (const setId of operator.credentialSets ?? this.#sets.keys()) {
         rule.statusSetIds.add(setId);
         rule.operatorSetIds.add(setId);
+        if (operator.refresh === true) rule.refreshSetIds.add(setId);
       }
     }
   }
@@ -97,6 +101,7 @@ export class AccessPolicy {
         setIds: new Set(),
         statusSetIds: new Set(),
         operatorSetIds: new Set(),
+        refreshSetIds: new Set(),
         consumerBySet: new Map(),
       };
       this.#rules.set(principal.key, rule);
@@ -122,6 +127,7 @@ export class AccessPolicy {
       setIds: rule.setIds,
       statusSetIds: rule.statusSetIds,
       operatorSetIds: rule.operatorSetIds,
+      refreshSetIds: rule.refreshSetIds,
       consumerBySet: rule.consumerBySet,
     };
   }
@@ -132,12 +138,32 @@ export class AccessPolicy {
    */
   authorize(caller: Caller, setId: string): CredentialSetConfig {
     const set = this.#sets.get(setId);
-    if (!set) throw new ResourceNotFoundError('no such credential set');
+    const named = namedSet(setId);
+    if (!set) throw new ResourceNotFoundError(`no credential set ${named.words}`, named.details);
     if (!caller.setIds.has(setId)) {
       throw new InsufficientPermissionsError(
         caller.statusSetIds.has(setId)
-          ? "this caller may read this credential set's status only (GET /v1/credential-sets)"
-          : 'this caller may not use this credential set',
+          ? `this caller may read credential set ${named.words}'s status only (GET /v1/credential-sets)`
+          : `this caller may not use credential set ${named.words}`,
+        named.details,
+      );
+    }
+    return set;
+  }
+
+  /**
+   * The set, if this caller may force its re-login: an operator rule with `refresh: true` naming it. 404 for an
+   * unknown id; 403 for everyone else, consumers of the set included (a consumer reports a rejected token
+   * instead, which re-logs in only when the vendor refused the current one).
+   */
+  authorizeRefresh(caller: Caller, setId: string): CredentialSetConfig {
+    const set = this.#sets.get(setId);
+    const named = namedSet(setId);
+    if (!set) throw new ResourceNotFoundError(`no credential set ${named.words}`, named.details);
+    if (!caller.refreshSetIds.has(setId)) {
+      throw new InsufficientPermissionsError(
+        `this caller may not force a re-login of credential set ${named.words}: only an operator entry with "refresh": true may`,
+        named.details,
       );
     }
     return set;
@@ -147,4 +173,13 @@ export class AccessPolicy {
   setsOf(caller: Caller): CredentialSetConfig[] {
     return [...this.#sets.values()].filter((set) => caller.statusSetIds.has(set.id));
   }
+}
+
+/**
+ * The set a refusal is about, as the answer names it: the id from the path when it looks like a set id (it is
+ * the caller's own input, so it tells nobody anything new); anything else is not echoed.
+ */
+function namedSet(setId: string): { words: string; details: { details?: Record<string, unknown> } } {
+  if (!/^[A-Za-z0-9._-]{1,63}$/.test(setId)) return { words: '(an id no set can have)', details: {} };
+  return { words: `"${setId}"`, details: { details: { credentialSet: setId } } };
 }

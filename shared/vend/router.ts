@@ -7,7 +7,8 @@ export type RouteName =
   | 'acquirePermits'
   | 'returnPermits'
   | 'reportTokenRejection'
-  | 'reportRateLimit';
+  | 'reportRateLimit'
+  | 'forceRefresh';
 
 interface RouteDefinition {
   name: RouteName;
@@ -32,6 +33,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     method: 'POST',
     pattern: ['v1', 'credential-sets', '{id}', 'rate-limit-reports'],
   },
+  { name: 'forceRefresh', method: 'POST', pattern: ['v1', 'credential-sets', '{id}', 'refresh'] },
 ];
 
 export interface RouteMatch {

@@ -10,6 +10,7 @@ import {
 import type { RefreshInvoker, RefreshOutcome, RefreshRequest } from './refresh-invoker.js';
 import { ReportLimitedError } from './report-limits.js';
 import type { StateSource, TokenStateCache } from './token-state-cache.js';
+import { causeOf, describeCause, type UnavailableCause } from './unavailable-cause.js';
 import { TokenUnavailableError } from './vend-errors.js';
 
 /** Where re-logins driven by rejection reports are claimed (the report limiter, shared by all containers). */
@@ -49,7 +50,7 @@ export class TokenProvider {
   readonly #clock: Clock;
   readonly #refreshWaitMs: number;
   readonly #inFlight = new Map<string, Promise<RefreshOutcome>>();
-  readonly #quietUntil = new Map<string, number>();
+  readonly #quiet = new Map<string, { until: number; cause: UnavailableCause }>();
 
   constructor(options: {
     cache: TokenStateCache;
@@ -97,7 +98,7 @@ export class TokenProvider {
     });
     const after = this.#usable(set, await this.#cache.read(set.id), minValiditySeconds);
     if (after) return { token: after, source: 'refresh', loggedIn: outcome.loggedIn };
-    throw new TokenUnavailableError('no token with the requested validity yet', {
+    throw new TokenUnavailableError(set.id, causeOf(await this.#stateForCause(set)), {
       retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
     });
   }
@@ -143,8 +144,55 @@ export class TokenProvider {
     if (current && current.tokenId !== rejectedTokenId) {
       return { token: current, source: 'refresh', loggedIn: outcome.loggedIn };
     }
-    throw new TokenUnavailableError('no replacement for the rejected token yet', {
+    throw new TokenUnavailableError(set.id, causeOf(await this.#stateForCause(set)), {
       retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
+    });
+  }
+
+  /**
+   * An operator's forced re-login (`token-broker refresh`): the current token is replaced whatever its validity,
+   * through the refresher like every other login, so however many ask at once there is one login: each asks to
+   * replace the token it read, and the refresher answers the ones that come after the login with the new token.
+   * Not held back by an earlier UNAVAILABLE of this container (the operator may just have fixed the password);
+   * the refresher's own guards (one attempt a minute per set, a failure's cooldown) still apply. A login the
+   * guards did not allow yet is a 429 with the time left; a login that failed, a 503 with its cause.
+   */
+  async forceRefresh(set: CredentialSetConfig): Promise<ProvidedToken & { replacedTokenId?: string }> {
+    const before = this.#usable(set, await this.#cache.read(set.id));
+    const request: RefreshRequest = before
+      ? { credentialSetId: set.id, reason: 'TOKEN_REJECTED', rejectedTokenId: before.tokenId }
+      : {
+          credentialSetId: set.id,
+          reason: 'NO_USABLE_TOKEN',
+          minValiditySeconds: set.refresh.hardFloorSeconds,
+        };
+    const outcome = await this.#refreshOutcome(set, request);
+    const after = await this.#cache.read(set.id);
+    const current = this.#usable(set, after);
+    if (outcome.status === 'CURRENT' && current && current.tokenId !== before?.tokenId) {
+      return {
+        token: current,
+        source: 'refresh',
+        loggedIn: outcome.loggedIn,
+        ...(before ? { replacedTokenId: before.tokenId } : {}),
+      };
+    }
+    const retryAfterSeconds =
+      outcome.status === 'UNAVAILABLE' ? outcome.retryAfterSeconds : RETRY_AFTER_WAIT_TIMEOUT_SECONDS;
+    const failed = outcome.status === 'UNAVAILABLE' ? outcome.errorCode : undefined;
+    // The refresher made no attempt and recorded no failure: the set had a login attempt within the last minute.
+    if (current && !after?.failure && (failed === 'TOKEN_REJECTED' || failed === 'NO_USABLE_TOKEN')) {
+      throw new ReportLimitedError(
+        `credential set "${set.id}" had a login attempt less than a minute ago (at most one a minute per set); its token ${current.tokenId} is served`,
+        {
+          retryAfterSeconds,
+          details: { reason: 'RELOGIN_LIMIT', credentialSet: set.id, tokenId: current.tokenId },
+        },
+      );
+    }
+    throw new TokenUnavailableError(set.id, causeOf(after, failed), {
+      retryAfterSeconds,
+      ...(current ? { servedTokenId: current.tokenId } : {}),
     });
   }
 
@@ -188,13 +236,30 @@ export class TokenProvider {
     /** Called when the refresher said UNAVAILABLE (or was not asked): no login came of this request. */
     noLogin?: () => Promise<void>,
   ): Promise<Extract<RefreshOutcome, { status: 'CURRENT' }>> {
-    const quietUntil = this.#quietUntil.get(set.id) ?? 0;
-    if (quietUntil > this.#clock.now()) {
+    const quiet = this.#quiet.get(set.id);
+    if (quiet && quiet.until > this.#clock.now()) {
       await noLogin?.();
-      throw new TokenUnavailableError('the credential set has no usable token at the moment', {
-        retryAfterSeconds: (quietUntil - this.#clock.now()) / 1000,
+      // The cause the refresher gave, for every caller until its Retry-After: not a vaguer one after the first.
+      throw new TokenUnavailableError(set.id, quiet.cause, {
+        retryAfterSeconds: (quiet.until - this.#clock.now()) / 1000,
       });
     }
+    const outcome = await this.#refreshOutcome(set, request);
+    if (outcome.status === 'UNAVAILABLE') {
+      await noLogin?.();
+      const cause = causeOf(await this.#stateForCause(set), outcome.errorCode);
+      this.#quiet.set(set.id, {
+        until: this.#clock.now() + Math.max(1, outcome.retryAfterSeconds) * 1000,
+        cause,
+      });
+      throw new TokenUnavailableError(set.id, cause, { retryAfterSeconds: outcome.retryAfterSeconds });
+    }
+    this.#quiet.delete(set.id);
+    return outcome;
+  }
+
+  /** The refresher's answer, shared by every caller of this process asking the same (single-flight). */
+  async #refreshOutcome(set: CredentialSetConfig, request: RefreshRequest): Promise<RefreshOutcome> {
     const key = request.reason === 'TOKEN_REJECTED' ? `${set.id}#${request.rejectedTokenId}` : set.id;
     let shared = this.#inFlight.get(key);
     if (!shared) {
@@ -203,22 +268,19 @@ export class TokenProvider {
       shared.catch(() => undefined);
       this.#inFlight.set(key, shared);
     }
-    const outcome = await this.#waitBounded(shared);
-    if (outcome.status === 'UNAVAILABLE') {
-      await noLogin?.();
-      this.#quietUntil.set(set.id, this.#clock.now() + Math.max(1, outcome.retryAfterSeconds) * 1000);
-      throw new TokenUnavailableError(
-        `the credential set has no usable token (${safeCode(outcome.errorCode)})`,
-        {
-          retryAfterSeconds: outcome.retryAfterSeconds,
-        },
-      );
-    }
-    this.#quietUntil.delete(set.id);
-    return outcome;
+    return this.#waitBounded(set, shared);
   }
 
-  async #waitBounded(shared: Promise<RefreshOutcome>): Promise<RefreshOutcome> {
+  /** The set's state to explain a 503 by; none when the store does not answer either. */
+  async #stateForCause(set: CredentialSetConfig): Promise<CredentialSetState | undefined> {
+    try {
+      return await this.#cache.read(set.id);
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #waitBounded(set: CredentialSetConfig, shared: Promise<RefreshOutcome>): Promise<RefreshOutcome> {
     const timer = new AbortController();
     const timeout = this.#clock.sleep(this.#refreshWaitMs, timer.signal).then(
       () => {
@@ -230,11 +292,15 @@ export class TokenProvider {
       return await Promise.race([shared, timeout]);
     } catch (error) {
       if (error instanceof WaitTimeout) {
-        throw new TokenUnavailableError('the re-login is taking longer than this request may wait', {
-          retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
-        });
+        throw new TokenUnavailableError(
+          set.id,
+          causeOf(await this.#stateForCause(set), 'REFRESH_IN_PROGRESS'),
+          {
+            retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
+          },
+        );
       }
-      throw new TokenUnavailableError('the refresher could not be asked for a token', {
+      throw new TokenUnavailableError(set.id, describeCause('REFRESHER_UNAVAILABLE'), {
         retryAfterSeconds: RETRY_AFTER_REFRESHER_DOWN_SECONDS,
         cause: error,
       });
@@ -243,6 +309,3 @@ export class TokenProvider {
     }
   }
 }
-
-/** Error codes from the refresher are ours or the vendor's (upper-case words); anything else is not shown. */
-const safeCode = (code: string): string => (/^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'UNKNOWN');

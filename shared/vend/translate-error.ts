@@ -1,5 +1,6 @@
 import { BrokerError } from '../errors.js';
 import { ReceiptRejectedError } from '../ledger/errors.js';
+import { describeCause } from './unavailable-cause.js';
 import {
   BadRequestError,
   LedgerUnavailableVendError,
@@ -12,9 +13,10 @@ import {
 /**
  * The errors of the parts the vend API stands on, as answers: the ledger's and the store's outages become
  * 503 with Retry-After (never a permit or a token without them), the ledger's input checks become 400.
- * Anything else is not ours to explain: undefined, and the caller sees a plain 500.
+ * Anything else is not ours to explain: undefined, and the caller sees a plain 500. `credentialSet`: the set the
+ * request named, for the 503's body.
  */
-export function toVendError(error: unknown): VendError | undefined {
+export function toVendError(error: unknown, credentialSet?: string): VendError | undefined {
   if (error instanceof VendError) return error;
   if (!(error instanceof BrokerError)) return undefined;
   if (error instanceof ReceiptRejectedError) return new ReceiptRefusedError(error.problem, error.message);
@@ -25,7 +27,7 @@ export function toVendError(error: unknown): VendError | undefined {
         cause: error,
       });
     case 'TOKEN_STORE_UNAVAILABLE':
-      return new TokenUnavailableError('the token store did not answer', {
+      return new TokenUnavailableError(credentialSet, describeCause('TOKEN_STORE_UNAVAILABLE'), {
         retryAfterSeconds: 2,
         cause: error,
       });
@@ -37,7 +39,7 @@ export function toVendError(error: unknown): VendError | undefined {
       return new BadRequestError('INVALID_VALUE', 'body', 'not acceptable to the rate ledger');
     default:
       if (error instanceof RefresherUnavailableError) {
-        return new TokenUnavailableError('the refresher could not be asked for a token', {
+        return new TokenUnavailableError(credentialSet, describeCause('REFRESHER_UNAVAILABLE'), {
           retryAfterSeconds: 5,
           cause: error,
         });

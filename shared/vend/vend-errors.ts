@@ -1,4 +1,5 @@
 import { BrokerError } from '../errors.js';
+import type { UnavailableCause } from './unavailable-cause.js';
 
 /**
  * What the vend API answers when it does not answer 2xx. Each carries the HTTP status and the stable
@@ -80,10 +81,38 @@ export class MethodNotAllowedError extends VendError {
   }
 }
 
-/** 503: no token with the requested validity could be had in time; try again after `retryAfterSeconds`. */
+/**
+ * 503: no token with the requested validity could be had in time; try again after `retryAfterSeconds`. The
+ * message and `details.cause` say why (the set's last known cause: a wrong password, the vendor down, a re-login
+ * in progress), the same for every caller while it holds.
+ */
 export class TokenUnavailableError extends VendError {
   readonly status = 503;
   readonly code = 'TOKEN_UNAVAILABLE';
+
+  /** `credentialSet`: undefined only for the list route, which concerns every set. */
+  constructor(
+    credentialSet: string | undefined,
+    cause: UnavailableCause,
+    options: { retryAfterSeconds?: number; cause?: unknown; servedTokenId?: string } = {},
+  ) {
+    const { servedTokenId, ...rest } = options;
+    // A forced re-login that failed while the current token lasts: consumers are still served that one.
+    const what =
+      credentialSet === undefined
+        ? 'no token state'
+        : servedTokenId === undefined
+          ? `credential set "${credentialSet}" has no usable token`
+          : `credential set "${credentialSet}" has no new token (its token ${servedTokenId} is still served)`;
+    super(`${what}: ${cause.reason} (${cause.code})`, {
+      ...rest,
+      details: {
+        ...(credentialSet === undefined ? {} : { credentialSet }),
+        cause,
+        ...(servedTokenId === undefined ? {} : { servedTokenId }),
+      },
+    });
+  }
 }
 
 /** 429: the ledger denied the permits; the same `code` the vendor uses, in the flat §7 body shape. */

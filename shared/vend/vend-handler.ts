@@ -26,7 +26,7 @@ import type { Audit, SetRouteContext, VendServices } from './route-context.js';
 import { matchRoute, type RouteName } from './router.js';
 import { listCredentialSets } from './routes/list-route.js';
 import { acquirePermits, reportRateLimit, returnPermits } from './routes/permit-routes.js';
-import { getToken, reportTokenRejection } from './routes/token-routes.js';
+import { forceRefresh, getToken, reportTokenRejection } from './routes/token-routes.js';
 import { TokenProvider } from './token-provider.js';
 import { type CacheStore, TokenStateCache } from './token-state-cache.js';
 import { toVendError } from './translate-error.js';
@@ -69,6 +69,7 @@ export type VendEvent = LambdaFunctionURLEventWithIAMAuthorizer;
 
 type SetRoute = (context: SetRouteContext) => Promise<VendResult>;
 const SET_ROUTES: Record<Exclude<RouteName, 'listCredentialSets'>, SetRoute> = {
+  forceRefresh,
   getToken,
   acquirePermits,
   returnPermits,
@@ -119,7 +120,11 @@ export function createVendHandler(deps: VendHandlerDeps) {
     if (route.name === 'listCredentialSets') {
       return listCredentialSets({ caller, sets: policy.setsOf(caller), audit, services });
     }
-    const set = policy.authorize(caller, route.setId ?? '');
+    const setId = route.setId ?? '';
+    const set =
+      route.name === 'forceRefresh'
+        ? policy.authorizeRefresh(caller, setId)
+        : policy.authorize(caller, setId);
     audit.credentialSet = set.id;
     return SET_ROUTES[route.name]({ request, caller, set, audit, services });
   }
@@ -133,7 +138,7 @@ export function createVendHandler(deps: VendHandlerDeps) {
     try {
       result = await dispatch(request, audit);
     } catch (error) {
-      failure = toVendError(error);
+      failure = toVendError(error, audit.credentialSet);
       result = errorResult(failure ?? error, request.requestId, clock.now());
       audit.decision ??= failure?.code ?? 'INTERNAL_ERROR';
       // What was behind a 503 (the refresher's or the store's error code), for whoever reads the logs.

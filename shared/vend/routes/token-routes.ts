@@ -133,3 +133,34 @@ export async function reportTokenRejection(context: SetRouteContext): Promise<Ve
   const body = await tokenBody(services, set, provided.token);
   return jsonResult(200, { ...body, reloggedIn: provided.loggedIn });
 }
+
+/**
+ * POST /v1/credential-sets/{id}/refresh: an operator (`refresh: true`) forces a re-login of the set. The answer
+ * names the new token by id and expiry, never the token itself: an operator gets no token.
+ */
+export async function forceRefresh(context: SetRouteContext): Promise<VendResult> {
+  const { set, services, audit } = context;
+  // No body, or an empty object: anything else is input this route would silently ignore.
+  if ((context.request.rawBody ?? '').trim() !== '') {
+    const body = readJsonBody(context.request, services.maxBodyBytes);
+    const [field] = Object.keys(body);
+    if (field !== undefined)
+      throw new BadRequestError('INVALID_VALUE', field, 'this request takes no fields');
+  }
+  const provided = await services.provider.forceRefresh(set);
+  audit.tokenId = provided.token.tokenId;
+  if (provided.replacedTokenId) audit.rejectedTokenId = provided.replacedTokenId;
+  audit.source = provided.source;
+  audit.decision = provided.loggedIn ? 'REFRESHED' : 'REFRESHED_ELSEWHERE';
+  const { token } = provided;
+  return jsonResult(200, {
+    credentialSet: set.id,
+    environment: set.environment,
+    tokenId: token.tokenId,
+    expiresAt: token.exp,
+    expiresInSeconds: validitySeconds(token, services.clock.now()),
+    /** This request's login made it; false when another login (a concurrent refresh, the schedule) did. */
+    loggedIn: provided.loggedIn,
+    ...(provided.replacedTokenId ? { replacedTokenId: provided.replacedTokenId } : {}),
+  });
+}

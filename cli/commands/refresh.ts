@@ -1,0 +1,62 @@
+import { BrokerClient } from '../../client/broker-client.js';
+import { resolveBrokerTarget } from '../broker-target.js';
+import { formatDuration, isoSeconds } from '../format.js';
+import type { CliIo } from '../io.js';
+import { BROKER_OPTIONS, HELP_OPTION, parseCommandLine } from '../options.js';
+import { checkSetId } from '../set-id.js';
+
+export const REFRESH_HELP = `Usage: token-broker refresh <set> [--json] [--url URL] [--region REGION]
+
+Forces a re-login of credential set <set> now, through the deployed broker (its refresher), and prints the
+new token's id and expiry: never the token. For a token the vendor stopped honouring, or right after
+"token-broker put-credentials". However many run it at once, the set is logged in once: the others print
+the same new token, marked "logged in by another request".
+
+Allowed to operators whose entry in the stage has "refresh": true; consumers and status-only operators
+get 403 INSUFFICIENT_PERMISSIONS. At most one login attempt a minute per set: sooner, 429 with the time
+to wait. A login that fails prints its cause (e.g. INVALID_CREDENTIALS) and exits 1; the previous token, if
+it is still valid, is still served. Every call is in the vend function's request log (route forceRefresh).
+
+Options:
+  --json            print the answer as JSON: credentialSet, tokenId, expiresAt, loggedIn, replacedTokenId
+  --url URL         the broker's Function URL (default: TOKEN_BROKER_URL)
+  --region REGION   the SigV4 Region (default: the URL's, else AWS_REGION; "local" for the local broker)`;
+
+const OPTIONS = { ...HELP_OPTION, ...BROKER_OPTIONS, json: { type: 'boolean' } } as const;
+
+export async function refreshCommand(args: string[], io: CliIo): Promise<number> {
+  const parsed = parseCommandLine('refresh', args, OPTIONS, {
+    min: 1,
+    max: 1,
+    what: 'the credential set id',
+  });
+  if (parsed.help) {
+    io.stdout.write(`${REFRESH_HELP}\n`);
+    return 0;
+  }
+  const setId = checkSetId('refresh', parsed.positionals[0]);
+  const target = resolveBrokerTarget('refresh', io, parsed.values);
+  const client = new BrokerClient({
+    brokerUrl: target.url,
+    region: target.region,
+    credentials: target.credentials,
+    clock: io.clock,
+    fetch: io.fetch,
+    userAgent: 'token-broker-cli',
+  });
+  try {
+    const answer = await client.forceRefresh(setId);
+    if (parsed.values.json) {
+      io.stdout.write(`${JSON.stringify(answer, null, 2)}\n`);
+      return 0;
+    }
+    const by = answer.loggedIn ? 'logged in' : 'logged in by another request';
+    const replaced = answer.replacedTokenId ? `, replaces ${answer.replacedTokenId}` : '';
+    io.stdout.write(
+      `${answer.credentialSet} (${answer.environment}): token ${answer.tokenId} ${by}${replaced}; expires ${isoSeconds(answer.expiresAt * 1000)} (in ${formatDuration(answer.expiresInSeconds)})\n`,
+    );
+    return 0;
+  } finally {
+    await client.close();
+  }
+}
