@@ -195,6 +195,8 @@ export async function startLocalBroker(
       clock,
       port: config.port,
       onError: (error) => telemetry.error('vend handler failed', { error: String(error) }),
+      // What a real Function URL keeps to itself: why it answered 403 Forbidden.
+      onRefused: (refusal) => telemetry.warn('signature refused: 403 Forbidden', { ...refusal }),
     });
     closers.push(() => server.close());
 

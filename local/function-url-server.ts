@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2WithIAMAuthorizer, APIGatewayProxyResultV2, Context } from 'aws-lambda';
 import type { Clock } from '../shared/clock.js';
 import { requestUrl, validHost } from './request-target.js';
-import type { LocalCaller, SigV4Verifier } from './sigv4-verifier.js';
+import type { LocalCaller, RefusalReason, SigV4Verifier } from './sigv4-verifier.js';
 
 export type FunctionUrlHandler = (
   event: APIGatewayProxyEventV2WithIAMAuthorizer,
@@ -170,6 +170,11 @@ export async function serveFunctionUrl(options: {
   functionName?: string;
   timeoutMs?: number;
   onError?: (error: unknown) => void;
+  /**
+   * Told why a request's signature was refused (the caller gets only AWS's `{"Message":"Forbidden"}`): the
+   * local broker logs it, so a curl or Python user learns what to fix. Never a secret in it.
+   */
+  onRefused?: (refusal: { reason: RefusalReason; detail: string; method: string; path: string }) => void;
 }): Promise<FunctionUrlServer> {
   const functionName = options.functionName ?? 'token-broker-vend';
   const server = createServer((request, response) => {
@@ -191,7 +196,15 @@ export async function serveFunctionUrl(options: {
       if (!requestUrl(incoming.pathWithQuery) || !validHost(headers.host))
         return send(response, 400, JSON.stringify({ Message: 'Bad Request' }));
       const verified = await options.verifier.verify(incoming);
-      if (!verified.ok) return send(response, 403, JSON.stringify({ Message: 'Forbidden' }));
+      if (!verified.ok) {
+        options.onRefused?.({
+          reason: verified.reason,
+          detail: verified.detail,
+          method: incoming.method.slice(0, 16),
+          path: (requestUrl(incoming.pathWithQuery)?.pathname ?? '').slice(0, 200),
+        });
+        return send(response, 403, JSON.stringify({ Message: 'Forbidden' }));
+      }
       const event = toFunctionUrlEvent(
         { ...incoming, body, sourceIp: request.socket.remoteAddress ?? '127.0.0.1' },
         verified.caller,

@@ -20,17 +20,28 @@ export interface IncomingSignedRequest {
   body: string;
 }
 
+export type RefusalReason =
+  | 'MISSING_SIGNATURE'
+  | 'MALFORMED_SIGNATURE'
+  | 'WRONG_REGION'
+  | 'WRONG_SERVICE'
+  | 'UNKNOWN_ACCESS_KEY'
+  | 'STALE_REQUEST'
+  | 'BODY_HASH_MISMATCH'
+  | 'BAD_SIGNATURE';
+
+/**
+ * A refusal says why in `detail`, for the local broker's log (a real Function URL says only "Forbidden", and so
+ * does the local one to the caller): never a secret key or a signature, at most the access key id, which is
+ * not a secret (AWS's own logs show it).
+ */
 export type VerifyResult =
   | { ok: true; caller: LocalCaller }
-  | {
-      ok: false;
-      reason:
-        | 'MISSING_SIGNATURE'
-        | 'MALFORMED_SIGNATURE'
-        | 'UNKNOWN_ACCESS_KEY'
-        | 'STALE_REQUEST'
-        | 'BAD_SIGNATURE';
-    };
+  | { ok: false; reason: RefusalReason; detail: string };
+
+const refuse = (reason: RefusalReason, detail: string): VerifyResult => ({ ok: false, reason, detail });
+/** An access key id as a log may show it: the id's own characters only, and not too many. */
+const shownKey = (accessKeyId: string): string => accessKeyId.replace(/[^A-Z0-9]/g, '').slice(0, 32);
 
 const AUTH_PATTERN =
   /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/,\s]+)\/([^/,\s]+)\/aws4_request,\s*SignedHeaders=([a-z0-9;_-]+),\s*Signature=([0-9a-f]{64})$/;
@@ -55,30 +66,55 @@ export class SigV4Verifier {
 
   async verify(request: IncomingSignedRequest): Promise<VerifyResult> {
     const authorization = request.headers.authorization;
-    if (!authorization) return { ok: false, reason: 'MISSING_SIGNATURE' };
+    if (!authorization)
+      return refuse(
+        'MISSING_SIGNATURE',
+        'no Authorization header: the request is not signed (SigV4, service "lambda"; curl: --aws-sigv4 "aws:amz:local:lambda" --user KEY:SECRET)',
+      );
     const match = AUTH_PATTERN.exec(authorization.trim());
     const amzDate = request.headers['x-amz-date'];
     const dateParts = amzDate ? AMZ_DATE.exec(amzDate) : null;
-    if (!match || !dateParts) return { ok: false, reason: 'MALFORMED_SIGNATURE' };
+    if (!match)
+      return refuse('MALFORMED_SIGNATURE', 'the Authorization header is not an AWS4-HMAC-SHA256 signature');
+    if (!dateParts) return refuse('MALFORMED_SIGNATURE', 'no X-Amz-Date header of the form 20261129T120000Z');
     const [, accessKeyId, scopeDate, region, service, signedHeaderList, signature] =
       match as unknown as string[];
-    if (region !== this.#region || service !== 'lambda' || !amzDate?.startsWith(scopeDate ?? '')) {
-      return { ok: false, reason: 'MALFORMED_SIGNATURE' };
-    }
+    if (region !== this.#region)
+      return refuse(
+        'WRONG_REGION',
+        `signed for Region "${shownRegion(region)}"; this broker's is "${this.#region}" (AWS_REGION=${this.#region}, or --region ${this.#region})`,
+      );
+    if (service !== 'lambda')
+      return refuse(
+        'WRONG_SERVICE',
+        `signed for service "${shownRegion(service)}"; a Function URL's is "lambda"`,
+      );
+    if (!amzDate?.startsWith(scopeDate ?? ''))
+      return refuse('MALFORMED_SIGNATURE', "the credential scope's date is not the X-Amz-Date's day");
     const caller = this.#callers.get(accessKeyId ?? '');
-    if (!caller) return { ok: false, reason: 'UNKNOWN_ACCESS_KEY' };
+    if (!caller)
+      return refuse(
+        'UNKNOWN_ACCESS_KEY',
+        `access key ${shownKey(accessKeyId ?? '')} is none of the local callers' ("callers" of the broker's configuration)`,
+      );
 
     const [, y, mo, d, h, mi, s] = dateParts.map(Number) as number[];
     const signingDate = new Date(Date.UTC(y ?? 0, (mo ?? 1) - 1, d, h, mi, s));
-    if (Math.abs(this.#clock.now() - signingDate.getTime()) > MAX_SKEW_MS)
-      return { ok: false, reason: 'STALE_REQUEST' };
+    const skewMs = this.#clock.now() - signingDate.getTime();
+    if (Math.abs(skewMs) > MAX_SKEW_MS)
+      return refuse(
+        'STALE_REQUEST',
+        `signed at ${signingDate.toISOString()}, ${Math.round(Math.abs(skewMs) / 1000)} s ${skewMs > 0 ? 'behind' : 'ahead of'} this broker's clock (at most 5 minutes either way)`,
+      );
 
     const signedHeaders = (signedHeaderList ?? '').split(';');
-    if (!signedHeaders.includes('host')) return { ok: false, reason: 'MALFORMED_SIGNATURE' };
+    if (!signedHeaders.includes('host'))
+      return refuse('MALFORMED_SIGNATURE', 'the signed headers do not include host');
     const headers: Record<string, string> = {};
     for (const name of signedHeaders) {
       const value = request.headers[name];
-      if (value === undefined) return { ok: false, reason: 'BAD_SIGNATURE' };
+      if (value === undefined)
+        return refuse('BAD_SIGNATURE', `the signed header ${name.slice(0, 64)} is not in the request`);
       headers[name] = value;
     }
     // The signature covers this header, not the body: the body must hash to it (AWS checks the same).
@@ -87,10 +123,13 @@ export class SigV4Verifier {
       payloadHash !== undefined &&
       payloadHash !== createHash('sha256').update(request.body).digest('hex')
     ) {
-      return { ok: false, reason: 'BAD_SIGNATURE' };
+      return refuse(
+        'BODY_HASH_MISMATCH',
+        'the body does not hash to its x-amz-content-sha256: it changed after signing',
+      );
     }
     const url = requestUrl(request.pathWithQuery);
-    if (!url) return { ok: false, reason: 'MALFORMED_SIGNATURE' };
+    if (!url) return refuse('MALFORMED_SIGNATURE', 'the request target is not a path');
     const query: Record<string, string | string[]> = {};
     for (const [key, value] of url.searchParams) {
       const existing = query[key];
@@ -122,12 +161,19 @@ export class SigV4Verifier {
       String(expected.headers.authorization ?? ''),
     )?.[1];
     const expectedHeaders = /SignedHeaders=([^,]+)/.exec(String(expected.headers.authorization ?? ''))?.[1];
-    if (!expectedSignature || expectedHeaders !== signedHeaderList)
-      return { ok: false, reason: 'BAD_SIGNATURE' };
+    const mismatch = refuse(
+      'BAD_SIGNATURE',
+      `the signature does not match: the secret key is not access key ${shownKey(caller.accessKeyId)}'s, or the method, path, query or a signed header changed after signing`,
+    );
+    if (!expectedSignature || expectedHeaders !== signedHeaderList) return mismatch;
     const same = timingSafeEqual(
       Buffer.from(expectedSignature),
       Buffer.from(signature ?? ''.padEnd(64, '0')),
     );
-    return same ? { ok: true, caller } : { ok: false, reason: 'BAD_SIGNATURE' };
+    return same ? { ok: true, caller } : mismatch;
   }
 }
+
+/** A Region or service name from the header, as a log may show it. */
+const shownRegion = (value: string | undefined): string =>
+  (value ?? '').replace(/[^a-z0-9-]/g, '').slice(0, 32);

@@ -39,12 +39,14 @@ function rawRequest(url: string, head: string): Promise<{ status: number; body: 
 describe('local Function URL server with IAM auth', () => {
   let server: FunctionUrlServer;
   const seen: APIGatewayProxyEventV2WithIAMAuthorizer[] = [];
+  const refused: { reason: string; detail: string; method: string; path: string }[] = [];
   const signer = new FunctionUrlSigner({ region: 'local', credentials: caller });
 
   beforeAll(async () => {
     server = await serveFunctionUrl({
       clock: systemClock,
       verifier: new SigV4Verifier({ callers: [caller], clock: systemClock, region: 'local' }),
+      onRefused: (refusal) => refused.push(refusal),
       handler: async (event) => {
         seen.push(event);
         return {
@@ -96,6 +98,16 @@ describe('local Function URL server with IAM auth', () => {
     });
     expect(tampered.status).toBe(403);
     expect(seen.length).toBe(before);
+    // The caller learns nothing more than from AWS; the server's owner (the local broker's log) learns why.
+    expect(refused.slice(-2)).toEqual([
+      expect.objectContaining({ reason: 'MISSING_SIGNATURE', method: 'GET', path: '/v1/credential-sets' }),
+      expect.objectContaining({
+        reason: 'BAD_SIGNATURE',
+        method: 'GET',
+        path: '/v1/credential-sets/prod-advisor/token',
+      }),
+    ]);
+    expect(JSON.stringify(refused)).not.toContain(caller.secretAccessKey);
   });
 
   it('refuses a target or Host it cannot parse with 400, as AWS does, without calling the handler', async () => {

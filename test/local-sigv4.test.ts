@@ -51,7 +51,8 @@ describe('SigV4 between the consumer signer and the local verifier', () => {
     });
     expect(await verifier.verify({ ...request, body: '{"count":50}' })).toEqual({
       ok: false,
-      reason: 'BAD_SIGNATURE',
+      reason: 'BODY_HASH_MISMATCH',
+      detail: 'the body does not hash to its x-amz-content-sha256: it changed after signing',
     });
   });
 
@@ -60,31 +61,47 @@ describe('SigV4 between the consumer signer and the local verifier', () => {
       method: 'GET',
       url: 'http://127.0.0.1:8787/v1/credential-sets/a/token',
     });
-    expect(await verifier.verify({ ...request, pathWithQuery: '/v1/credential-sets/b/token' })).toEqual({
-      ok: false,
-      reason: 'BAD_SIGNATURE',
-    });
+    expect(await verifier.verify({ ...request, pathWithQuery: '/v1/credential-sets/b/token' })).toMatchObject(
+      {
+        ok: false,
+        reason: 'BAD_SIGNATURE',
+      },
+    );
   });
 
-  it('refuses the wrong secret key, an unknown key, another region, and no signature', async () => {
+  it('refuses the wrong secret key, an unknown key, another region, and no signature, and says why without a secret', async () => {
     const url = 'http://127.0.0.1:8787/v1/credential-sets';
     const wrongSecret = await signedIncoming({ method: 'GET', url }, { ...caller, secretAccessKey: 'guess' });
-    expect(await verifier.verify(wrongSecret)).toEqual({ ok: false, reason: 'BAD_SIGNATURE' });
-    const unknown = await signedIncoming(
-      { method: 'GET', url },
-      { accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' },
-    );
-    expect(await verifier.verify(unknown)).toEqual({ ok: false, reason: 'UNKNOWN_ACCESS_KEY' });
-    const otherRegion = await signedIncoming({ method: 'GET', url }, caller, 'eu-west-1');
-    expect(await verifier.verify(otherRegion)).toEqual({ ok: false, reason: 'MALFORMED_SIGNATURE' });
-    expect(
-      await verifier.verify({
-        method: 'GET',
-        pathWithQuery: '/v1/credential-sets',
-        headers: { host: 'h' },
-        body: '',
-      }),
-    ).toEqual({ ok: false, reason: 'MISSING_SIGNATURE' });
+    const refusals = [
+      [
+        wrongSecret,
+        'BAD_SIGNATURE',
+        "the signature does not match: the secret key is not access key AKIALOCALTESTCALLER1's, or the method, path, query or a signed header changed after signing",
+      ],
+      [
+        await signedIncoming({ method: 'GET', url }, { accessKeyId: 'AKIAUNKNOWN', secretAccessKey: 'x' }),
+        'UNKNOWN_ACCESS_KEY',
+        `access key AKIAUNKNOWN is none of the local callers' ("callers" of the broker's configuration)`,
+      ],
+      [
+        await signedIncoming({ method: 'GET', url }, caller, 'eu-west-1'),
+        'WRONG_REGION',
+        `signed for Region "eu-west-1"; this broker's is "local" (AWS_REGION=local, or --region local)`,
+      ],
+      [
+        { method: 'GET', pathWithQuery: '/v1/credential-sets', headers: { host: 'h' }, body: '' },
+        'MISSING_SIGNATURE',
+        'no Authorization header: the request is not signed (SigV4, service "lambda"; curl: --aws-sigv4 "aws:amz:local:lambda" --user KEY:SECRET)',
+      ],
+    ] as const;
+    for (const [request, reason, detail] of refusals) {
+      const result = await verifier.verify(request);
+      expect(result).toEqual({ ok: false, reason, detail });
+      const said = JSON.stringify(result);
+      expect(said).not.toContain(caller.secretAccessKey);
+      expect(said).not.toContain('guess');
+      expect(said).not.toMatch(/[0-9a-f]{64}/); // no signature
+    }
   });
 
   it('accepts a signature over host and x-amz-date only, as curl --aws-sigv4 makes it', async () => {
@@ -127,6 +144,11 @@ describe('SigV4 between the consumer signer and the local verifier', () => {
       clock: new ManualClock(clock.now() + 5 * 60 * 1000 + 1000),
       region: 'local',
     });
-    expect(await later.verify(request)).toEqual({ ok: false, reason: 'STALE_REQUEST' });
+    expect(await later.verify(request)).toEqual({
+      ok: false,
+      reason: 'STALE_REQUEST',
+      detail:
+        "signed at 2026-11-21T12:00:00.000Z, 301 s behind this broker's clock (at most 5 minutes either way)",
+    });
   });
 });
