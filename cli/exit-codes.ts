@@ -11,6 +11,10 @@ export const ExitCode = {
   Usage: 2,
   /** The broker or AWS could not be reached, or refused who we are (no credentials, bad signature, IAM). */
   Unreachable: 3,
+  /** `status` only: every shown set has a token, but one at least is DEGRADED (its last login failed). */
+  Degraded: 4,
+  /** `status` only: a shown set has no token to serve (NO_USABLE_TOKEN, CREDENTIALS_REJECTED, ENV_MISMATCH). */
+  NoToken: 5,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -19,6 +23,9 @@ export const EXIT_CODES_HELP = `Exit codes:
   1  the broker (or Secrets Manager) answered with an error: its code is printed, e.g. TOKEN_UNAVAILABLE
   2  usage or configuration error (unknown option, invalid stage configuration, no broker URL …)
   3  unreachable or not authenticated: no answer, no AWS credentials, or AWS refused the signed request
+  4  status: the broker answered, and a set shown is DEGRADED (its token still served); none is worse
+  5  status: the broker answered, and a set shown has no token (NO_USABLE_TOKEN, CREDENTIALS_REJECTED,
+     ENV_MISMATCH); the worst set decides, and status --watch ends with 0 on Ctrl-C
 On failure the last line on stderr is "token-broker <command>: error <CODE>: <message>".`;
 
 /**

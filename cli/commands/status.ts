@@ -9,6 +9,7 @@ import {
   type ConsumerPermits,
   readConsumerPermits,
 } from '../status/consumer-permits.js';
+import { healthExit, isWell } from '../status/health-exit.js';
 import { listHealth } from '../status/list-health.js';
 import { NARROW_DEFAULT_WIDTH } from '../status/narrow-table.js';
 import { type StatusEntry, statusEntries } from '../status/render.js';
@@ -45,8 +46,15 @@ Options:
   --window SECONDS  the window of --consumers: whole minutes, at most 10800 (default 3600)
   --metrics-region REGION  where the metrics are (default: the broker's Region; needed with a local broker)
 
-The exit code is 0 whenever the broker answered, whatever the sets' health (and if CloudWatch could not be
-read for --consumers: the column then says unknown, and why is on stderr).`;
+Exit codes by the health of the sets shown (with --json too), so that a pipeline can gate on it; the worst
+set decides:
+  0  every set is HEALTHY or REFRESHING (also when there is none to show)
+  4  a set is DEGRADED (its last login failed; its token is still served)
+  5  a set has no token: NO_USABLE_TOKEN, CREDENTIALS_REJECTED or ENV_MISMATCH (consumers get 503)
+  1, 2, 3 as for every command: the broker's error, a usage error, unreachable or refused
+A state this CLI does not know counts as DEGRADED. --watch shows every round and ends with 0 on Ctrl-C.
+If CloudWatch could not be read for --consumers, the column says unknown and why is on stderr; the exit
+code is still the sets' health.`;
 
 const OPTIONS = {
   ...HELP_OPTION,
@@ -185,16 +193,26 @@ export async function statusCommand(args: string[], io: CliIo): Promise<number> 
   if (watchSeconds !== undefined)
     return watchRounds(io, 'token-broker status', watchSeconds, async () => text(await read()));
   const reading = await read();
+  const exit = healthExit(reading.entries.map((entry) => entry.state));
   if (parsed.values.json) {
     io.stdout.write(
       `${JSON.stringify({ at: new Date(reading.now).toISOString(), credentialSets: reading.entries }, null, 2)}\n`,
     );
-    return 0;
+    return exit;
   }
   io.stdout.write(`${text(reading)}\n`);
   if (reading.entries.length > 0)
-    io.stderr.write(`token-broker status: ${reading.entries.length} set(s) at ${isoSeconds(reading.now)}\n`);
-  return 0;
+    io.stderr.write(
+      `token-broker status: ${reading.entries.length} set(s) at ${isoSeconds(reading.now)}${healthNote(reading.entries, exit)}\n`,
+    );
+  return exit;
+}
+
+/** Why the exit code is not 0, on the progress line: which sets made it so. */
+function healthNote(entries: StatusEntry[], exit: number): string {
+  if (exit === 0) return '';
+  const sets = entries.filter((entry) => !isWell(entry.state));
+  return `; exit ${exit}: ${sets.map((entry) => `${entry.id} ${entry.state}`).join(', ')}`;
 }
 
 const NO_SETS = 'no credential sets: this caller may use none';
