@@ -1,6 +1,7 @@
 import { BrokerClient } from '../../client/broker-client.js';
 import type { VendedToken } from '../../client/types.js';
 import { resolveBrokerTarget } from '../broker-target.js';
+import { inTheFlagsTyped } from '../flag-names.js';
 import { formatDuration } from '../format.js';
 import type { CliIo } from '../io.js';
 import { BROKER_OPTIONS, HELP_OPTION, parseCommandLine, wholeSeconds } from '../options.js';
@@ -27,6 +28,9 @@ const OPTIONS = {
   'min-validity': { type: 'string' },
   json: { type: 'boolean' },
 } as const;
+
+/** The broker's request fields that this command's options set, as the operator typed them. */
+const FLAG_OF_FIELD = { minValiditySeconds: '--min-validity' };
 
 /** The token answer for --json: the client keeps `accessToken` out of enumeration, so it is named here. */
 function tokenJson(token: VendedToken) {
@@ -63,10 +67,11 @@ export async function tokenCommand(args: string[], io: CliIo): Promise<number> {
     userAgent: 'token-broker-cli',
   });
   try {
-    const token = await client.getToken(
-      setId,
-      minValiditySeconds === undefined ? {} : { minValiditySeconds },
-    );
+    const token = await client
+      .getToken(setId, minValiditySeconds === undefined ? {} : { minValiditySeconds })
+      .catch((error: unknown) => {
+        throw inTheFlagsTyped(error, 'token', FLAG_OF_FIELD);
+      });
     io.stderr.write(
       `token-broker token: ${token.credentialSet} (${token.environment}) token ${token.tokenId}, expires in ${formatDuration(token.expiresInSeconds)}\n`,
     );
