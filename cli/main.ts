@@ -67,9 +67,10 @@ Commands:
 
 Run "token-broker <command> --help" for a command's options.
 
-Broker: --url or TOKEN_BROKER_URL (the stack output VendUrl, or the local broker's URL); SigV4 Region:
---region, the Function URL's own, or AWS_REGION ("local" for the local broker); AWS credentials: the
-default chain. Progress and errors go to stderr; only results go to stdout.
+Broker: --url, else --stage (the VendUrl output of the stage's stack, read from CloudFormation), else
+TOKEN_BROKER_URL (the local broker's URL, or a VendUrl); SigV4 Region: --region, the Function URL's own, or
+AWS_REGION ("local" for the local broker); AWS credentials: the default chain. A misspelt command or option
+gets the closest known one ("did you mean"). Progress and errors go to stderr; only results go to stdout.
 
 ${EXIT_CODES_HELP}`;
 

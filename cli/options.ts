@@ -6,6 +6,7 @@ import { UsageError } from './errors.js';
 export const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
 export const BROKER_OPTIONS = {
   url: { type: 'string' },
+  stage: { type: 'string' },
   region: { type: 'string' },
 } as const;
 

@@ -139,7 +139,7 @@ describe('token-broker token', () => {
       [
         ['token', 'uat-advisor'],
         { AWS_REGION: 'local', ...PORTFOLIO },
-        /no broker URL: give --url or set TOKEN_BROKER_URL/,
+        /no broker URL: give --url or --stage, or set TOKEN_BROKER_URL/,
       ],
       [['token', 'uat-advisor', '--url', 'http://broker.example.com'], b.env, /https:\/\//],
       [['token', 'uat-advisor', '--min-validity', '5m'], b.env, /--min-validity must be a whole number/],

@@ -16,7 +16,7 @@ import { type StatusEntry, statusEntries } from '../status/render.js';
 import { type StatusLayout, statusText } from '../status/status-text.js';
 import { WATCH_DEFAULT_SECONDS, WATCH_MIN_SECONDS, watchRounds } from '../status/watch.js';
 
-export const STATUS_HELP = `Usage: token-broker status [<set>...] [--wide] [--watch [SECONDS]] [--json] [--url URL] [--region REGION]
+export const STATUS_HELP = `Usage: token-broker status [<set>...] [--wide] [--watch [SECONDS]] [--json] [--url URL | --stage STAGE] [--region REGION]
        token-broker status --consumers [--window SECONDS] [--metrics-region REGION] [<set>...] [--json]
 
 Shows every credential set you may see (or only the ones named), one line each, as wide as the terminal
@@ -38,7 +38,10 @@ Options:
   --wide            every column (the lines are then about 230 characters wide)
   --watch [SECONDS] ask again every SECONDS (default ${WATCH_DEFAULT_SECONDS}, at least ${WATCH_MIN_SECONDS}) and redraw, until Ctrl-C
   --json            the same as JSON (ISO times, Unix-second expiry, causes with codes and runbook anchors)
-  --url URL         the broker's Function URL (default: TOKEN_BROKER_URL)
+  --url URL         the broker's Function URL (default: --stage's, else TOKEN_BROKER_URL)
+  --stage STAGE     the broker of a deployed stage (infra/stages/ or a JSON stage file): the VendUrl output of
+                    its stack TokenBroker-<stage> in the stage's Region (with --region, a two-Region stage's
+                    stack in that Region), read with cloudformation:DescribeStacks
   --region REGION   the SigV4 Region (default: the URL's, else AWS_REGION; "local" for the local broker)
   --consumers       (wide) a column per set: each consumer's permits granted/returned/denied over the window, from
                     the broker's CloudWatch metrics (needs cloudwatch:GetMetricData; consumers with no permit
@@ -140,7 +143,7 @@ export async function statusCommand(args: string[], io: CliIo): Promise<number> 
     io.stdout.write(`${STATUS_HELP}\n`);
     return 0;
   }
-  const target = resolveBrokerTarget('status', io, parsed.values);
+  const target = await resolveBrokerTarget('status', io, parsed.values);
   const consumers = parsed.values.consumers === true;
   const windowSeconds = consumers ? consumerWindow(parsed.values.window) : undefined;
   if (!consumers && (parsed.values.window !== undefined || parsed.values['metrics-region'] !== undefined))
