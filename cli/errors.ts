@@ -27,6 +27,19 @@ export class SecretWriteError extends BrokerError {
   }
 }
 
+/**
+ * `--stage` could not give a broker URL: `code` is STACK_NOT_FOUND, NO_VEND_URL (the stage points at no broker:
+ * a usage exit), or CloudFormation's error name (AccessDeniedException …).
+ */
+export class StackLookupError extends BrokerError {
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
 /** Something named on the command line does not exist (or is not visible to this caller). */
 export class NotFoundError extends BrokerError {
   readonly code = 'RESOURCE_NOT_FOUND';

@@ -1,6 +1,6 @@
 import { BrokerApiError, BrokerUnreachableError } from '../client/errors.js';
 import { BrokerError } from '../shared/errors.js';
-import { SecretWriteError, UsageError } from './errors.js';
+import { SecretWriteError, StackLookupError, UsageError } from './errors.js';
 
 /** The CLI's exit codes: stable, documented in `--help` and docs/cli.md. */
 export const ExitCode = {
@@ -11,14 +11,22 @@ export const ExitCode = {
   Usage: 2,
   /** The broker or AWS could not be reached, or refused who we are (no credentials, bad signature, IAM). */
   Unreachable: 3,
+  /** `status` only: every shown set has a token, but one at least is DEGRADED (its last login failed). */
+  Degraded: 4,
+  /** `status` only: a shown set has no token to serve (NO_USABLE_TOKEN, CREDENTIALS_REJECTED, ENV_MISMATCH). */
+  NoToken: 5,
 } as const;
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
 export const EXIT_CODES_HELP = `Exit codes:
   0  success
   1  the broker (or Secrets Manager) answered with an error: its code is printed, e.g. TOKEN_UNAVAILABLE
-  2  usage or configuration error (unknown option, invalid stage configuration, no broker URL …)
+  2  usage or configuration error (unknown option, invalid stage configuration, no broker URL, a --stage
+     whose stack does not exist in its Region or has no VendUrl output …)
   3  unreachable or not authenticated: no answer, no AWS credentials, or AWS refused the signed request
+  4  status: the broker answered, and a set shown is DEGRADED (its token still served); none is worse
+  5  status: the broker answered, and a set shown has no token (NO_USABLE_TOKEN, CREDENTIALS_REJECTED,
+     ENV_MISMATCH); the worst set decides, and status --watch ends with 0 on Ctrl-C
 On failure the last line on stderr is "token-broker <command>: error <CODE>: <message>".`;
 
 /**
@@ -78,6 +86,15 @@ export function failureOf(error: unknown): Failure {
   if (error instanceof SecretWriteError) {
     return {
       exit: AUTH_FAILURES.has(error.code) ? ExitCode.Unreachable : ExitCode.Failed,
+      code: error.code,
+      message: error.message,
+    };
+  }
+  if (error instanceof StackLookupError) {
+    // A stage that names no deployed broker is the command line's fault, as a missing --url is.
+    const usage = error.code === 'STACK_NOT_FOUND' || error.code === 'NO_VEND_URL';
+    return {
+      exit: usage ? ExitCode.Usage : AUTH_FAILURES.has(error.code) ? ExitCode.Unreachable : ExitCode.Failed,
       code: error.code,
       message: error.message,
     };

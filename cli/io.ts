@@ -1,3 +1,4 @@
+import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { type Clock, systemClock } from '../shared/clock.js';
@@ -25,6 +26,8 @@ export interface CliIo {
   secretsManager(region: string): Promise<SecretsManagerClient>;
   /** Async too: only `status --consumers` reads CloudWatch (the operator's own credentials, GetMetricData). */
   cloudWatch(region: string): Promise<CloudWatchClient>;
+  /** Async too: only `--stage` reads CloudFormation (the stage's stack outputs, DescribeStacks). */
+  cloudFormation(region: string): Promise<CloudFormationClient>;
   /**
    * Aborted when the operator stops a command that runs until interrupted (`status --watch`): Ctrl-C or
    * SIGTERM. Asked for by that command only, so that every other one keeps the default handling of a signal.
@@ -48,6 +51,10 @@ export function processIo(): CliIo {
     cloudWatch: async (region) => {
       const { CloudWatchClient } = await import('@aws-sdk/client-cloudwatch');
       return new CloudWatchClient({ region });
+    },
+    cloudFormation: async (region) => {
+      const { CloudFormationClient } = await import('@aws-sdk/client-cloudformation');
+      return new CloudFormationClient({ region });
     },
     interruption: () => {
       const controller = new AbortController();

@@ -1,6 +1,8 @@
+import { closestKey } from '../shared/config/unknown-keys.js';
 import { UsageError } from './errors.js';
 import { EXIT_CODES_HELP, ExitCode, failureLine } from './exit-codes.js';
 import { type CliIo, processIo } from './io.js';
+import { cliVersion, versionLine } from './version.js';
 
 interface Command {
   run: (args: string[], io: CliIo) => Promise<number>;
@@ -40,6 +42,20 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 
 const commandNamed = (name: string) => (Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined);
 
+/** Words the command line takes in a command's place besides the commands. */
+const OTHER_WORDS = ['help', 'version'];
+
+/** "unknown command", with the command it most likely meant (one or two typing slips), else the list. */
+function unknownCommand(name: string): UsageError {
+  const shown = name.slice(0, 40);
+  const meant = closestKey(name, [...Object.keys(COMMANDS), ...OTHER_WORDS]);
+  return new UsageError(
+    meant
+      ? `unknown command "${shown}"; did you mean "${meant}"?`
+      : `unknown command "${shown}"; commands: ${Object.keys(COMMANDS).join(', ')}`,
+  );
+}
+
 export const MAIN_HELP = `Usage: token-broker <command> [options]     (npx token-broker …)
 
 The operator's and the pipelines' tool for the token broker: tokens for smoke tests, the health of every
@@ -52,12 +68,14 @@ Commands:
   check-config <stage>   validate a stage's configuration before deploying it (offline; --secrets asks AWS)
   put-credentials <set>  write a set's vendor username and password (from stdin or a prompt) to its secret
   secret-policy <stage>  print the resource policy every vendor secret of the stage carries
+  version                print the CLI's version and the commit it was built from (also --version)
 
 Run "token-broker <command> --help" for a command's options.
 
-Broker: --url or TOKEN_BROKER_URL (the stack output VendUrl, or the local broker's URL); SigV4 Region:
---region, the Function URL's own, or AWS_REGION ("local" for the local broker); AWS credentials: the
-default chain. Progress and errors go to stderr; only results go to stdout.
+Broker: --url, else --stage (the VendUrl output of the stage's stack, read from CloudFormation), else
+TOKEN_BROKER_URL (the local broker's URL, or a VendUrl); SigV4 Region: --region, the Function URL's own, or
+AWS_REGION ("local" for the local broker); AWS credentials: the default chain. A misspelt command or option
+gets the closest known one ("did you mean"). Progress and errors go to stderr; only results go to stdout.
 
 ${EXIT_CODES_HELP}`;
 
@@ -70,12 +88,19 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     (name === undefined ? io.stderr : io.stdout).write(`${topic?.help ?? MAIN_HELP}\n`);
     return name === undefined ? ExitCode.Usage : ExitCode.Ok;
   }
+  if (name === '--version' || name === 'version') {
+    if (args.length > 0) {
+      io.stderr.write(
+        `token-broker: error USAGE_ERROR: ${name} takes no arguments (see "token-broker --help")\n`,
+      );
+      return ExitCode.Usage;
+    }
+    io.stdout.write(`${versionLine(cliVersion())}\n`);
+    return ExitCode.Ok;
+  }
   const load = commandNamed(name);
   try {
-    if (!load)
-      throw new UsageError(
-        `unknown command "${name.slice(0, 40)}"; commands: ${Object.keys(COMMANDS).join(', ')}`,
-      );
+    if (!load) throw unknownCommand(name);
     const command = await load();
     return await command.run(args, io);
   } catch (error) {

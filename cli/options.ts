@@ -1,10 +1,12 @@
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { closestKey } from '../shared/config/unknown-keys.js';
 import { UsageError } from './errors.js';
 
 /** Options every command takes. */
 export const HELP_OPTION = { help: { type: 'boolean', short: 'h' } } as const;
 export const BROKER_OPTIONS = {
   url: { type: 'string' },
+  stage: { type: 'string' },
   region: { type: 'string' },
 } as const;
 
@@ -44,10 +46,12 @@ function describeParseError(error: unknown, options: ParseArgsOptionsConfig): st
   const message = error instanceof Error ? error.message : '';
   const named = /'(-{1,2}[A-Za-z0-9-]*)/.exec(message)?.[1] ?? 'an option';
   if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    const known = Object.keys(options)
-      .map((name) => `--${name}`)
-      .join(', ');
-    return `unknown option ${named} (known: ${known})`;
+    const known = Object.keys(options);
+    // Only a long option is compared, without its dashes: a one-letter one is near every other.
+    const meant = named.startsWith('--') ? closestKey(named.slice(2), known) : undefined;
+    return meant
+      ? `unknown option ${named}; did you mean --${meant}?`
+      : `unknown option ${named} (known: ${known.map((name) => `--${name}`).join(', ')})`;
   }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return `option ${named} needs a value, or takes none`;
   return 'the arguments could not be read';

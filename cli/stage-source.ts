@@ -1,29 +1,46 @@
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, extname, resolve } from 'node:path';
 import type { StageInput } from '../infra/stage-config.js';
 import { EXAMPLE_STAGES, STAGES } from '../infra/stages/index.js';
+import { closestKey } from '../shared/config/unknown-keys.js';
 import { UsageError } from './errors.js';
 
 /** Every stage the CLI knows by name: the deployed ones and the examples (a two-Region stage, prod-regions). */
 const KNOWN_STAGES: readonly StageInput[] = [...STAGES, ...EXAMPLE_STAGES];
 
+const knownNames = () => KNOWN_STAGES.map((stage) => stage.name);
+
+/** What the command takes, for a message that says what it got instead. */
+const takes = (what: string) =>
+  `${what} takes a stage name, one of ${knownNames().join(', ')}, or the path of a JSON stage file`;
+
 /**
  * A stage by its name (the stages in infra/stages/, examples included: `cdk synth -c stage=<name>` builds those)
  * or a JSON file with the same shape (a pipeline that generates its stage). Only read and parsed as JSON here; the
- * schema checks come after.
+ * schema checks come after. `what` is how the command takes it ("check-config", "--stage"), and `asTyped` how a
+ * stage name is written there, for "did you mean".
  */
 export function loadStageInput(
   command: string,
   nameOrPath: string,
   cwd: string,
+  options: { what?: string; asTyped?: (name: string) => string } = {},
 ): { input: StageInput; source: string } {
+  const what = options.what ?? command;
+  const asTyped = options.asTyped ?? ((name: string) => `token-broker ${command} ${name}`);
   const known = KNOWN_STAGES.find((stage) => stage.name === nameOrPath);
   if (known) return { input: structuredClone(known), source: `infra/stages (${nameOrPath})` };
   if (!/[/\\]|\.json$/.test(nameOrPath)) {
+    const meant = closestKey(nameOrPath, knownNames());
     throw new UsageError(
-      `unknown stage "${nameOrPath}"; known: ${KNOWN_STAGES.map((s) => s.name).join(', ')} (or give a path to a JSON stage file)`,
+      `unknown stage "${nameOrPath.slice(0, 40)}"${meant ? `; did you mean "${meant}"?` : ':'} ${takes(what)}`,
       command,
     );
+  }
+  // A stage's TypeScript source (infra/stages/uat.ts) where its name was meant.
+  const stem = basename(nameOrPath, extname(nameOrPath));
+  if (!nameOrPath.endsWith('.json') && knownNames().includes(stem)) {
+    throw new UsageError(`${takes(what)}, not ${nameOrPath}: did you mean "${asTyped(stem)}"?`, command);
   }
   const path = resolve(cwd, nameOrPath);
   let text: string;
@@ -35,6 +52,6 @@ export function loadStageInput(
   try {
     return { input: JSON.parse(text) as StageInput, source: path };
   } catch {
-    throw new UsageError(`the stage file ${path} is not JSON`, command);
+    throw new UsageError(`the stage file ${path} is not JSON; ${takes(what)}`, command);
   }
 }

@@ -2,7 +2,8 @@
  * `npm start`: the whole broker on this machine. Settings: local/broker.config.json (or BROKER_CONFIG),
  * BROKER_PORT, TIME_SCALE, BROKER_DATA_DIR, BROKER_DYNAMODB_ENDPOINT, LOG_LEVEL (debug|info|warn|error).
  *
- * package.json runs it as `exec node --import tsx local/start.ts`: one process, the one npm signals. npm runs a
+ * package.json runs it as `exec node --import tsx local/start.ts` (after tools/require-node.mjs has checked the
+ * Node major, in a process of its own that has ended): one process, the one npm signals. npm runs a
  * script through `sh -c` and forwards SIGINT/SIGTERM to that shell only; dash (Debian's, Ubuntu's /bin/sh)
  * neither execs a lone command nor passes a signal on, so SIGINT waited forever and SIGTERM ended the shell and
  * left the broker running with its ports. `exec` takes the shell out, and `--import tsx` the tsx CLI, a second

@@ -34,6 +34,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
+import { gitCommit } from '../cli/version.js';
 import { DEFAULT_CHAIN } from '../client/aws-auth.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -81,8 +82,10 @@ function dependenciesOf(metafile: Metafile): Record<string, string> {
   const names = new Set<string>();
   for (const input of Object.values(metafile.inputs))
     for (const im of input.imports) {
-      // `<runtime>`: esbuild's own helpers (keepNames' __name), in the bundle, not a package.
-      if (im.external && !isBuiltin(im.path) && im.path !== '<runtime>') names.add(packageOf(im.path));
+      // `<runtime>`: esbuild's own helpers (keepNames' __name); `<define:…>`: an object `define` (the CLI's
+      // version), which esbuild writes once as a module of the bundle. Neither is a package.
+      if (im.external && !isBuiltin(im.path) && !/^<(runtime|define:[\w$]+)>$/.test(im.path))
+        names.add(packageOf(im.path));
     }
   const dependencies: Record<string, string> = {};
   for (const name of [...names].sort()) {
@@ -293,6 +296,10 @@ const FORBIDDEN_IN_CLI = [
 export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<string> {
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
+  const template = JSON.parse(readFileSync(path.join(ROOT, 'packaging/cli.package.json'), 'utf8')) as Record<
+    string,
+    unknown
+  > & { version: string };
   const result = await build({
     // token-broker.mjs, and a chunk per command (cli/main.ts imports each when it runs): `--help` loads
     // neither the AWS SDK nor the client.
@@ -308,6 +315,9 @@ export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<st
     target: TARGET,
     external: externals(),
     plugins: [withoutCdkApp],
+    // `token-broker --version`: the package's version and the commit it is built from (cli/version.ts); the
+    // package has neither its repository nor git to ask at run time.
+    define: { TOKEN_BROKER_BUILD: JSON.stringify({ version: template.version, commit: gitCommit(ROOT) }) },
     sourcemap: true,
     sourcesContent: true,
     metafile: true,
@@ -318,10 +328,6 @@ export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<st
     FORBIDDEN_IN_CLI.some((f) => name === f || name.startsWith(`${f}/`)),
   );
   if (forbidden.length > 0) throw new Error(`the CLI bundle imports ${forbidden.join(', ')}`);
-  const template = JSON.parse(readFileSync(path.join(ROOT, 'packaging/cli.package.json'), 'utf8')) as Record<
-    string,
-    unknown
-  >;
   writeManifest(outDir, { ...template, engines: { node: NODE_RANGE }, dependencies });
   copyFileSync(path.join(ROOT, 'packaging/cli-README.md'), path.join(outDir, 'README.md'));
   thirdPartyLicenses(outDir, result.metafile);

@@ -1,4 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,10 +98,37 @@ describe('bin/token-broker.mjs', () => {
     expect(strict.exit).toBe(2);
   });
 
+  it('--version and version: the package’s version and the checkout’s commit, on stdout; exit 0', async () => {
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    for (const argv of [['--version'], ['version']]) {
+      const run = await bin(argv);
+      expect(run, argv[0]).toEqual({
+        exit: 0,
+        stdout: `token-broker ${version} (commit ${commit})\n`,
+        stderr: '',
+      });
+    }
+    const extra = await bin(['version', 'now']);
+    expect(extra).toMatchObject({ exit: 2, stdout: '' });
+    expect(extra.stderr).toContain('error USAGE_ERROR: version takes no arguments');
+  });
+
+  it('a misspelt command: "did you mean", exit 2', async () => {
+    const run = await bin(['stauts']);
+    expect(run).toMatchObject({ exit: 2, stdout: '' });
+    expect(run.stderr).toBe(
+      'token-broker: error USAGE_ERROR: unknown command "stauts"; did you mean "status"? (see "token-broker --help")\n',
+    );
+  });
+
   it('--help: the overview with the exit codes, and each command’s usage', async () => {
     const main = await bin(['--help']);
     expect(main.exit).toBe(0);
     expect(main.stdout).toContain('Exit codes:');
+    expect(main.stdout).toContain('  version                print the CLI');
+    expect(main.stdout).toMatch(/^ {2}4 {2}status: .* DEGRADED/m);
+    expect(main.stdout).toMatch(/^ {2}5 {2}status: .* has no token/m);
     for (const command of ['token', 'status', 'check-config', 'put-credentials']) {
       expect(main.stdout).toContain(`  ${command} `);
       const help = await bin([command, '--help']);

@@ -197,8 +197,11 @@ describe('token-broker check-config', () => {
     const unknown = await runIn(['check-config', 'staging']);
     expect(unknown.exit).toBe(2);
     expect(unknown.stderr).toContain(
-      'unknown stage "staging"; known: uat, prod, prod-regions (or give a path to a JSON stage file)',
+      'error USAGE_ERROR: unknown stage "staging": check-config takes a stage name, one of uat, prod, prod-regions, or the path of a JSON stage file',
     );
+    const misspelt = await runIn(['check-config', 'prdo']);
+    expect(misspelt.exit).toBe(2);
+    expect(misspelt.stderr).toContain('unknown stage "prdo"; did you mean "prod"? check-config takes');
     const missing = await runIn(['check-config', join(dir, 'nope.json')]);
     expect(missing.exit).toBe(2);
     expect(missing.stderr).toContain('cannot read the stage file');
@@ -206,6 +209,19 @@ describe('token-broker check-config', () => {
     writeFileSync(notJson, '{ name: uat');
     const garbled = await runIn(['check-config', notJson]);
     expect(garbled.exit).toBe(2);
-    expect(garbled.stderr).toContain('is not JSON');
+    expect(garbled.stderr).toContain(
+      `the stage file ${notJson} is not JSON; check-config takes a stage name, one of uat, prod, prod-regions, or the path of a JSON stage file`,
+    );
+  });
+
+  it('given a stage’s TypeScript file, says it takes the stage’s name and which one (exit 2)', async () => {
+    const source = await runIn(['check-config', 'infra/stages/uat.ts']);
+    expect(source).toMatchObject({ exit: 2, stdout: '' });
+    expect(source.stderr.trimEnd().split('\n').at(-1)).toBe(
+      'token-broker check-config: error USAGE_ERROR: check-config takes a stage name, one of uat, prod, prod-regions, or the path of a JSON stage file, not infra/stages/uat.ts: did you mean "token-broker check-config uat"? (see "token-broker check-config --help")',
+    );
+    const put = await runIn(['put-credentials', 'uat-advisor', '--stage', './infra/stages/prod-regions.ts']);
+    expect(put.exit).toBe(2);
+    expect(put.stderr).toContain('not ./infra/stages/prod-regions.ts: did you mean "--stage prod-regions"?');
   });
 });

@@ -40,15 +40,18 @@ interface Entry {
   causes: { code: string | null; summary: string; runbook: string | null }[];
 }
 
+/**
+ * The table, the narrow table and the JSON of `status`, and its exit code, the same for all three: 0 when every set
+ * is HEALTHY or REFRESHING, 4 with a DEGRADED one, 5 with one without a token.
+ */
 async function status(
   broker: CliBroker,
-): Promise<{ table: string; narrow: string; sets: Record<string, Entry> }> {
+): Promise<{ table: string; narrow: string; sets: Record<string, Entry>; exit: number }> {
   const clock = broker.clock as ManualClock;
   const table = await runIn(['status', '--wide'], { env: broker.env, clock });
   const narrow = await runIn(['status'], { env: broker.env, clock });
   const json = await runIn(['status', '--json'], { env: broker.env, clock });
-  expect(table.exit).toBe(0);
-  expect(json.exit).toBe(0);
+  expect([narrow.exit, json.exit]).toEqual([table.exit, table.exit]);
   for (const text of [table.stdout, table.stderr, narrow.stdout, json.stdout, json.stderr]) {
     for (const secret of [...SANDBOX_PASSWORDS, 'not-the-password']) expect(text).not.toContain(secret);
     expect(text).not.toMatch(/eyJ[\w-]+\.[\w-]+/);
@@ -58,6 +61,7 @@ async function status(
     table: table.stdout,
     narrow: narrow.stdout,
     sets: Object.fromEntries(entries.map((e) => [e.id, e])),
+    exit: table.exit,
   };
 }
 
@@ -75,7 +79,23 @@ describe('status names the cause of each fault', () => {
     // the run re-logs in; UAT's vendor is down.
     await clock.advance(3 * HOUR + 20 * 60_000);
     await whileAdvancing(clock, b.broker.refreshNow());
-    let { table, narrow, sets } = await status(b);
+    let { table, narrow, sets, exit } = await status(b);
+    // A pipeline gating on status sees 4: a set is DEGRADED, none without a token.
+    expect(exit).toBe(4);
+    const note = await runIn(['status'], { env: b.env, clock });
+    expect(note.stderr).toMatch(/ set\(s\) at \S+; exit 4: uat-advisor DEGRADED, uat-execution DEGRADED\n$/);
+    // --watch goes on whatever the health, and Ctrl-C ends it with 0.
+    const interrupt = new AbortController();
+    const watched = await runIn(['status', '--watch', '5'], {
+      env: b.env,
+      clock: new ManualClock(clock.now(), { autoAdvance: true }),
+      interruption: interrupt.signal,
+      onStdout: (text) => {
+        if (text.includes('Ctrl-C stops')) interrupt.abort();
+      },
+    });
+    expect(watched.exit).toBe(0);
+    expect(watched.stdout).toMatch(/^uat-advisor\s+DEGRADED\s+/m);
     expect(sets['uat-advisor']).toMatchObject({
       state: 'DEGRADED',
       lastError: { code: 'SERVICE_UNAVAILABLE' },
@@ -105,7 +125,8 @@ describe('status names the cause of each fault', () => {
     // The outage outlasts the token: past its hard floor (5 min before exp) consumers get 503.
     await clock.advance(37 * 60_000);
     await whileAdvancing(clock, b.broker.refreshNow());
-    ({ table, narrow, sets } = await status(b));
+    ({ table, narrow, sets, exit } = await status(b));
+    expect(exit).toBe(5);
     expect(sets['uat-advisor']).toMatchObject({
       state: 'NO_USABLE_TOKEN',
       lastError: { code: 'SERVICE_UNAVAILABLE' },
@@ -132,12 +153,13 @@ describe('status names the cause of each fault', () => {
     b.broker.sandboxes.uat?.update({ outage: false });
     await clock.advance(5 * 60_000);
     await whileAdvancing(clock, b.broker.refreshNow());
-    ({ sets } = await status(b));
+    ({ sets, exit } = await status(b));
     expect(sets['uat-advisor']).toMatchObject({
       state: 'HEALTHY',
       lastError: null,
       causes: [{ summary: 'ok' }],
     });
+    expect(exit).toBe(0);
   });
 
   it('wrong password: CREDENTIALS_REJECTED with INVALID_CREDENTIALS and the vendor’s requestId; a new secret fixes it', async () => {
@@ -149,7 +171,8 @@ describe('status names the cause of each fault', () => {
       },
     });
     await b.broker.refreshNow();
-    const { table, narrow, sets } = await status(b);
+    const { table, narrow, sets, exit } = await status(b);
+    expect(exit).toBe(5);
     const entry = sets['uat-execution'];
     expect(entry).toMatchObject({
       state: 'CREDENTIALS_REJECTED',
@@ -232,7 +255,9 @@ describe('status names the cause of each fault', () => {
     const rateLimited = sandbox.stats().errorsByCode.RATE_LIMIT_EXCEEDED ?? 0;
     expect(rateLimited).toBeGreaterThanOrEqual(1);
 
-    const { table, sets } = await status(b);
+    const { table, sets, exit } = await status(b);
+    // Rate limited is not unwell: the token is good, permits come back after the Retry-After.
+    expect(exit).toBe(0);
     const entry = sets['uat-advisor'];
     const until = Date.parse(entry?.rateLimitedUntil ?? '');
     expect(until).toBeGreaterThan(clock.now());
@@ -284,7 +309,8 @@ describe('status names the cause of each fault', () => {
     });
     await b.broker.refreshNow();
     expect(extra.stats().logins['prod-advisor']?.successes).toBe(1);
-    const { table, sets } = await status(b);
+    const { table, sets, exit } = await status(b);
+    expect(exit).toBe(5);
     expect(sets['uat-advisor']).toMatchObject({
       state: 'ENV_MISMATCH',
       expiresAt: null,

@@ -112,10 +112,15 @@ describe('token-broker token', () => {
     const forbidden = await cli(['token', 'prod-advisor'], { ...b.env, ...REPORTING });
     expect(forbidden).toMatchObject({ exit: 1, stdout: '' });
     expect(forbidden.stderr).toContain('error INSUFFICIENT_PERMISSIONS');
+  });
 
+  it('names the option typed, not the broker’s field, when the broker refuses its value (exit 2)', async () => {
     const greedy = await cli(['token', 'uat-advisor', '--min-validity', '99999']);
-    expect(greedy).toMatchObject({ exit: 1, stdout: '' });
-    expect(greedy.stderr).toContain('error INVALID_VALUE: minValiditySeconds: must be at most');
+    expect(greedy).toMatchObject({ exit: 2, stdout: '' });
+    expect(greedy.stderr.trimEnd().split('\n').at(-1)).toMatch(
+      /^token-broker token: error USAGE_ERROR: --min-validity must be at most \d+ \(the broker refused it: INVALID_VALUE\) \(see "token-broker token --help"\)$/,
+    );
+    expect(greedy.stderr).not.toContain('minValiditySeconds');
   });
 
   it('exits 3 when the broker is unreachable or refuses the signature, 2 for usage errors', async () => {
@@ -134,7 +139,7 @@ describe('token-broker token', () => {
       [
         ['token', 'uat-advisor'],
         { AWS_REGION: 'local', ...PORTFOLIO },
-        /no broker URL: give --url or set TOKEN_BROKER_URL/,
+        /no broker URL: give --url or --stage, or set TOKEN_BROKER_URL/,
       ],
       [['token', 'uat-advisor', '--url', 'http://broker.example.com'], b.env, /https:\/\//],
       [['token', 'uat-advisor', '--min-validity', '5m'], b.env, /--min-validity must be a whole number/],
@@ -142,7 +147,16 @@ describe('token-broker token', () => {
       [['token', 'a', 'b'], b.env, /too many arguments/],
       [['token', 'Not_A_Set'], b.env, /not a credential set id/],
       [['token', 'uat-advisor', '--verbose'], b.env, /unknown option --verbose/],
-      [['frobnicate'], b.env, /unknown command "frobnicate"/],
+      [['frobnicate'], b.env, /unknown command "frobnicate"; commands: token, status, /],
+      [['stauts'], b.env, /unknown command "stauts"; did you mean "status"\?/],
+      [['chek-config', 'uat'], b.env, /unknown command "chek-config"; did you mean "check-config"\?/],
+      [['status', '--wdie'], b.env, /unknown option --wdie; did you mean --wide\?/],
+      [
+        ['token', 'uat-advisor', '--min-valdity', '60'],
+        b.env,
+        /unknown option --min-valdity; did you mean --min-validity\?/,
+      ],
+      [['token', 'uat-advisor', '-x'], b.env, /unknown option -x \(known: --help, --url, /],
     ];
     for (const [argv, env, message] of usage) {
       const run = await cli(argv, env);

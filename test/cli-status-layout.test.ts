@@ -45,7 +45,9 @@ const widest = (stdout: string) =>
 describe('status: narrow by default, --wide for every column', () => {
   it('narrow: state, expiry, age, quota and the cause as runbook sections, within 100 characters on a pipe', async () => {
     const run = await status([]);
-    expect(run.exit, run.stderr).toBe(0);
+    // uat-execution has no token (its password is rejected): status exits 5 and says which set.
+    expect(run.exit, run.stderr).toBe(5);
+    expect(run.stderr).toMatch(/; exit 5: uat-execution CREDENTIALS_REJECTED\n$/);
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^SET\s+STATE\s+EXPIRES IN\s+AGE\s+QUOTA USED\s+CAUSE$/);
     expect(row(run.stdout, 'uat-advisor')).toMatch(
@@ -71,7 +73,7 @@ describe('status: narrow by default, --wide for every column', () => {
 
   it('--wide: every column it has (environment, last error and the vendor requestId, the cause in words)', async () => {
     const run = await status(['--wide']);
-    expect(run.exit, run.stderr).toBe(0);
+    expect(run.exit, run.stderr).toBe(5);
     expect(run.stdout.split('\n')[0]).toMatch(
       /^SET\s+ENV\s+STATE\s+EXPIRES IN\s+LAST REFRESH\s+LAST ERROR\s+VENDOR REQUEST ID\s+NEXT ATTEMPT\s+QUOTA USED\s+CAUSE$/,
     );

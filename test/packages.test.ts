@@ -45,6 +45,14 @@ function olderNode(): { path: string; version: string } | undefined {
 const OLDER = olderNode();
 /** The oldest major the packages declare (engines.node), which the older Node must be to count. */
 const OLDEST_DECLARED = Number(/^>=(\d+)$/.exec(NODE_RANGE)?.[1]);
+/** What `token-broker --version` of the built CLI says: its manifest's version, and this checkout's commit. */
+const CLI_VERSION = (
+  JSON.parse(readFileSync(path.join(ROOT, 'packaging/cli.package.json'), 'utf8')) as { version: string }
+).version;
+const CHECKOUT_COMMIT = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+  cwd: ROOT,
+  encoding: 'utf8',
+}).trim();
 
 /** npm's own settings (cache, registry) pass; the repository's `npm test` context does not. */
 function npmEnv(): NodeJS.ProcessEnv {
@@ -408,6 +416,12 @@ describe('@token-broker/cli, installed from its tarball', () => {
         expect(help.stdout).toContain(command);
       }
       expect(help.stderr).toBe('');
+      // The version and commit built in (esbuild's define): the package has no git to ask.
+      const version = await run(path.join(operator, 'node_modules/.bin/token-broker'), ['--version'], {
+        cwd: operator,
+        env: { PATH: `${path.dirname(binary)}:/usr/bin:/bin`, HOME: '/nonexistent' },
+      });
+      expect(version.stdout).toBe(`token-broker ${CLI_VERSION} (commit ${CHECKOUT_COMMIT})\n`);
     },
   );
 

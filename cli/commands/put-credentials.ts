@@ -47,6 +47,9 @@ const OPTIONS = {
 
 const COMMAND = 'put-credentials';
 
+/** How this command takes a stage, for the messages about one. */
+const STAGE_OPTION = { what: '--stage', asTyped: (name: string) => `--stage ${name}` };
+
 /** The secret and its Region, from the stage or from the options. */
 function secretOf(
   setId: string,
@@ -62,7 +65,7 @@ function secretOf(
     throw new UsageError('give exactly one of --stage or --secret-id', COMMAND);
   }
   if (values.stage !== undefined) {
-    const stage = parseStageConfig(loadStageInput(COMMAND, values.stage, io.cwd).input);
+    const stage = parseStageConfig(loadStageInput(COMMAND, values.stage, io.cwd, STAGE_OPTION).input);
     const set = stage.credentialSets.find((s) => s.id === setId);
     if (!set) {
       throw new UsageError(

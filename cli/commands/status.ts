@@ -9,13 +9,14 @@ import {
   type ConsumerPermits,
   readConsumerPermits,
 } from '../status/consumer-permits.js';
+import { healthExit, isWell } from '../status/health-exit.js';
 import { listHealth } from '../status/list-health.js';
 import { NARROW_DEFAULT_WIDTH } from '../status/narrow-table.js';
 import { type StatusEntry, statusEntries } from '../status/render.js';
 import { type StatusLayout, statusText } from '../status/status-text.js';
 import { WATCH_DEFAULT_SECONDS, WATCH_MIN_SECONDS, watchRounds } from '../status/watch.js';
 
-export const STATUS_HELP = `Usage: token-broker status [<set>...] [--wide] [--watch [SECONDS]] [--json] [--url URL] [--region REGION]
+export const STATUS_HELP = `Usage: token-broker status [<set>...] [--wide] [--watch [SECONDS]] [--json] [--url URL | --stage STAGE] [--region REGION]
        token-broker status --consumers [--window SECONDS] [--metrics-region REGION] [<set>...] [--json]
 
 Shows every credential set you may see (or only the ones named), one line each, as wide as the terminal
@@ -37,7 +38,10 @@ Options:
   --wide            every column (the lines are then about 230 characters wide)
   --watch [SECONDS] ask again every SECONDS (default ${WATCH_DEFAULT_SECONDS}, at least ${WATCH_MIN_SECONDS}) and redraw, until Ctrl-C
   --json            the same as JSON (ISO times, Unix-second expiry, causes with codes and runbook anchors)
-  --url URL         the broker's Function URL (default: TOKEN_BROKER_URL)
+  --url URL         the broker's Function URL (default: --stage's, else TOKEN_BROKER_URL)
+  --stage STAGE     the broker of a deployed stage (infra/stages/ or a JSON stage file): the VendUrl output of
+                    its stack TokenBroker-<stage> in the stage's Region (with --region, a two-Region stage's
+                    stack in that Region), read with cloudformation:DescribeStacks
   --region REGION   the SigV4 Region (default: the URL's, else AWS_REGION; "local" for the local broker)
   --consumers       (wide) a column per set: each consumer's permits granted/returned/denied over the window, from
                     the broker's CloudWatch metrics (needs cloudwatch:GetMetricData; consumers with no permit
@@ -45,8 +49,15 @@ Options:
   --window SECONDS  the window of --consumers: whole minutes, at most 10800 (default 3600)
   --metrics-region REGION  where the metrics are (default: the broker's Region; needed with a local broker)
 
-The exit code is 0 whenever the broker answered, whatever the sets' health (and if CloudWatch could not be
-read for --consumers: the column then says unknown, and why is on stderr).`;
+Exit codes by the health of the sets shown (with --json too), so that a pipeline can gate on it; the worst
+set decides:
+  0  every set is HEALTHY or REFRESHING (also when there is none to show)
+  4  a set is DEGRADED (its last login failed; its token is still served)
+  5  a set has no token: NO_USABLE_TOKEN, CREDENTIALS_REJECTED or ENV_MISMATCH (consumers get 503)
+  1, 2, 3 as for every command: the broker's error, a usage error, unreachable or refused
+A state this CLI does not know counts as DEGRADED. --watch shows every round and ends with 0 on Ctrl-C.
+If CloudWatch could not be read for --consumers, the column says unknown and why is on stderr; the exit
+code is still the sets' health.`;
 
 const OPTIONS = {
   ...HELP_OPTION,
@@ -132,7 +143,7 @@ export async function statusCommand(args: string[], io: CliIo): Promise<number> 
     io.stdout.write(`${STATUS_HELP}\n`);
     return 0;
   }
-  const target = resolveBrokerTarget('status', io, parsed.values);
+  const target = await resolveBrokerTarget('status', io, parsed.values);
   const consumers = parsed.values.consumers === true;
   const windowSeconds = consumers ? consumerWindow(parsed.values.window) : undefined;
   if (!consumers && (parsed.values.window !== undefined || parsed.values['metrics-region'] !== undefined))
@@ -185,16 +196,26 @@ export async function statusCommand(args: string[], io: CliIo): Promise<number> 
   if (watchSeconds !== undefined)
     return watchRounds(io, 'token-broker status', watchSeconds, async () => text(await read()));
   const reading = await read();
+  const exit = healthExit(reading.entries.map((entry) => entry.state));
   if (parsed.values.json) {
     io.stdout.write(
       `${JSON.stringify({ at: new Date(reading.now).toISOString(), credentialSets: reading.entries }, null, 2)}\n`,
     );
-    return 0;
+    return exit;
   }
   io.stdout.write(`${text(reading)}\n`);
   if (reading.entries.length > 0)
-    io.stderr.write(`token-broker status: ${reading.entries.length} set(s) at ${isoSeconds(reading.now)}\n`);
-  return 0;
+    io.stderr.write(
+      `token-broker status: ${reading.entries.length} set(s) at ${isoSeconds(reading.now)}${healthNote(reading.entries, exit)}\n`,
+    );
+  return exit;
+}
+
+/** Why the exit code is not 0, on the progress line: which sets made it so. */
+function healthNote(entries: StatusEntry[], exit: number): string {
+  if (exit === 0) return '';
+  const sets = entries.filter((entry) => !isWell(entry.state));
+  return `; exit ${exit}: ${sets.map((entry) => `${entry.id} ${entry.state}`).join(', ')}`;
 }
 
 const NO_SETS = 'no credential sets: this caller may use none';

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll } from 'vitest';
@@ -46,6 +47,8 @@ export async function runIn(
     secretsManager?: (region: string) => SecretsManagerClient;
     /** CloudWatch has no local stand-in: tests give a client that aws-sdk-client-mock answers for. */
     cloudWatch?: (region: string) => CloudWatchClient;
+    /** Nor has CloudFormation (`--stage`): the same. */
+    cloudFormation?: (region: string) => CloudFormationClient;
     cwd?: string;
     /** stdout as a terminal of this many columns (isTTY); by default a pipe. */
     terminalColumns?: number;
@@ -86,6 +89,12 @@ export async function runIn(
     cloudWatch: async (region) =>
       options.cloudWatch?.(region) ??
       new CloudWatchClient({
+        region,
+        credentials: { accessKeyId: 'AKIATEST', secretAccessKey: 'test' },
+      }),
+    cloudFormation: async (region) =>
+      options.cloudFormation?.(region) ??
+      new CloudFormationClient({
         region,
         credentials: { accessKeyId: 'AKIATEST', secretAccessKey: 'test' },
       }),
