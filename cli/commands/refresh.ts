@@ -5,7 +5,7 @@ import type { CliIo } from '../io.js';
 import { BROKER_OPTIONS, HELP_OPTION, parseCommandLine } from '../options.js';
 import { checkSetId } from '../set-id.js';
 
-export const REFRESH_HELP = `Usage: token-broker refresh <set> [--json] [--url URL] [--region REGION]
+export const REFRESH_HELP = `Usage: token-broker refresh <set> [--json] [--url URL | --stage STAGE] [--region REGION]
 
 Forces a re-login of credential set <set> now, through the deployed broker (its refresher), and prints the
 new token's id and expiry: never the token. For a token the vendor stopped honouring, or right after
@@ -19,7 +19,9 @@ it is still valid, is still served. Every call is in the vend function's request
 
 Options:
   --json            print the answer as JSON: credentialSet, tokenId, expiresAt, loggedIn, replacedTokenId
-  --url URL         the broker's Function URL (default: TOKEN_BROKER_URL)
+  --url URL         the broker's Function URL (default: --stage's, else TOKEN_BROKER_URL)
+  --stage STAGE     the broker of a deployed stage (infra/stages/ or a JSON stage file): the VendUrl output of
+                    its stack TokenBroker-<stage> in the stage's Region
   --region REGION   the SigV4 Region (default: the URL's, else AWS_REGION; "local" for the local broker)`;
 
 const OPTIONS = { ...HELP_OPTION, ...BROKER_OPTIONS, json: { type: 'boolean' } } as const;
@@ -35,7 +37,7 @@ export async function refreshCommand(args: string[], io: CliIo): Promise<number>
     return 0;
   }
   const setId = checkSetId('refresh', parsed.positionals[0]);
-  const target = resolveBrokerTarget('refresh', io, parsed.values);
+  const target = await resolveBrokerTarget('refresh', io, parsed.values);
   const client = new BrokerClient({
     brokerUrl: target.url,
     region: target.region,
