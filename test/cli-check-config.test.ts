@@ -122,13 +122,13 @@ describe('token-broker check-config', () => {
     const alike = await runIn(['check-config', stageFile(oneSecret({}))]);
     expect(alike.exit, alike.stderr).toBe(0);
     expect(alike.stdout).toContain(
-      `    prod-execution-platform [execution-platform] → https://api.pms-vendor.com, secret ${realistic.credentialSets[0]?.secretName}, quota per user (one budget with prod-advisor)`,
+      `    prod-execution [execution-platform] → https://api.pms-vendor.com, secret ${realistic.credentialSets[0]?.secretName}, quota per user (one budget with prod-advisor)`,
     );
     const run = await runIn(['check-config', stageFile(oneSecret({ marginSeconds: 5 }))]);
     expect(run.exit).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr.split('\n').filter((line) => line.startsWith('error: '))).toEqual([
-      `error: prod.credentialSets[1].rateLimits: "prod-execution-platform" and "prod-advisor" log in with one secret ("${realistic.credentialSets[0]?.secretName}"), i.e. as one vendor user, and with quotaScope "user" both draw on the user's one budget: their rateLimits must be the same (they differ in marginSeconds)`,
+      `error: prod.credentialSets[1].rateLimits: "prod-execution" and "prod-advisor" log in with one secret ("${realistic.credentialSets[0]?.secretName}"), i.e. as one vendor user, and with quotaScope "user" both draw on the user's one budget: their rateLimits must be the same (they differ in marginSeconds)`,
     ]);
     const mixed = variant(oneSecret({}), (s) =>
       Object.assign(s.credentialSets[0] ?? {}, { quotaScope: 'token' }),
@@ -136,7 +136,7 @@ describe('token-broker check-config', () => {
     const scopes = await runIn(['check-config', stageFile(mixed)]);
     expect(scopes.exit).toBe(2);
     expect(scopes.stderr).toContain(
-      'error: prod.credentialSets[1].quotaScope: "prod-execution-platform" and "prod-advisor" log in with one secret',
+      'error: prod.credentialSets[1].quotaScope: "prod-execution" and "prod-advisor" log in with one secret',
     );
   });
 
@@ -177,7 +177,7 @@ describe('token-broker check-config', () => {
           quotaScope: 'token',
         })),
         consumers: realistic.consumers.map((c) => ({ name: c.name, credentialSets: c.credentialSets })),
-        operators: [{ name: 'oncall', credentialSets: ['prod-advisor', 'prod-execution-platform'] }],
+        operators: [{ name: 'oncall', credentialSets: ['prod-advisor', 'prod-execution'] }],
         secretReaders: {
           refresher: 'arn:aws:iam::123456789012:role/token-broker-prod-refresher',
           breakGlass: ['arn:aws:iam::123456789012:role/token-broker-break-glass'],

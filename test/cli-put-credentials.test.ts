@@ -202,7 +202,7 @@ describe('token-broker put-credentials', () => {
       [
         ['prod-advisor', '--stage', 'uat'],
         `u\n${PASSWORD}\n`,
-        /stage "uat" has no credential set "prod-advisor"; its sets: uat-advisor, uat-execution-platform/,
+        /stage "uat" has no credential set "prod-advisor"; its sets: uat-advisor, uat-execution/,
       ],
       [['uat-advisor', '--secret-id', 'x'], `u\n${PASSWORD}\n`, /no Region: give --region or set AWS_REGION/],
       [

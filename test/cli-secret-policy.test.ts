@@ -230,7 +230,7 @@ describe('check-config --secrets', () => {
     const warnings = lenient.stderr.split('\n').filter((line) => line.startsWith('warning: '));
     expect(warnings).toEqual([
       'warning: prod.credentialSets[0].secretName: secret "token-broker/prod/advisor" has no resource policy: any principal of the account allowed secretsmanager:GetSecretValue reads it; "token-broker put-credentials prod-advisor --stage prod" puts it (docs/deploying.md)',
-      'warning: prod.credentialSets[1].secretName: secret "token-broker/prod/execution-platform" has a resource policy other than the stage\'s ("token-broker secret-policy prod" prints the stage\'s); "token-broker put-credentials prod-execution-platform --stage prod" puts it (docs/deploying.md)',
+      'warning: prod.credentialSets[1].secretName: secret "token-broker/prod/execution-platform" has a resource policy other than the stage\'s ("token-broker secret-policy prod" prints the stage\'s); "token-broker put-credentials prod-execution --stage prod" puts it (docs/deploying.md)',
     ]);
     const strict = await runIn(['check-config', path, '--secrets', '--strict', '--json'], {
       secretsManager: factory,

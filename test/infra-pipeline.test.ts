@@ -259,9 +259,9 @@ describe('pipeline configuration', () => {
     [{ uatStage: 'prod', prodStage: 'uat' }, 'pipeline.uatStage: stage "prod" serves the vendor\'s "prod"'],
     [
       {
-        smokeTest: { credentialSet: 'uat-execution-platform', roleName: 'token-broker-pipeline-smoke-test' },
+        smokeTest: { credentialSet: 'uat-execution', roleName: 'token-broker-pipeline-smoke-test' },
       },
-      'pipeline.smokeTest.roleName: arn:aws:iam::444444444444:role/token-broker-pipeline-smoke-test must be a consumer of stage "uat" allowed "uat-execution-platform"',
+      'pipeline.smokeTest.roleName: arn:aws:iam::444444444444:role/token-broker-pipeline-smoke-test must be a consumer of stage "uat" allowed "uat-execution"',
     ],
     [
       { smokeTest: { credentialSet: 'uat-advisor', roleName: 'someone-else' } },

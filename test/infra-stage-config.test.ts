@@ -141,7 +141,7 @@ describe('stage configuration', () => {
     [
       'two sets of one secret (one vendor user), one counting per user and one per token',
       oneSecret(uat, 'user', 'token'),
-      'uat.credentialSets[1].quotaScope: "uat-execution-platform" and "uat-advisor" log in with one secret ("token-broker/uat/advisor"), i.e. as one vendor user, but "uat-advisor" counts its quota per user and "uat-execution-platform" per token',
+      'uat.credentialSets[1].quotaScope: "uat-execution" and "uat-advisor" log in with one secret ("token-broker/uat/advisor"), i.e. as one vendor user, but "uat-advisor" counts its quota per user and "uat-execution" per token',
     ],
     [
       'two sets of one secret counting per user with other rateLimits (one budget, two layouts)',
@@ -150,7 +150,7 @@ describe('stage configuration', () => {
           rateLimits: { classes: { reports: [{ limit: 10, windowSeconds: 60 }] } },
         }),
       ),
-      'uat.credentialSets[1].rateLimits: "uat-execution-platform" and "uat-advisor" log in with one secret ("token-broker/uat/advisor"), i.e. as one vendor user, and with quotaScope "user" both draw on the user\'s one budget: their rateLimits must be the same (they differ in classes)',
+      'uat.credentialSets[1].rateLimits: "uat-execution" and "uat-advisor" log in with one secret ("token-broker/uat/advisor"), i.e. as one vendor user, and with quotaScope "user" both draw on the user\'s one budget: their rateLimits must be the same (they differ in classes)',
     ],
   ];
 
@@ -175,7 +175,7 @@ describe('stage configuration', () => {
     expect(() =>
       createBrokerApp({ stages: [oneSecret(uat, 'token', 'user')], context: SKIP_BUNDLING }),
     ).toThrow(
-      'invalid stage "uat": uat.credentialSets[1].quotaScope: "uat-execution-platform" and "uat-advisor" log in with one secret',
+      'invalid stage "uat": uat.credentialSets[1].quotaScope: "uat-execution" and "uat-advisor" log in with one secret',
     );
   });
 

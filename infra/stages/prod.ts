@@ -20,7 +20,7 @@ export const prod = {
       secretName: 'token-broker/prod/advisor',
     },
     {
-      id: 'prod-execution-platform',
+      id: 'prod-execution',
       environment: 'prod',
       companyRole: 'execution-platform',
       vendorBaseUrl: 'https://api.pms-vendor.example.com',
@@ -31,7 +31,7 @@ export const prod = {
     {
       name: 'portfolio-service',
       principalArn: 'arn:aws:iam::222222222222:role/portfolio-service',
-      credentialSets: ['prod-advisor', 'prod-execution-platform'],
+      credentialSets: ['prod-advisor', 'prod-execution'],
     },
     {
       name: 'reporting-service',
@@ -42,7 +42,7 @@ export const prod = {
       // A consumer in another account: its own account must also allow it to call the URL (docs/deploying.md).
       name: 'trading-gateway',
       principalArn: 'arn:aws:iam::333333333333:role/trading-gateway',
-      credentialSets: ['prod-execution-platform'],
+      credentialSets: ['prod-execution'],
     },
   ],
   // The on-call role: `token-broker status` for every set, never a token (docs/runbook.md, Before you start).

@@ -20,7 +20,7 @@ export const uat = {
       secretName: 'token-broker/uat/advisor',
     },
     {
-      id: 'uat-execution-platform',
+      id: 'uat-execution',
       environment: 'uat',
       companyRole: 'execution-platform',
       vendorBaseUrl: 'https://uat.pms-vendor.example.com',
@@ -31,7 +31,7 @@ export const uat = {
     {
       name: 'portfolio-service',
       principalArn: 'arn:aws:iam::111111111111:role/portfolio-service-uat',
-      credentialSets: ['uat-advisor', 'uat-execution-platform'],
+      credentialSets: ['uat-advisor', 'uat-execution'],
     },
     {
       name: 'reporting-service',
