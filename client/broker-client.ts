@@ -345,3 +345,19 @@ export class BrokerClient {
     if (this.#closed) throw new ClientClosedError('the broker client was closed');
   }
 }
+
+/**
+ * BrokerClient's public methods as a type: what a service's code can take as its dependency, so that a unit test
+ * can pass `FakeBrokerClient` (`@token-broker/client/testing`) where production passes a BrokerClient (the class
+ * itself has private fields, which TypeScript compares by declaration).
+ */
+export type BrokerClientApi = Pick<
+  BrokerClient,
+  | 'listCredentialSets'
+  | 'getToken'
+  | 'acquirePermit'
+  | 'vendorRequest'
+  | 'reportRateLimit'
+  | 'reportRejection'
+  | 'close'
+>;

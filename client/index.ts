@@ -25,7 +25,7 @@ export {
 } from '../shared/vendor-client/errors.js';
 export type { RetrySettings } from '../shared/vendor-client/retry.js';
 export type { HttpMethod, RateLimitHeaders, ResourceResponse } from '../shared/vendor-client/types.js';
-export { BrokerClient } from './broker-client.js';
+export { BrokerClient, type BrokerClientApi } from './broker-client.js';
 export {
   BrokerApiError,
   BrokerUnreachableError,
@@ -34,7 +34,13 @@ export {
   PermitDeadlineError,
   RequestAbortedError,
 } from './errors.js';
-export type { PermitHandle } from './permit-handle.js';
+// A value, not only a type: FakeBrokerClient (./testing.ts, the package's `/testing`) hands out real handles.
+export { PermitHandle, type PermitSettlement } from './permit-handle.js';
+export {
+  type PowertoolsLoggerLike,
+  type PowertoolsMetricsLike,
+  powertoolsTelemetry,
+} from './powertools-telemetry.js';
 export type { AwsCredentialIdentity, CredentialsProvider } from './sigv4.js';
 export type {
   AcquirePermitOptions,

@@ -2,8 +2,9 @@
  * Builds the two installable packages from this repository's sources (`npm run build:packages`, or
  * `npm run build:packages -- --pack` for the tarballs):
  *
- *   dist/client/  @token-broker/client: index.js (one minified ESM bundle + map), types/ (declarations), package.json,
- *                 README.md (client/README.md), THIRD_PARTY_LICENSES.md
+ *   dist/client/  @token-broker/client: index.js (one minified ESM bundle + map), testing.js (`/testing`: the test
+ *                 double), types/ (declarations), package.json, README.md (client/README.md), CHANGELOG.md,
+ *                 THIRD_PARTY_LICENSES.md
  *   dist/cli/     @token-broker/cli: token-broker.mjs (`#!/usr/bin/env node`; ESM, with chunks/ that it loads
  *                 per command, and maps), package.json, README.md, THIRD_PARTY_LICENSES.md
  *
@@ -19,11 +20,11 @@
  * Every bundled package's licence ships in THIRD_PARTY_LICENSES.md. The AWS SDK's credential chain is an
  * optional peer of the client and a dependency of the CLI (DEFAULT_CHAIN).
  *
- * The manifests: packaging/client.package.json and cli.package.json, completed here with exports and types
- * (client), engines and the dependencies the bundle imports.
+ * The manifests: packaging/client.package.json (with its `exports`, checked here against the files written) and
+ * cli.package.json, completed here with engines and the dependencies the bundle imports.
  *
- * Declarations: tsc (the project's, emitDeclarationOnly) from client/index.ts; only the files reachable from
- * types/client/index.d.ts are kept, and they may import no package at all: a consumer's tsc checks them
+ * Declarations: tsc (the project's, emitDeclarationOnly) from client/index.ts and client/testing.ts; only the files
+ * reachable from their .d.ts are kept, and they may import no package at all: a consumer's tsc checks them
  * (skipLibCheck off) with nothing but the client installed. test/packages.test.ts installs both packed
  * packages into bare projects and uses them as a service and an operator would.
  */
@@ -161,8 +162,14 @@ function declarationImports(file: string): { local: string[]; bare: string[] } {
   return { local, bare };
 }
 
-/** tsc's declarations of client/index.ts, then only those the entry reaches, under `<outDir>/types`. */
-function clientDeclarations(outDir: string): string {
+/** The client package's entries: `.` and `./testing` (packaging/client.package.json's `exports`). */
+const CLIENT_ENTRIES = ['client/index.ts', 'client/testing.ts'];
+
+/**
+ * tsc's declarations of the package's entries (client/index.ts, client/testing.ts), then only those the entries
+ * reach, under `<outDir>/types`.
+ */
+function clientDeclarations(outDir: string): void {
   const emitted = path.join(tmpdir(), `token-broker-types-${process.pid}-${Date.now()}`);
   const tsconfig = path.join(emitted, 'tsconfig.json');
   mkdirSync(emitted, { recursive: true });
@@ -180,13 +187,12 @@ function clientDeclarations(outDir: string): string {
           typeRoots: [path.join(ROOT, 'node_modules/@types')],
         },
         include: [],
-        files: [path.join(ROOT, 'client/index.ts')],
+        files: CLIENT_ENTRIES.map((entry) => path.join(ROOT, entry)),
       }),
     );
     execFileSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', tsconfig], { cwd: ROOT, stdio: 'pipe' });
-    const entry = path.join(emitted, 'out/client/index.d.ts');
     const reached = new Set<string>();
-    const queue = [entry];
+    const queue = CLIENT_ENTRIES.map((entry) => path.join(emitted, 'out', entry.replace(/\.ts$/, '.d.ts')));
     while (queue.length > 0) {
       const file = queue.pop() as string;
       if (reached.has(file)) continue;
@@ -204,11 +210,18 @@ function clientDeclarations(outDir: string): string {
       mkdirSync(path.dirname(target), { recursive: true });
       copyFileSync(file, target);
     }
-    return './types/client/index.d.ts';
   } finally {
     rmSync(emitted, { recursive: true, force: true });
   }
 }
+
+/**
+ * Where esbuild breaks the minified client's lines (`lineLimit`: at the first place it may past this column).
+ * 100 rather than 200: at 200, 37 lines still ran past 400 characters (up to 1334), several of them our throw
+ * sites; at 100, every line of our code is under about 330 and only three of zod's long regular expressions pass
+ * 400. It costs a newline per line: 192 KB instead of 190 KB. Not minifying whitespace instead: 282 KB.
+ */
+const CLIENT_LINE_LIMIT = 100;
 
 /**
  * The client bundle's esbuild options (also the bench's and test/client-exports.test.ts's). A consumer loads it
@@ -234,6 +247,9 @@ export function clientBundleOptions(outfile: string, options: { minify?: boolean
     mainFields: minify ? ['module', 'main'] : ['main', 'module'],
     minify,
     keepNames: minify,
+    // Short lines: Node prints the source line an uncaught error was thrown from (and a caret line as wide),
+    // which on one-line minified code was a 94 KB line burying the error's own message.
+    ...(minify ? { lineLimit: CLIENT_LINE_LIMIT } : {}),
     external: externals(CLIENT_BUNDLED),
     // Some bundled AWS packages are CommonJS and require Node built-ins (buffer): an ESM bundle has no
     // `require` of its own, so it gets Node's, for its own URL.
@@ -247,25 +263,60 @@ export function clientBundleOptions(outfile: string, options: { minify?: boolean
   };
 }
 
+/**
+ * `@token-broker/client/testing` (client/testing.ts): FakeBrokerClient, for services' unit tests. Its imports of the
+ * package entry stay imports of `./index.js`, the bundle beside it, so that it throws the very error classes a
+ * service imports from `@token-broker/client` (`instanceof` holds) and carries no copy of the client. Not minified:
+ * test code, read in a service's stack traces; it has no third-party code.
+ */
+function testingBundleOptions(outfile: string): BuildOptions {
+  const entryBeside: Plugin = {
+    name: 'package-entry-beside',
+    setup(b) {
+      b.onResolve({ filter: /^\.\/index\.js$/ }, (args) =>
+        args.importer === path.join(ROOT, 'client/testing.ts')
+          ? { path: './index.js', external: true }
+          : undefined,
+      );
+    },
+  };
+  return {
+    entryPoints: [path.join(ROOT, 'client/testing.ts')],
+    outfile,
+    absWorkingDir: ROOT,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: TARGET,
+    plugins: [entryBeside],
+    logLevel: 'warning',
+  };
+}
+
 /** Builds @token-broker/client into `outDir` (emptied first); returns the directory. */
 export async function buildClient(outDir = path.join(ROOT, 'dist/client')): Promise<string> {
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const result = await build({ ...clientBundleOptions(path.join(outDir, 'index.js')), metafile: true });
-  const types = clientDeclarations(outDir);
+  await build(testingBundleOptions(path.join(outDir, 'testing.js')));
+  clientDeclarations(outDir);
   const template = JSON.parse(
     readFileSync(path.join(ROOT, 'packaging/client.package.json'), 'utf8'),
-  ) as Record<string, unknown>;
+  ) as Record<string, unknown> & { exports: Record<string, string | Record<string, string>> };
+  const missing = Object.values(template.exports)
+    .flatMap((target) => (typeof target === 'string' ? [target] : Object.values(target)))
+    .filter((target) => target !== './package.json' && !existsSync(path.join(outDir, target)));
+  if (missing.length > 0)
+    throw new Error(`the client's exports name files the build did not write: ${missing}`);
   writeManifest(outDir, {
     ...template,
-    exports: { '.': { types, default: './index.js' }, './package.json': './package.json' },
-    types,
     engines: { node: NODE_RANGE },
     dependencies: dependenciesOf(result.metafile),
     peerDependencies: { [DEFAULT_CHAIN]: defaultChainRange() },
     peerDependenciesMeta: { [DEFAULT_CHAIN]: { optional: true } },
   });
   copyFileSync(path.join(ROOT, 'client/README.md'), path.join(outDir, 'README.md'));
+  copyFileSync(path.join(ROOT, 'client/CHANGELOG.md'), path.join(outDir, 'CHANGELOG.md'));
   thirdPartyLicenses(outDir, result.metafile);
   return outDir;
 }

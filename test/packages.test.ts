@@ -169,8 +169,18 @@ describe('@token-broker/client, installed from its tarball', () => {
     }).map(String);
     expect(shipped.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     expect(shipped).toEqual(
-      expect.arrayContaining(['index.js', 'index.js.map', 'types/client/index.d.ts', 'README.md']),
+      expect.arrayContaining([
+        'index.js',
+        'index.js.map',
+        'types/client/index.d.ts',
+        'testing.js',
+        'types/client/testing.d.ts',
+        'README.md',
+        'CHANGELOG.md',
+      ]),
     );
+    const bundle = readFileSync(path.join(service, 'node_modules/@token-broker/client/index.js'));
+    console.log(`client bundle: ${bundle.length} bytes`);
   });
 
   const nodes = [
@@ -246,6 +256,87 @@ describe('@token-broker/client, installed from its tarball', () => {
     );
   });
 
+  it.each(nodes)(
+    'an uncaught client error on $label prints a short source line, then the error with its code',
+    async ({ binary }) => {
+      // A service that does not catch: Node prints the source line the error was thrown from before the error.
+      // On the minified bundle's one 94 KB line, that buried the message (packaging/build.ts, lineLimit).
+      writeFileSync(
+        path.join(service, 'uncaught.mjs'),
+        [
+          "import { BrokerClient } from '@token-broker/client';",
+          'const broker = new BrokerClient({ brokerUrl: process.env.TOKEN_BROKER_URL });',
+          "await broker.getToken('no-such-set');",
+        ].join('\n'),
+      );
+      const result = await node(binary, ['uncaught.mjs'], service, {
+        TOKEN_BROKER_URL: brokerUrl,
+        AWS_REGION: 'local',
+        ...PORTFOLIO,
+      });
+      const longest = Math.max(...result.stderr.split('\n').map((line) => line.length));
+      console.log(
+        `uncaught error on ${binary}: ${result.stderr.length} bytes of stderr, longest line ${longest}`,
+      );
+      expect(result.exit).toBe(1);
+      expect(result.stderr).toContain(
+        'BrokerApiError: broker answered 404 RESOURCE_NOT_FOUND: no such credential set',
+      );
+      expect(result.stderr.length).toBeLessThan(2000);
+      expect(longest).toBeLessThan(400);
+    },
+  );
+
+  it('client/examples/lambda-handler.mjs, invoked twice as Lambda does, serves both from one module-scope client', async () => {
+    copyFileSync(
+      path.join(ROOT, 'client/examples/lambda-handler.mjs'),
+      path.join(service, 'lambda-handler.mjs'),
+    );
+    // What the Node.js runtime does: import the handler module once (its cold start), then call the handler once
+    // per event with a context, in the same process.
+    writeFileSync(
+      path.join(service, 'invoke.mjs'),
+      [
+        "import { handler } from './lambda-handler.mjs';",
+        "const key = 'lambda-' + Date.now();",
+        "const context = (n) => ({ awsRequestId: 'request-' + n, getRemainingTimeInMillis: () => 3000 });",
+        "console.log(JSON.stringify(await handler({ key, name: 'Ada' }, context(1))));",
+        'console.log(JSON.stringify(await handler({ key }, context(2))));',
+      ].join('\n'),
+    );
+    const result = await node(NODE_24, ['invoke.mjs'], service, {
+      TOKEN_BROKER_URL: brokerUrl,
+      AWS_REGION: 'local',
+      ...PORTFOLIO,
+    });
+    expect(result.exit, result.stderr).toBe(0);
+    expect(
+      result.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([
+      { statusCode: 201, body: { name: 'Ada' }, requestId: 'request-1' },
+      { statusCode: 200, body: { name: 'Ada' }, requestId: 'request-2' },
+    ]);
+    expect(result.stdout + result.stderr).not.toMatch(/eyJ[\w-]+\./);
+  });
+
+  it.each(nodes)(
+    'client/examples/testing.test.mjs (FakeBrokerClient from @token-broker/client/testing) passes under node --test on $label',
+    async ({ binary }) => {
+      copyFileSync(
+        path.join(ROOT, 'client/examples/testing.test.mjs'),
+        path.join(service, 'testing.test.mjs'),
+      );
+      // No broker, no AWS settings: the double needs neither.
+      const result = await node(binary, ['--test', '--test-reporter=tap', 'testing.test.mjs'], service, {});
+      expect(result.exit, result.stdout + result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/^# pass 6$/m);
+      expect(result.stdout).toMatch(/^# fail 0$/m);
+    },
+  );
+
   it('client/README.md shows the quick start as the file has it', () => {
     const readme = readFileSync(path.join(ROOT, 'client/README.md'), 'utf8');
     const shown = /```js\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
@@ -312,13 +403,16 @@ describe('@token-broker/client, installed from its tarball', () => {
     );
     writeFileSync(
       path.join(service, 'consumer.ts'),
-      `import {
+      `import { FakeBrokerClient } from '@token-broker/client/testing';
+import {
   BrokerApiError,
   BrokerClient,
+  type BrokerClientApi,
   type BrokerClientOptions,
   ConfigurationError,
   type PermitHandle,
   type PermitPriority,
+  powertoolsTelemetry,
   type RateLimitReportResult,
   type Telemetry,
   type VendedToken,
@@ -352,7 +446,14 @@ try {
 }
 const quiet: Telemetry = { debug() {}, info() {}, warn() {}, error() {}, metric() {} };
 new BrokerClient({ brokerUrl: url, telemetry: quiet });
-console.log(name, remaining);
+// A Powertools-shaped logger (the package needs no Powertools: structural types).
+const lines: string[] = [];
+const logger = { debug: (m: string) => lines.push(m), info: (m: string) => lines.push(m), warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+new BrokerClient({ brokerUrl: url, telemetry: powertoolsTelemetry({ logger }) });
+// The test double stands where the client does, for code that takes a BrokerClientApi.
+const double: BrokerClientApi = new FakeBrokerClient({ sets: ['uat-advisor'] }).refuse('uat-advisor', 503);
+const fakeToken: VendedToken = await double.getToken('uat-advisor').catch(() => token);
+console.log(name, remaining, fakeToken.tokenId);
 // The declarations are real types, not any: each of these is an error.
 // @ts-expect-error PATCH is not a method the vendor has
 await broker.vendorRequest('uat-advisor', { method: 'PATCH', path: '/x' });

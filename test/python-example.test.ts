@@ -39,8 +39,8 @@ describe('the Python example against npm start', () => {
     );
     expect(lines.slice(2)).toEqual([
       'permits: granted 5 of 5, remaining 45/50 per 60 s, 995/1000 per 3600 s',
-      'vendor call 1: 404 RESOURCE_NOT_FOUND',
-      'vendor call 2: 404 RESOURCE_NOT_FOUND',
+      'vendor call 1: 404 RESOURCE_NOT_FOUND (expected: the example reads a key nobody created; the call still used its permit)',
+      'vendor call 2: 404 RESOURCE_NOT_FOUND (expected: the example reads a key nobody created; the call still used its permit)',
       'give-back: returned 3 of 3 unused permit(s)',
       'done: 2 vendor call(s) made under permits',
     ]);
@@ -63,10 +63,10 @@ describe('the Python example against npm start', () => {
     expect(stderr, brokerState()).toBe('');
     expect(code).toBe(0);
     expect(stdout.trim().split('\n').slice(2)).toEqual([
-      'permits: 400 INVALID_VALUE, more than one grant can give: asking for 50',
+      'permits: 400 INVALID_VALUE, expected: more than one grant can give, asking for 50',
       'permits: granted 50 of 50, remaining 0/50 per 60 s, 950/1000 per 3600 s',
-      'vendor call 1: 404 RESOURCE_NOT_FOUND',
-      'vendor call 2: 404 RESOURCE_NOT_FOUND',
+      'vendor call 1: 404 RESOURCE_NOT_FOUND (expected: the example reads a key nobody created; the call still used its permit)',
+      'vendor call 2: 404 RESOURCE_NOT_FOUND (expected: the example reads a key nobody created; the call still used its permit)',
       'give-back: returned 48 of 48 unused permit(s)',
       'done: 2 vendor call(s) made under permits',
     ]);
