@@ -49,9 +49,27 @@ export function loadStageInput(
   } catch {
     throw new UsageError(`cannot read the stage file ${path}`, command);
   }
+  let input: unknown;
   try {
-    return { input: JSON.parse(text) as StageInput, source: path };
+    input = JSON.parse(text);
   } catch {
     throw new UsageError(`the stage file ${path} is not JSON; ${takes(what)}`, command);
   }
+  if (isLocalBrokerConfig(input)) {
+    throw new UsageError(
+      `${path} is the local broker's configuration (npm start), not a stage; ${takes(what)}. The local broker checks its own configuration when it starts`,
+      command,
+    );
+  }
+  return { input: input as StageInput, source: path };
+}
+
+/**
+ * local/broker.config.json and its copies: the local broker's callers and sandbox, not a deployed stage. Checked as
+ * a stage it would answer with a screenful of generic errors; what it is, is the one useful answer.
+ */
+function isLocalBrokerConfig(input: unknown): boolean {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return false;
+  const keys = Object.keys(input);
+  return keys.includes('callers') && !keys.includes('account') && !keys.includes('name');
 }

@@ -214,6 +214,15 @@ describe('token-broker check-config', () => {
     );
   });
 
+  it('given the local broker’s configuration, says what it is in one error, not a screenful (exit 2)', async () => {
+    const local = await runIn(['check-config', 'local/broker.config.json']);
+    expect(local).toMatchObject({ exit: 2, stdout: '' });
+    expect(local.stderr.trim().split('\n')).toHaveLength(1);
+    expect(local.stderr).toContain(
+      "local/broker.config.json is the local broker's configuration (npm start), not a stage; check-config takes a stage name, one of uat, prod, prod-regions, or the path of a JSON stage file.",
+    );
+  });
+
   it('given a stage’s TypeScript file, says it takes the stage’s name and which one (exit 2)', async () => {
     const source = await runIn(['check-config', 'infra/stages/uat.ts']);
     expect(source).toMatchObject({ exit: 2, stdout: '' });
