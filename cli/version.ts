@@ -14,10 +14,15 @@ export interface CliVersion {
   commit: string;
 }
 
-/** From source: the repository's package.json and `git rev-parse --short HEAD` of the checkout. */
+/**
+ * From source: the CLI package's version (packaging/cli.package.json, the one the built package carries, not the
+ * private broker package's) and `git rev-parse --short HEAD` of the checkout.
+ */
 function sourceVersion(): CliVersion {
   const root = fileURLToPath(new URL('..', import.meta.url));
-  const { version } = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { version: string };
+  const { version } = JSON.parse(readFileSync(`${root}/packaging/cli.package.json`, 'utf8')) as {
+    version: string;
+  };
   return { version, commit: gitCommit(root) };
 }
 
@@ -38,6 +43,6 @@ export function cliVersion(): CliVersion {
   return typeof TOKEN_BROKER_BUILD === 'undefined' ? sourceVersion() : TOKEN_BROKER_BUILD;
 }
 
-/** `token-broker 0.1.0 (commit 5faa6bf)`: what `--version` and `version` print. */
+/** `token-broker 0.2.0 (commit 5faa6bf)`: what `--version` and `version` print. */
 export const versionLine = ({ version, commit }: CliVersion): string =>
   `token-broker ${version} (commit ${commit})`;

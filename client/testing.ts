@@ -68,10 +68,18 @@ export interface FakeCall {
 
 type Refusal = { status: 403 | 404 | 503; times: number; retryAfterSeconds: number | undefined };
 
+/** The broker's answers, as it words them (the set named; a 503 with its cause, here a re-login in progress). */
 const BROKER_ANSWERS = {
-  403: { code: 'INSUFFICIENT_PERMISSIONS', message: 'this caller may not use this credential set' },
-  404: { code: 'RESOURCE_NOT_FOUND', message: 'no such credential set' },
-  503: { code: 'TOKEN_UNAVAILABLE', message: 'no token with the requested validity yet' },
+  403: {
+    code: 'INSUFFICIENT_PERMISSIONS',
+    message: (set: string) => `this caller may not use credential set "${set}"`,
+  },
+  404: { code: 'RESOURCE_NOT_FOUND', message: (set: string) => `no credential set "${set}"` },
+  503: {
+    code: 'TOKEN_UNAVAILABLE',
+    message: (set: string) =>
+      `credential set "${set}" has no usable token: a re-login is in progress (REFRESH_IN_PROGRESS)`,
+  },
 } as const;
 
 const TOKEN_LIFETIME_SECONDS = 4 * 3600;
@@ -249,11 +257,11 @@ export class FakeBrokerClient implements BrokerClientApi {
 
   /** The set's token, or the broker's scripted (or unknown set's) refusal. */
   #token(setId: string): VendedToken {
-    if (!this.#sets.includes(setId)) throw brokerError(404, undefined);
+    if (!this.#sets.includes(setId)) throw brokerError(setId, 404, undefined);
     const refusal = this.#refusals.get(setId)?.[0];
     if (refusal) {
       if (--refusal.times <= 0) this.#refusals.get(setId)?.shift();
-      throw brokerError(refusal.status, refusal.retryAfterSeconds);
+      throw brokerError(setId, refusal.status, refusal.retryAfterSeconds);
     }
     return this.#tokens.get(setId) ?? this.rotateToken(setId);
   }
@@ -282,9 +290,24 @@ export class FakeBrokerClient implements BrokerClientApi {
   }
 }
 
-function brokerError(status: 403 | 404 | 503, retryAfterSeconds: number | undefined): BrokerApiError {
+function brokerError(
+  setId: string,
+  status: 403 | 404 | 503,
+  retryAfterSeconds: number | undefined,
+): BrokerApiError {
   const { code, message } = BROKER_ANSWERS[status];
-  return new BrokerApiError({ status, code, message, requestId: 'fake-broker-request', retryAfterSeconds });
+  const details =
+    status === 503
+      ? { credentialSet: setId, cause: { code: 'REFRESH_IN_PROGRESS', reason: 'a re-login is in progress' } }
+      : { credentialSet: setId };
+  return new BrokerApiError({
+    status,
+    code,
+    message: message(setId),
+    requestId: 'fake-broker-request',
+    retryAfterSeconds,
+    details,
+  });
 }
 
 function isRejection(body: unknown): boolean {

@@ -6,7 +6,7 @@
  *                 double), types/ (declarations), package.json, README.md (client/README.md), CHANGELOG.md,
  *                 THIRD_PARTY_LICENSES.md
  *   dist/cli/     @token-broker/cli: token-broker.mjs (`#!/usr/bin/env node`; ESM, with chunks/ that it loads
- *                 per command, and maps), package.json, README.md, THIRD_PARTY_LICENSES.md
+ *                 per command, and maps), package.json, README.md, CHANGELOG.md, THIRD_PARTY_LICENSES.md
  *
  * Layout choice: a build output with its own package.json per package, not npm workspaces. client/ and cli/
  * import shared/ (and cli/ imports infra/) by relative path, so as workspaces they would need shared/ as a
@@ -381,6 +381,7 @@ export async function buildCli(outDir = path.join(ROOT, 'dist/cli')): Promise<st
   if (forbidden.length > 0) throw new Error(`the CLI bundle imports ${forbidden.join(', ')}`);
   writeManifest(outDir, { ...template, engines: { node: NODE_RANGE }, dependencies });
   copyFileSync(path.join(ROOT, 'packaging/cli-README.md'), path.join(outDir, 'README.md'));
+  copyFileSync(path.join(ROOT, 'packaging/cli-CHANGELOG.md'), path.join(outDir, 'CHANGELOG.md'));
   thirdPartyLicenses(outDir, result.metafile);
   return outDir;
 }

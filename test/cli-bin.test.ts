@@ -99,7 +99,7 @@ describe('bin/token-broker.mjs', () => {
   });
 
   it('--version and version: the package’s version and the checkout’s commit, on stdout; exit 0', async () => {
-    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    const { version } = JSON.parse(readFileSync('packaging/cli.package.json', 'utf8')) as { version: string };
     const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
     for (const argv of [['--version'], ['version']]) {
       const run = await bin(argv);

@@ -280,7 +280,7 @@ describe('@token-broker/client, installed from its tarball', () => {
       );
       expect(result.exit).toBe(1);
       expect(result.stderr).toContain(
-        'BrokerApiError: broker answered 404 RESOURCE_NOT_FOUND: no such credential set',
+        'BrokerApiError: broker answered 404 RESOURCE_NOT_FOUND: no credential set "no-such-set"',
       );
       expect(result.stderr.length).toBeLessThan(2000);
       expect(longest).toBeLessThan(400);

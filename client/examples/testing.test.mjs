@@ -62,6 +62,8 @@ test('the broker refuses: 403 for a set the role may not use, 503 while no token
   const unavailable = await customerName(broker, 'c1').catch((e) => e);
   assert.equal(`${unavailable.status} ${unavailable.code}`, '503 TOKEN_UNAVAILABLE');
   assert.equal(unavailable.retryAfterSeconds, 2);
+  // The broker says why (the set's cause, the same for every caller): a wrong password reads INVALID_CREDENTIALS.
+  assert.equal(unavailable.details.cause.code, 'REFRESH_IN_PROGRESS');
   // Each refusal was scripted once: the third call goes through.
   assert.equal(await customerName(broker, 'c1'), 'Ada');
 });
