@@ -155,7 +155,7 @@ describe('function bundles', () => {
     }
   });
 
-  it('carry only the credentials Lambda gives (the environment), and no event streams', () => {
+  it('carry only the credentials Lambda gives (the environment), no event streams, and SHA-256 from node:crypto alone', () => {
     for (const bundle of bundles) {
       const map = JSON.parse(readFileSync(path.join(bundle.dir, 'index.js.map'), 'utf8'));
       const sources: string[] = map.sources;
@@ -172,6 +172,10 @@ describe('function bundles', () => {
         sources.some((s) => s.endsWith('shared/aws/bundle/endpoint-cache.ts')),
         bundle.id,
       ).toBe(true);
+      expect(
+        sources.some((s) => s.endsWith('shared/aws/bundle/native-sha256.ts')),
+        bundle.id,
+      ).toBe(true);
       for (const gone of [
         '@aws-sdk/credential-provider-node/',
         '@aws-sdk/credential-provider-ini/',
@@ -179,6 +183,7 @@ describe('function bundles', () => {
         '@aws-sdk/nested-clients/',
         '@smithy/credential-provider-imds/',
         '@smithy/core/dist-es/submodules/event-streams/',
+        '@smithy/core/dist-es/submodules/checksum/',
         '@aws-sdk/endpoint-cache/',
         'mnemonist/',
       ]) {

@@ -79,6 +79,7 @@ const bundleModule = (name: string): string =>
 export const BUNDLE_ALIASES: readonly { module: string; file: string }[] = [
   { module: '@aws-sdk/credential-provider-node', file: bundleModule('environment-credentials') },
   { module: '@smithy/core/event-streams', file: bundleModule('no-event-streams') },
+  { module: '@smithy/core/checksum', file: bundleModule('native-sha256') },
   { module: '@aws-sdk/endpoint-cache', file: bundleModule('endpoint-cache') },
   { module: 'zod', file: bundleModule('zod-on-first-use') },
 ];
@@ -154,7 +155,8 @@ export class BrokerFunction extends NodejsFunction {
         sourcesContent: false,
         bundleAwsSDK: true,
         externalModules: [],
-        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams, and zod
+        // Only what runs in Lambda: the credentials Lambda gives (the environment's), no event streams, SHA-256 from
+        // node:crypto alone, and zod
         // from beside the bundle when a schema is first built. Each stand-in says why (shared/aws/bundle/).
         esbuildArgs: { '--alias': BUNDLE_ALIASES.map(({ module, file }) => `${module}=${file}`) },
         forceDockerBundling: false,

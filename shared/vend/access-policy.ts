@@ -137,18 +137,11 @@ export class AccessPolicy {
    * someone else's, and 403 for a set whose status alone the caller may read.
    */
   authorize(caller: Caller, setId: string): CredentialSetConfig {
-    const set = this.#sets.get(setId);
-    const named = namedSet(setId);
-    if (!set) throw new ResourceNotFoundError(`no credential set ${named.words}`, named.details);
-    if (!caller.setIds.has(setId)) {
-      throw new InsufficientPermissionsError(
-        caller.statusSetIds.has(setId)
-          ? `this caller may read credential set ${named.words}'s status only (GET /v1/credential-sets)`
-          : `this caller may not use credential set ${named.words}`,
-        named.details,
-      );
-    }
-    return set;
+    return this.#setFor(setId, caller.setIds, (named) =>
+      caller.statusSetIds.has(setId)
+        ? `this caller may read credential set ${named}'s status only (GET /v1/credential-sets)`
+        : `this caller may not use credential set ${named}`,
+    );
   }
 
   /**
@@ -157,15 +150,24 @@ export class AccessPolicy {
    * instead, which re-logs in only when the vendor refused the current one).
    */
   authorizeRefresh(caller: Caller, setId: string): CredentialSetConfig {
+    return this.#setFor(
+      setId,
+      caller.refreshSetIds,
+      (named) =>
+        `this caller may not force a re-login of credential set ${named}: only an operator entry with "refresh": true may`,
+    );
+  }
+
+  /** The set when `allowed` has it; 404 for an unknown id, 403 with `refusal`'s words otherwise. Both name the set. */
+  #setFor(
+    setId: string,
+    allowed: ReadonlySet<string>,
+    refusal: (named: string) => string,
+  ): CredentialSetConfig {
     const set = this.#sets.get(setId);
     const named = namedSet(setId);
     if (!set) throw new ResourceNotFoundError(`no credential set ${named.words}`, named.details);
-    if (!caller.refreshSetIds.has(setId)) {
-      throw new InsufficientPermissionsError(
-        `this caller may not force a re-login of credential set ${named.words}: only an operator entry with "refresh": true may`,
-        named.details,
-      );
-    }
+    if (!allowed.has(setId)) throw new InsufficientPermissionsError(refusal(named.words), named.details);
     return set;
   }
 

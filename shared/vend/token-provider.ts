@@ -183,7 +183,7 @@ export class TokenProvider {
     // The refresher made no attempt and recorded no failure: the set had a login attempt within the last minute.
     if (current && !after?.failure && (failed === 'TOKEN_REJECTED' || failed === 'NO_USABLE_TOKEN')) {
       throw new ReportLimitedError(
-        `credential set "${set.id}" had a login attempt less than a minute ago (at most one a minute per set); its token ${current.tokenId} is served`,
+        `credential set "${set.id}" had a login attempt less than a minute ago (one a minute at most)`,
         {
           retryAfterSeconds,
           details: { reason: 'RELOGIN_LIMIT', credentialSet: set.id, tokenId: current.tokenId },

@@ -10,29 +10,15 @@ export interface UnavailableCause {
   reason: string;
 }
 
-/** Login failures on the vendor's side (its 5xx, timeouts, network): nothing wrong with the set itself. */
-const VENDOR_DOWN = new Set([
-  'SERVICE_UNAVAILABLE',
-  'INTERNAL_ERROR',
-  'BAD_GATEWAY',
-  'GATEWAY_TIMEOUT',
-  'VENDOR_TIMEOUT',
-  'VENDOR_UNREACHABLE',
-  'VENDOR_CALL_ABORTED',
-  'UNEXPECTED_VENDOR_RESPONSE',
-]);
-
+/** The causes with words of their own; any other code reads "the last login failed with <CODE>". */
 const REASONS: Record<string, string> = {
   INVALID_CREDENTIALS: "the vendor rejected the set's username or password",
-  ENV_MISMATCH: "the vendor's token is for the other environment than the set's",
-  RATE_LIMIT_EXCEEDED: 'the vendor rate-limited the login',
+  ENV_MISMATCH: "the vendor's token is for the other environment",
   CREDENTIALS_UNAVAILABLE: "the set's secret could not be read",
   CREDENTIALS_MALFORMED: "the set's secret is not a username and a password",
-  CLOCK_SKEW_EXCESSIVE: "the vendor's clock is further from ours than the set accepts",
-  TOKEN_LIFETIME_INVALID: "the vendor's token expires implausibly soon or late",
   REFRESH_IN_PROGRESS: 'a re-login is in progress',
-  NO_TOKEN_YET: 'the refresher has not logged in for this set yet',
-  REFRESHER_UNAVAILABLE: 'the refresher could not be asked for a token',
+  NO_TOKEN_YET: 'no login yet for this set',
+  REFRESHER_UNAVAILABLE: 'the refresher could not be asked',
   TOKEN_STORE_UNAVAILABLE: 'the token store did not answer',
 };
 
@@ -47,12 +33,7 @@ const safeCode = (code: string): string => (/^[A-Z][A-Z0-9_]{0,63}$/.test(code) 
 
 export function describeCause(code: string): UnavailableCause {
   const safe = safeCode(code);
-  const reason =
-    REASONS[safe] ??
-    (VENDOR_DOWN.has(safe)
-      ? `the vendor is unavailable: logins fail with ${safe}`
-      : `the last login failed with ${safe}`);
-  return { code: safe, reason };
+  return { code: safe, reason: REASONS[safe] ?? `the last login failed with ${safe}` };
 }
 
 /**

@@ -97,13 +97,11 @@ export class TokenUnavailableError extends VendError {
     options: { retryAfterSeconds?: number; cause?: unknown; servedTokenId?: string } = {},
   ) {
     const { servedTokenId, ...rest } = options;
-    // A forced re-login that failed while the current token lasts: consumers are still served that one.
+    // A forced re-login that failed while the current token lasts (`servedTokenId`): consumers still get that one.
     const what =
       credentialSet === undefined
         ? 'no token state'
-        : servedTokenId === undefined
-          ? `credential set "${credentialSet}" has no usable token`
-          : `credential set "${credentialSet}" has no new token (its token ${servedTokenId} is still served)`;
+        : `credential set "${credentialSet}" has no ${servedTokenId ? 'new' : 'usable'} token`;
     super(`${what}: ${cause.reason} (${cause.code})`, {
       ...rest,
       details: {
