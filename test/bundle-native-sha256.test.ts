@@ -8,6 +8,8 @@ import { Sha256 } from '../shared/aws/bundle/native-sha256.js';
  * (infra/constructs/broker-function.ts): SigV4 signs every AWS call with it, so its digests must be the SDK's own,
  * byte for byte, for hashes and HMACs alike.
  */
+const utf8 = (text: string) => new TextEncoder().encode(text);
+
 describe('the bundles’ SHA-256 stand-in', () => {
   it('digests as @smithy/core’s Sha256 does: plain and HMAC, string or bytes, in several updates', async () => {
     await fc.assert(
@@ -20,8 +22,9 @@ describe('the bundles’ SHA-256 stand-in', () => {
           const ours = new Sha256(secret);
           const theirs = new SmithySha256(secret);
           for (const chunk of chunks) {
-            ours.update(chunk);
-            theirs.update(chunk);
+            const bytes = typeof chunk === 'string' ? utf8(chunk) : chunk;
+            ours.update(bytes);
+            theirs.update(bytes);
           }
           expect(Buffer.from(await ours.digest()).toString('hex')).toBe(
             Buffer.from(await theirs.digest()).toString('hex'),
@@ -34,23 +37,23 @@ describe('the bundles’ SHA-256 stand-in', () => {
 
   it('a plain hash digests again after more updates; an HMAC is finished once digested; reset starts over', async () => {
     const hash = new Sha256();
-    hash.update('a');
+    hash.update(utf8('a'));
     const first = Buffer.from(await hash.digest()).toString('hex');
-    hash.update('b');
+    hash.update(utf8('b'));
     const reference = new SmithySha256();
-    reference.update('ab');
+    reference.update(utf8('ab'));
     expect(Buffer.from(await hash.digest()).toString('hex')).toBe(
       Buffer.from(await reference.digest()).toString('hex'),
     );
     expect(first).not.toBe(Buffer.from(await hash.digest()).toString('hex'));
     const hmac = new Sha256('key');
-    hmac.update('x');
+    hmac.update(utf8('x'));
     await hmac.digest();
-    expect(() => hmac.update('y')).toThrow('Attempted to update an already finished hash.');
+    expect(() => hmac.update(utf8('y'))).toThrow('Attempted to update an already finished hash.');
     hmac.reset();
-    hmac.update('x');
+    hmac.update(utf8('x'));
     const again = new SmithySha256('key');
-    again.update('x');
+    again.update(utf8('x'));
     expect(Buffer.from(await hmac.digest()).toString('hex')).toBe(
       Buffer.from(await again.digest()).toString('hex'),
     );

@@ -19,7 +19,7 @@ export class Sha256 {
     this.#hash = this.#create();
   }
 
-  update(data: Uint8Array | string): void {
+  update(data: Uint8Array): void {
     if (this.#finished) throw new Error('Attempted to update an already finished hash.');
     this.#hash.update(data);
   }
