@@ -170,7 +170,8 @@ export class BrokerClient {
   /**
    * Forces a re-login of the set and answers the new token's id and expiry (never the token): for operators
    * whose entry in the stage has `refresh: true` (`token-broker refresh`); anyone else gets 403. One login
-   * however many ask at once; at most one attempt a minute per set (429 with Retry-After past that).
+   * however many ask at once (a token less than a minute old is the answer as it is: one login attempt a
+   * minute per set); no new token is a 503 TOKEN_UNAVAILABLE with its cause.
    */
   async forceRefresh(setId: string, options: { signal?: AbortSignal } = {}): Promise<ForcedRefresh> {
     this.#checkOpen();
@@ -182,6 +183,7 @@ export class BrokerClient {
       expiresAt: answer.expiresAt,
       expiresInSeconds: answer.expiresInSeconds,
       loggedIn: answer.loggedIn,
+      ...(answer.refreshedAt === undefined ? {} : { refreshedAt: answer.refreshedAt }),
       ...(answer.replacedTokenId === undefined ? {} : { replacedTokenId: answer.replacedTokenId }),
     };
   }

@@ -68,6 +68,8 @@ export const refreshAnswer = z
     expiresAt: z.number(),
     expiresInSeconds: z.number().min(0),
     loggedIn: z.boolean(),
+    /** Absent from brokers before it was added. */
+    refreshedAt: z.string().optional(),
     replacedTokenId: z
       .string()
       .regex(/^[0-9a-f]{16}$/)

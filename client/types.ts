@@ -239,6 +239,8 @@ export interface ForcedRefresh {
   expiresInSeconds: number;
   /** This request's login made the token; false when another one (a concurrent refresh, the schedule) did. */
   loggedIn: boolean;
+  /** When the broker received the token: ISO 8601. */
+  refreshedAt?: string;
   /** The token it replaced, when there was a usable one. */
   replacedTokenId?: string;
 }

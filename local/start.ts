@@ -56,7 +56,9 @@ async function main(): Promise<void> {
       `  ${caller.name}: AWS_ACCESS_KEY_ID=${caller.accessKeyId} AWS_SECRET_ACCESS_KEY=${caller.secretAccessKey}`,
     );
     const operator = config.operators.find((o) => o.principalArn === caller.principalArn);
-    const status = operator ? `; status of: ${operator.credentialSets?.join(', ') ?? 'every set'}` : '';
+    const status = operator
+      ? `; status of: ${operator.credentialSets?.join(', ') ?? 'every set'}${operator.refresh ? ' (may force re-logins)' : ''}`
+      : '';
     out.push(`    as ${caller.principalArn}, may use: ${allowed.join(', ') || '(none)'}${status}`);
   }
   const caller = config.callers[0];
@@ -70,10 +72,15 @@ async function main(): Promise<void> {
     config.operators.some((o) => o.principalArn === c.principalArn),
   );
   if (operator) {
+    const env = `TOKEN_BROKER_URL=${broker.vendUrl} AWS_REGION=${config.region} AWS_ACCESS_KEY_ID=${operator.accessKeyId} AWS_SECRET_ACCESS_KEY=${operator.secretAccessKey}`;
     out.push('status as an operator (no token rights):');
-    out.push(
-      `  TOKEN_BROKER_URL=${broker.vendUrl} AWS_REGION=${config.region} AWS_ACCESS_KEY_ID=${operator.accessKeyId} AWS_SECRET_ACCESS_KEY=${operator.secretAccessKey} npx token-broker status`,
-    );
+    out.push(`  ${env} npx token-broker status`);
+    const refresher =
+      config.operators.find((o) => o.principalArn === operator.principalArn)?.refresh === true;
+    if (refresher && setId) {
+      out.push('force a re-login as that operator (prints the new token id, never the token):');
+      out.push(`  ${env} npx token-broker refresh ${setId}`);
+    }
   }
   out.push('');
   out.push('Ctrl-C stops everything.');

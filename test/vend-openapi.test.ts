@@ -560,7 +560,9 @@ describe('docs/vend-api.openapi.yaml', () => {
     await h.clock.advance(61_000);
     const refreshed = await send('refresh', refreshAs(LEAD_SESSION), 200);
     expect(parseBody(refreshed)).toMatchObject({ loggedIn: true, replacedTokenId: current });
-    await send('refresh with an empty object', refreshAs(LEAD_SESSION, {}), 429);
+    // Within the minute, the token just made is the answer, not a new login.
+    const again = await send('refresh again', refreshAs(LEAD_SESSION), 200);
+    expect(parseBody(again)).toMatchObject({ loggedIn: false, tokenId: parseBody(refreshed).tokenId });
     await send('refresh with a field', refreshAs(LEAD_SESSION, { force: true }), 400);
     await send('refresh with a body not JSON', refreshAs(LEAD_SESSION, 'now please'), 400);
     await send(

@@ -154,11 +154,17 @@ export class TokenProvider {
    * through the refresher like every other login, so however many ask at once there is one login: each asks to
    * replace the token it read, and the refresher answers the ones that come after the login with the new token.
    * Not held back by an earlier UNAVAILABLE of this container (the operator may just have fixed the password);
-   * the refresher's own guards (one attempt a minute per set, a failure's cooldown) still apply. A login the
-   * guards did not allow yet is a 429 with the time left; a login that failed, a 503 with its cause.
+   * the refresher's own guards (one attempt a minute per set, a failure's cooldown) still apply. A token logged
+   * in less than that minute ago is the answer as it is; no new token (a failed login, one in progress, or an
+   * attempt the guards hold back) is a 503 with the cause and the time left, naming the token still served.
    */
   async forceRefresh(set: CredentialSetConfig): Promise<ProvidedToken & { replacedTokenId?: string }> {
     const before = this.#usable(set, await this.#cache.read(set.id));
+    // Logged in less than the refresher's one attempt a minute ago: the newest token there can be, and most likely
+    // the login of a refresh run at the same moment as this one (operators' runs start seconds apart).
+    if (before && this.#clock.now() - before.obtainedAt < set.refresh.minAttemptIntervalSeconds * 1000) {
+      return { token: before, source: 'store', loggedIn: false };
+    }
     const request: RefreshRequest = before
       ? { credentialSetId: set.id, reason: 'TOKEN_REJECTED', rejectedTokenId: before.tokenId }
       : {
@@ -180,16 +186,8 @@ export class TokenProvider {
     const retryAfterSeconds =
       outcome.status === 'UNAVAILABLE' ? outcome.retryAfterSeconds : RETRY_AFTER_WAIT_TIMEOUT_SECONDS;
     const failed = outcome.status === 'UNAVAILABLE' ? outcome.errorCode : undefined;
-    // The refresher made no attempt and recorded no failure: the set had a login attempt within the last minute.
-    if (current && !after?.failure && (failed === 'TOKEN_REJECTED' || failed === 'NO_USABLE_TOKEN')) {
-      throw new ReportLimitedError(
-        `credential set "${set.id}" had a login attempt less than a minute ago (one a minute at most)`,
-        {
-          retryAfterSeconds,
-          details: { reason: 'RELOGIN_LIMIT', credentialSet: set.id, tokenId: current.tokenId },
-        },
-      );
-    }
+    // A failed login (its cause), one in progress, or an attempt within the last minute that left no failure
+    // (its holder stopped mid-way): a re-login is in progress as far as anyone can tell.
     throw new TokenUnavailableError(set.id, causeOf(after, failed), {
       retryAfterSeconds,
       ...(current ? { servedTokenId: current.tokenId } : {}),

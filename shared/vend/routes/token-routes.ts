@@ -161,6 +161,8 @@ export async function forceRefresh(context: SetRouteContext): Promise<VendResult
     expiresInSeconds: validitySeconds(token, services.clock.now()),
     /** This request's login made it; false when another login (a concurrent refresh, the schedule) did. */
     loggedIn: provided.loggedIn,
+    /** When the broker received the token (ISO 8601). */
+    refreshedAt: new Date(token.obtainedAt).toISOString(),
     ...(provided.replacedTokenId ? { replacedTokenId: provided.replacedTokenId } : {}),
   });
 }
