@@ -1,5 +1,5 @@
-import { BrokerClient } from '../../client/broker-client.js';
 import { resolveBrokerTarget } from '../broker-target.js';
+import { cliBrokerClient } from '../cli-broker-client.js';
 import { formatDuration, isoSeconds } from '../format.js';
 import type { CliIo } from '../io.js';
 import { BROKER_OPTIONS, HELP_OPTION, parseCommandLine } from '../options.js';
@@ -38,14 +38,7 @@ export async function refreshCommand(args: string[], io: CliIo): Promise<number>
   }
   const setId = checkSetId('refresh', parsed.positionals[0]);
   const target = await resolveBrokerTarget('refresh', io, parsed.values);
-  const client = new BrokerClient({
-    brokerUrl: target.url,
-    region: target.region,
-    credentials: target.credentials,
-    clock: io.clock,
-    fetch: io.fetch,
-    userAgent: 'token-broker-cli',
-  });
+  const client = cliBrokerClient(target, io);
   try {
     const answer = await client.forceRefresh(setId);
     if (parsed.values.json) {

@@ -1,6 +1,6 @@
-import { BrokerClient } from '../../client/broker-client.js';
 import type { VendedToken } from '../../client/types.js';
 import { resolveBrokerTarget } from '../broker-target.js';
+import { cliBrokerClient } from '../cli-broker-client.js';
 import { inTheFlagsTyped } from '../flag-names.js';
 import { formatDuration } from '../format.js';
 import type { CliIo } from '../io.js';
@@ -61,14 +61,7 @@ export async function tokenCommand(args: string[], io: CliIo): Promise<number> {
   const setId = checkSetId('token', parsed.positionals[0]);
   const minValiditySeconds = wholeSeconds('token', 'min-validity', parsed.values['min-validity']);
   const target = await resolveBrokerTarget('token', io, parsed.values);
-  const client = new BrokerClient({
-    brokerUrl: target.url,
-    region: target.region,
-    credentials: target.credentials,
-    clock: io.clock,
-    fetch: io.fetch,
-    userAgent: 'token-broker-cli',
-  });
+  const client = cliBrokerClient(target, io);
   try {
     const token = await client
       .getToken(setId, minValiditySeconds === undefined ? {} : { minValiditySeconds })
