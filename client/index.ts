@@ -9,6 +9,11 @@ export type { Clock } from '../shared/clock.js';
 // Every error class the client can throw (test/client-exports.test.ts checks it against the bundle): the base
 // of them all, the configuration's, and the vendor's typed errors that vendorRequest throws for final answers.
 export { BrokerError, ConfigurationError } from '../shared/errors.js';
+export {
+  type PowertoolsLoggerLike,
+  type PowertoolsMetricsLike,
+  powertoolsTelemetry,
+} from '../shared/powertools-telemetry.js';
 export type { LogAttributes, MetricUnitValue, Telemetry } from '../shared/telemetry.js';
 export {
   InsecureVendorUrlError,
@@ -36,11 +41,6 @@ export {
 } from './errors.js';
 // A value, not only a type: FakeBrokerClient (./testing.ts, the package's `/testing`) hands out real handles.
 export { PermitHandle, type PermitSettlement } from './permit-handle.js';
-export {
-  type PowertoolsLoggerLike,
-  type PowertoolsMetricsLike,
-  powertoolsTelemetry,
-} from './powertools-telemetry.js';
 export type { AwsCredentialIdentity, CredentialsProvider } from './sigv4.js';
 export type {
   AcquirePermitOptions,

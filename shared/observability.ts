@@ -1,6 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
+import { powertoolsTelemetry } from './powertools-telemetry.js';
 import type { LogAttributes, MetricUnitValue, Telemetry } from './telemetry.js';
 
 export type { LogAttributes, MetricUnitValue, Telemetry };
@@ -28,26 +29,8 @@ export function createPowertoolsTelemetry(
   const serviceName = options.serviceName ?? SERVICE_NAME;
   const logger = new Logger({ serviceName });
   const metrics = new Metrics({ namespace: options.namespace ?? METRICS_NAMESPACE, serviceName });
-  return {
-    logger,
-    metrics,
-    debug: (message, attributes) => logger.debug(message, attributes ?? {}),
-    info: (message, attributes) => logger.info(message, attributes ?? {}),
-    warn: (message, attributes) => logger.warn(message, attributes ?? {}),
-    error: (message, attributes) => logger.error(message, attributes ?? {}),
-    metric(name, unit, value, dimensions = {}, alsoBy) {
-      const publish = (all: Record<string, string>) => {
-        const single = metrics.singleMetric();
-        for (const [key, dimensionValue] of Object.entries(all)) single.addDimension(key, dimensionValue);
-        // A single metric publishes itself on addMetric.
-        single.addMetric(name, unit, value);
-      };
-      publish(dimensions);
-      // A second record, not a second dimension set in the same one: Powertools warns on every record whose
-      // dimension sets share a key (CredentialSet), and these are written on every permit request.
-      if (alsoBy && Object.keys(alsoBy).length > 0) publish({ ...dimensions, ...alsoBy });
-    },
-  };
+  // The same adapter a service's Powertools gets in the client package (shared/powertools-telemetry.ts).
+  return { logger, metrics, ...powertoolsTelemetry({ logger, metrics }) };
 }
 
 export interface RecordedLog {

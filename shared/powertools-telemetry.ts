@@ -1,4 +1,4 @@
-import type { LogAttributes, MetricUnitValue, Telemetry } from '../shared/telemetry.js';
+import type { LogAttributes, MetricUnitValue, Telemetry } from './telemetry.js';
 
 /**
  * What the adapter uses of a Powertools `Logger` (@aws-lambda-powertools/logger 2.x): its level methods, each
