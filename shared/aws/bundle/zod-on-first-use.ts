@@ -39,3 +39,9 @@ export const strictObject = forward('strictObject');
 export const string = forward('string');
 export const union = forward('union');
 export const unknown = forward('unknown');
+
+/**
+ * zod's `NEVER` (what a transform returns after adding an issue: the parse fails on the issue, the value is not
+ * read). A constant, not a function to forward: zod's own value, so that no import of it loads zod.
+ */
+export const NEVER = Object.freeze({ status: 'aborted' }) as ZodModule['NEVER'];
