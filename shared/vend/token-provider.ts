@@ -96,9 +96,11 @@ export class TokenProvider {
       reason: 'NO_USABLE_TOKEN',
       minValiditySeconds: Math.max(minValiditySeconds ?? 0, set.refresh.hardFloorSeconds),
     });
-    const after = this.#usable(set, await this.#cache.read(set.id), minValiditySeconds);
+    const state = await this.#cache.read(set.id);
+    const after = this.#usable(set, state, minValiditySeconds);
     if (after) return { token: after, source: 'refresh', loggedIn: outcome.loggedIn };
-    throw new TokenUnavailableError(set.id, causeOf(await this.#stateForCause(set)), {
+    // The state just read says why: no second read for the cause.
+    throw new TokenUnavailableError(set.id, causeOf(state), {
       retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
     });
   }
@@ -140,11 +142,12 @@ export class TokenProvider {
       { credentialSetId: set.id, reason: 'TOKEN_REJECTED', rejectedTokenId },
       release,
     );
-    const current = this.#usable(set, await this.#cache.read(set.id));
+    const after = await this.#cache.read(set.id);
+    const current = this.#usable(set, after);
     if (current && current.tokenId !== rejectedTokenId) {
       return { token: current, source: 'refresh', loggedIn: outcome.loggedIn };
     }
-    throw new TokenUnavailableError(set.id, causeOf(await this.#stateForCause(set)), {
+    throw new TokenUnavailableError(set.id, causeOf(after), {
       retryAfterSeconds: RETRY_AFTER_WAIT_TIMEOUT_SECONDS,
     });
   }
