@@ -137,6 +137,11 @@ describe('POST /v1/credential-sets/{id}/refresh', () => {
     const unknown = await refreshAs(ONCALL_SESSION, 'uat-nope');
     expect(unknown.statusCode).toBe(404);
     expect(parseBody(unknown)).toMatchObject({ errorMessage: 'no credential set "uat-nope"' });
+    // An id no set can have (the configuration's rule) is not echoed.
+    const odd = await refreshAs(ONCALL_SESSION, 'Uat_Advisor');
+    expect(odd.statusCode).toBe(404);
+    expect(parseBody(odd)).toMatchObject({ errorMessage: 'no credential set (an id no set can have)' });
+    expect(parseBody(odd)).not.toHaveProperty('details');
     const withField = await refreshAs(ONCALL_SESSION, 'uat-execution', { force: true });
     expect(withField.statusCode).toBe(400);
     expect(parseBody(withField)).toMatchObject({ errorCode: 'INVALID_VALUE', details: { field: 'force' } });

@@ -129,11 +129,14 @@ export const rateLimitSettingsSchema = lazySchema(() =>
     }),
 );
 
+/** What a credential set id may be, e.g. `prod-advisor`: the schema's rule, and the vend API's for echoing one. */
+export const CREDENTIAL_SET_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
 // The defaults are parsed once, without zod's eval-compiled object fast path (see parseConfig).
 export const credentialSetSchema = lazySchema(() =>
   z.strictObject({
     /** For example `prod-advisor`. */
-    id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, at most 63'),
+    id: z.string().regex(CREDENTIAL_SET_ID, 'lowercase letters, digits and dashes, at most 63'),
     environment: z.enum(VENDOR_ENVIRONMENTS),
     /** The company role the credentials belong to, for example `advisor` or `execution-platform`. */
     companyRole: z.string().regex(/^[a-z][a-z0-9-]*$/),

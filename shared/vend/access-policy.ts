@@ -1,5 +1,5 @@
 import type { ConsumerConfig } from '../config/consumers.js';
-import type { CredentialSetConfig } from '../config/credential-sets.js';
+import { CREDENTIAL_SET_ID, type CredentialSetConfig } from '../config/credential-sets.js';
 import type { OperatorConfig } from '../config/operators.js';
 import { callerPrincipal, type PrincipalKey, rulePrincipal } from './principal.js';
 import { InsufficientPermissionsError, ResourceNotFoundError } from './vend-errors.js';
@@ -178,10 +178,11 @@ export class AccessPolicy {
 }
 
 /**
- * The set a refusal is about, as the answer names it: the id from the path when it looks like a set id (it is
- * the caller's own input, so it tells nobody anything new); anything else is not echoed.
+ * The set a refusal is about, as the answer names it: the id from the path when it is one a set can have (the
+ * configuration's rule; it is the caller's own input, so it tells nobody anything new); anything else is not
+ * echoed.
  */
 function namedSet(setId: string): { words: string; details: { details?: Record<string, unknown> } } {
-  if (!/^[A-Za-z0-9._-]{1,63}$/.test(setId)) return { words: '(an id no set can have)', details: {} };
+  if (!CREDENTIAL_SET_ID.test(setId)) return { words: '(an id no set can have)', details: {} };
   return { words: `"${setId}"`, details: { details: { credentialSet: setId } } };
 }
