@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';
-import type { StageInput } from '../infra/stage-config.js';
+import { parseStageConfig, type StageConfig, type StageInput } from '../infra/stage-config.js';
 import { EXAMPLE_STAGES, STAGES } from '../infra/stages/index.js';
 import { closestKey } from '../shared/config/unknown-keys.js';
 import { UsageError } from './errors.js';
@@ -72,4 +72,16 @@ function isLocalBrokerConfig(input: unknown): boolean {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) return false;
   const keys = Object.keys(input);
   return keys.includes('callers') && !keys.includes('account') && !keys.includes('name');
+}
+
+/**
+ * The stage an option `--stage` names (put-credentials, and the broker commands' URL), parsed: a name of
+ * infra/stages/ or a JSON stage file, the messages about it speaking of `--stage`.
+ */
+export function stageOption(command: string, nameOrPath: string, cwd: string): StageConfig {
+  const { input } = loadStageInput(command, nameOrPath, cwd, {
+    what: '--stage',
+    asTyped: (name) => `--stage ${name}`,
+  });
+  return parseStageConfig(input);
 }

@@ -1,15 +1,11 @@
 import { CloudFormationServiceException, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { type ServingStack, servingStacks } from '../infra/stack-names.js';
-import { parseStageConfig } from '../infra/stage-config.js';
 import { StackLookupError, UsageError } from './errors.js';
 import type { CliIo } from './io.js';
-import { loadStageInput } from './stage-source.js';
+import { stageOption } from './stage-source.js';
 
 /** The stack output that is a serving stack's broker URL (infra/broker-stack.ts). */
 const VEND_URL_OUTPUT = 'VendUrl';
-
-/** How the broker commands take a stage, for the messages about one. */
-const STAGE_OPTION = { what: '--stage', asTyped: (name: string) => `--stage ${name}` };
 
 /**
  * The serving stack `--stage` means: the only one of a one-Region stage; of a two-Region stage, home's, or the
@@ -37,7 +33,7 @@ export async function stageVendUrl(
   nameOrPath: string,
   region: string | undefined,
 ): Promise<string> {
-  const stage = parseStageConfig(loadStageInput(command, nameOrPath, io.cwd, STAGE_OPTION).input);
+  const stage = stageOption(command, nameOrPath, io.cwd);
   const { stackName, region: stackRegion } = servingStackOf(
     command,
     stage.name,

@@ -1,12 +1,11 @@
 import { type PolicyDocument, secretReaderArns, secretResourcePolicy } from '../../infra/secret-policy.js';
-import { parseStageConfig } from '../../infra/stage-config.js';
 import { UsageError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { HELP_OPTION, parseCommandLine } from '../options.js';
 import { readCredentials } from '../secret-input.js';
 import { writeCredentials } from '../secret-writer.js';
 import { checkSetId } from '../set-id.js';
-import { loadStageInput } from '../stage-source.js';
+import { stageOption } from '../stage-source.js';
 
 export const PUT_CREDENTIALS_HELP = `Usage: token-broker put-credentials <set> (--stage STAGE | --secret-id ID) [--region REGION] [--create] [--json]
 
@@ -47,9 +46,6 @@ const OPTIONS = {
 
 const COMMAND = 'put-credentials';
 
-/** How this command takes a stage, for the messages about one. */
-const STAGE_OPTION = { what: '--stage', asTyped: (name: string) => `--stage ${name}` };
-
 /** The secret and its Region, from the stage or from the options. */
 function secretOf(
   setId: string,
@@ -65,7 +61,7 @@ function secretOf(
     throw new UsageError('give exactly one of --stage or --secret-id', COMMAND);
   }
   if (values.stage !== undefined) {
-    const stage = parseStageConfig(loadStageInput(COMMAND, values.stage, io.cwd, STAGE_OPTION).input);
+    const stage = stageOption(COMMAND, values.stage, io.cwd);
     const set = stage.credentialSets.find((s) => s.id === setId);
     if (!set) {
       throw new UsageError(
