@@ -82,12 +82,12 @@ export class SigV4Verifier {
     if (region !== this.#region)
       return refuse(
         'WRONG_REGION',
-        `signed for Region "${shownRegion(region)}"; this broker's is "${this.#region}" (AWS_REGION=${this.#region}, or --region ${this.#region})`,
+        `signed for Region "${shownName(region)}"; this broker's is "${this.#region}" (AWS_REGION=${this.#region}, or --region ${this.#region})`,
       );
     if (service !== 'lambda')
       return refuse(
         'WRONG_SERVICE',
-        `signed for service "${shownRegion(service)}"; a Function URL's is "lambda"`,
+        `signed for service "${shownName(service)}"; a Function URL's is "lambda"`,
       );
     if (!amzDate?.startsWith(scopeDate ?? ''))
       return refuse('MALFORMED_SIGNATURE', "the credential scope's date is not the X-Amz-Date's day");
@@ -174,6 +174,6 @@ export class SigV4Verifier {
   }
 }
 
-/** A Region or service name from the header, as a log may show it. */
-const shownRegion = (value: string | undefined): string =>
+/** A Region or service name from the signature's scope, as a log may show it. */
+const shownName = (value: string | undefined): string =>
   (value ?? '').replace(/[^a-z0-9-]/g, '').slice(0, 32);
