@@ -5,7 +5,7 @@
  * (imported from the package entry, so `instanceof` works in the service's code), as BrokerClient does once its
  * retries are over: a scripted refusal is the final answer, never retried here.
  */
-import { createHash } from 'node:crypto';
+import { tokenId as tokenIdOf } from '../shared/vendor-client/token-id.js';
 import {
   type AcquirePermitOptions,
   BrokerApiError,
@@ -146,7 +146,7 @@ export class FakeBrokerClient implements BrokerClientApi {
     const fields: Omit<VendedToken, 'accessToken'> = {
       credentialSet: setId,
       environment: setId.split('-')[0] ?? setId,
-      tokenId: createHash('sha256').update(accessToken).digest('hex').slice(0, 16),
+      tokenId: tokenIdOf(accessToken),
       expiresAt,
       expiresInSeconds: TOKEN_LIFETIME_SECONDS,
       tenant: `${setId}-tenant`,
